@@ -9,8 +9,10 @@ import (
 // Key is a flow's 5-tuple: the two endpoints and the IP protocol. It is a
 // comparable value (usable as a map key) built on net/netip.
 //
-// For ICMP and ICMPv6 the ports hold the type (SrcPort) and code (DstPort),
-// as Zeek does. For non-first IP fragments, which carry no transport header,
+// For ICMP and ICMPv6 the ports are set as Zeek sets them: SrcPort is the
+// message type and DstPort the type of its reply (echo request 8 -> 0), or
+// the code for messages that have no reply, so a request and its reply are
+// one flow. For non-first IP fragments, which carry no transport header,
 // both ports are zero and the packet is marked with Packet.Fragment.
 type Key struct {
 	Src, Dst         netip.Addr

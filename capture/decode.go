@@ -1,0 +1,373 @@
+package capture
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"time"
+)
+
+// Link types (pcap LINKTYPE_ values) the decoder reads.
+const (
+	LinkNull     uint16 = 0   // BSD loopback: 4-byte address family in host order
+	LinkEthernet uint16 = 1   // Ethernet II, with 802.1Q / 802.1ad / QinQ tags, MPLS, PPPoE
+	LinkRaw      uint16 = 101 // raw IPv4 or IPv6, version from the first nibble
+	LinkLoop     uint16 = 108 // OpenBSD loopback: address family in network order
+	LinkSLL      uint16 = 113 // Linux cooked capture v1
+	LinkIPv4     uint16 = 228
+	LinkIPv6     uint16 = 229
+	LinkSLL2     uint16 = 276 // Linux cooked capture v2
+	linkRawAlt   uint16 = 12  // DLT_RAW as some systems number it
+	linkRawAlt14 uint16 = 14
+)
+
+// EtherTypes the decoder follows.
+const (
+	EtherTypeIPv4   = 0x0800
+	EtherTypeIPv6   = 0x86DD
+	etherTypeARP    = 0x0806
+	etherTypeVLAN   = 0x8100
+	etherTypeQinQ   = 0x88A8
+	etherTypeQinQ2  = 0x9100
+	etherTypeMPLS   = 0x8847
+	etherTypeMPLSm  = 0x8848
+	etherTypePPPoES = 0x8864
+)
+
+// maxLinkHops bounds the VLAN/MPLS tags walked, so a crafted frame of
+// endless tags costs a fixed amount of work.
+const maxLinkHops = 8
+
+// Decode fills p from one captured frame of the given link type, in place
+// and without allocating. wireLen is the frame's length on the wire and ts
+// its capture time. It returns ReasonNone when p holds a flow packet, or
+// why not; p's contents are unspecified then. Decode never panics, whatever
+// the bytes.
+func Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
+	*p = Packet{Timestamp: ts, LinkType: link, WireLen: uint32(wireLen), CapLen: uint32(len(data))}
+	switch link {
+	case LinkEthernet:
+		return decodeEthernet(p, data)
+	case LinkRaw, linkRawAlt, linkRawAlt14:
+		return decodeIPByVersion(p, data)
+	case LinkIPv4:
+		return decodeIPv4(p, data)
+	case LinkIPv6:
+		return decodeIPv6(p, data)
+	case LinkSLL:
+		if len(data) < 16 {
+			return ReasonLinkTruncated
+		}
+		return decodeEtherType(p, binary.BigEndian.Uint16(data[14:]), data[16:])
+	case LinkSLL2:
+		if len(data) < 20 {
+			return ReasonLinkTruncated
+		}
+		return decodeEtherType(p, binary.BigEndian.Uint16(data[0:]), data[20:])
+	case LinkNull, LinkLoop:
+		if len(data) < 4 {
+			return ReasonLinkTruncated
+		}
+		fam := binary.LittleEndian.Uint32(data)
+		if link == LinkLoop || fam > 0xFFFF {
+			fam = binary.BigEndian.Uint32(data)
+		}
+		switch fam {
+		case 2:
+			return decodeIPv4(p, data[4:])
+		case 10, 24, 28, 30: // AF_INET6 on Linux, the BSDs and Darwin
+			return decodeIPv6(p, data[4:])
+		}
+		return ReasonNotIP
+	}
+	return ReasonLinkUnsupported
+}
+
+func decodeEthernet(p *Packet, b []byte) Reason {
+	if len(b) < 14 {
+		return ReasonLinkTruncated
+	}
+	return decodeEtherType(p, binary.BigEndian.Uint16(b[12:]), b[14:])
+}
+
+// decodeEtherType walks VLAN tags, MPLS labels and a PPPoE session header
+// to the IP header.
+func decodeEtherType(p *Packet, et uint16, b []byte) Reason {
+	for range maxLinkHops {
+		switch et {
+		case EtherTypeIPv4:
+			return decodeIPv4(p, b)
+		case EtherTypeIPv6:
+			return decodeIPv6(p, b)
+		case etherTypeVLAN, etherTypeQinQ, etherTypeQinQ2:
+			if len(b) < 4 {
+				return ReasonLinkTruncated
+			}
+			p.VLANs++
+			et, b = binary.BigEndian.Uint16(b[2:]), b[4:]
+		case etherTypeMPLS, etherTypeMPLSm:
+			// Labels until the bottom-of-stack bit; the payload's protocol
+			// is not named, so read it from the IP version nibble.
+			for i := 0; ; i++ {
+				if len(b) < 4 || i == maxLinkHops {
+					return ReasonLinkTruncated
+				}
+				bottom := b[2]&1 != 0
+				b = b[4:]
+				if bottom {
+					return decodeIPByVersion(p, b)
+				}
+			}
+		case etherTypePPPoES:
+			if len(b) < 8 {
+				return ReasonLinkTruncated
+			}
+			switch binary.BigEndian.Uint16(b[6:]) {
+			case 0x0021:
+				return decodeIPv4(p, b[8:])
+			case 0x0057:
+				return decodeIPv6(p, b[8:])
+			}
+			return ReasonNotIP
+		default:
+			p.EtherType = et
+			return ReasonNotIP
+		}
+	}
+	return ReasonLinkTruncated
+}
+
+func decodeIPByVersion(p *Packet, b []byte) Reason {
+	if len(b) < 1 {
+		return ReasonIPTruncated
+	}
+	switch b[0] >> 4 {
+	case 4:
+		return decodeIPv4(p, b)
+	case 6:
+		return decodeIPv6(p, b)
+	}
+	return ReasonIPVersion
+}
+
+func decodeIPv4(p *Packet, b []byte) Reason {
+	p.EtherType = EtherTypeIPv4
+	if len(b) < 20 {
+		return ReasonIPTruncated
+	}
+	if b[0]>>4 != 4 {
+		return ReasonIPVersion
+	}
+	hl := int(b[0]&0x0F) * 4
+	if hl < 20 {
+		return ReasonIPHeaderLength
+	}
+	if len(b) < hl {
+		return ReasonIPTruncated
+	}
+	total := int(binary.BigEndian.Uint16(b[2:]))
+	if total == 0 {
+		// TCP segmentation offload: the stack left the length for the NIC
+		// to fill. Take what was captured, as tcpdump does.
+		total = len(b)
+	}
+	if total < hl {
+		return ReasonIPTotalLength
+	}
+	p.IPLen = uint16(total)
+	p.IPID = uint32(binary.BigEndian.Uint16(b[4:]))
+	p.TTL = b[8]
+	proto := b[9]
+	src := netip.AddrFrom4([4]byte(b[12:16]))
+	dst := netip.AddrFrom4([4]byte(b[16:20]))
+	frag := binary.BigEndian.Uint16(b[6:])
+	payload := b[hl:min(len(b), total)] // drop Ethernet padding
+	payloadLen := total - hl
+	if off := frag & 0x1FFF; off != 0 {
+		p.Fragment = LaterFragment
+		return finishKeyOnly(p, src, dst, proto, payload, payloadLen)
+	}
+	if frag&0x2000 != 0 {
+		p.Fragment = FirstFragment
+	}
+	return decodeTransport(p, src, dst, proto, payload, payloadLen, false)
+}
+
+// IPv6 extension headers the decoder walks.
+const (
+	ipv6HopByHop  = 0
+	ipv6Routing   = 43
+	ipv6Fragment  = 44
+	ipv6AH        = 51
+	ipv6DestOpts  = 60
+	ipv6Mobility  = 135
+	ipv6HIP       = 139
+	ipv6Shim6     = 140
+	maxIPv6Header = 16 // extension headers walked before giving up
+)
+
+func decodeIPv6(p *Packet, b []byte) Reason {
+	p.EtherType = EtherTypeIPv6
+	if len(b) < 40 {
+		return ReasonIPTruncated
+	}
+	if b[0]>>4 != 6 {
+		return ReasonIPVersion
+	}
+	plen := int(binary.BigEndian.Uint16(b[4:]))
+	if plen == 0 {
+		plen = len(b) - 40 // jumbogram or offloaded length: use the capture
+	}
+	p.IPLen = uint16(min(plen+40, 0xFFFF))
+	p.TTL = b[7]
+	src := netip.AddrFrom16([16]byte(b[8:24]))
+	dst := netip.AddrFrom16([16]byte(b[24:40]))
+	next := b[6]
+	rest := b[40:min(len(b), 40+plen)]
+	payloadLen := plen
+	for range maxIPv6Header {
+		var hl int
+		switch next {
+		case ipv6HopByHop, ipv6Routing, ipv6DestOpts, ipv6Mobility, ipv6HIP, ipv6Shim6:
+			if len(rest) < 2 {
+				return ReasonIPv6ExtTruncated
+			}
+			hl = (int(rest[1]) + 1) * 8
+		case ipv6AH:
+			if len(rest) < 2 {
+				return ReasonIPv6ExtTruncated
+			}
+			hl = (int(rest[1]) + 2) * 4
+		case ipv6Fragment:
+			if len(rest) < 8 {
+				return ReasonIPv6ExtTruncated
+			}
+			off := binary.BigEndian.Uint16(rest[2:])
+			p.IPID = binary.BigEndian.Uint32(rest[4:])
+			next = rest[0]
+			rest, payloadLen = rest[8:], payloadLen-8
+			if off>>3 != 0 {
+				p.Fragment = LaterFragment
+				return finishKeyOnly(p, src, dst, next, rest, payloadLen)
+			}
+			if off&1 != 0 {
+				p.Fragment = FirstFragment
+			}
+			continue
+		default:
+			return decodeTransport(p, src, dst, next, rest, payloadLen, true)
+		}
+		if len(rest) < hl {
+			return ReasonIPv6ExtTruncated
+		}
+		next = rest[0]
+		rest, payloadLen = rest[hl:], payloadLen-hl
+	}
+	return ReasonIPv6ExtTruncated
+}
+
+// decodeTransport reads the transport header's ports (or ICMP type and
+// code) and, for TCP, the flags and sequence numbers. payloadLen is the
+// transport segment's length according to the IP header; b is what was
+// captured of it.
+func decodeTransport(p *Packet, src, dst netip.Addr, proto uint8, b []byte, payloadLen int, v6 bool) Reason {
+	var sport, dport uint16
+	hdr := 0
+	switch proto {
+	case ProtoTCP:
+		// CAIDA-style traces cut the header short: keep the packet when
+		// the flags byte (offset 13) made it.
+		if len(b) < 14 {
+			return ReasonTransportTruncated
+		}
+		sport, dport = binary.BigEndian.Uint16(b[0:]), binary.BigEndian.Uint16(b[2:])
+		off := int(b[12]>>4) * 4
+		if off < 20 {
+			return ReasonTCPDataOffset
+		}
+		p.HasTCP = true
+		p.Seq = binary.BigEndian.Uint32(b[4:])
+		p.Ack = binary.BigEndian.Uint32(b[8:])
+		p.Flags = TCPFlags(b[13]) | TCPFlags(b[12]&1)<<8
+		if len(b) >= 16 {
+			p.Window = binary.BigEndian.Uint16(b[14:])
+		}
+		hdr = off
+	case ProtoUDP, ProtoSCTP, udpLite, dccp:
+		if len(b) < 4 {
+			return ReasonTransportTruncated
+		}
+		sport, dport = binary.BigEndian.Uint16(b[0:]), binary.BigEndian.Uint16(b[2:])
+		hdr = 8
+		if proto == ProtoSCTP {
+			hdr = 12
+		}
+	case ProtoICMP, ProtoICMPv6:
+		if len(b) < 2 {
+			return ReasonTransportTruncated
+		}
+		sport, dport = icmpPorts(b[0], b[1], proto == ProtoICMPv6)
+		hdr = 8
+	default:
+		hdr = 0
+	}
+	if payloadLen > hdr {
+		p.PayloadLen = uint32(payloadLen - hdr)
+		if len(b) > hdr {
+			p.Payload = b[hdr:]
+		}
+	}
+	setKey(p, Key{Src: src, Dst: dst, SrcPort: sport, DstPort: dport, Proto: proto})
+	return ReasonNone
+}
+
+// Other transport protocols with ports at the start of their header.
+const (
+	dccp    = 33
+	udpLite = 136
+)
+
+// finishKeyOnly keys a non-first fragment on its address pair and protocol.
+func finishKeyOnly(p *Packet, src, dst netip.Addr, proto uint8, b []byte, payloadLen int) Reason {
+	if payloadLen > 0 {
+		p.PayloadLen = uint32(payloadLen)
+	}
+	p.Payload = b
+	setKey(p, Key{Src: src, Dst: dst, Proto: proto})
+	return ReasonNone
+}
+
+func setKey(p *Packet, k Key) {
+	p.Key, p.Reversed = k.Canonical()
+	var b [KeySize]byte
+	p.Key.PutBinary(&b)
+	p.Hash = hashKeyBytes(&b)
+}
+
+// icmpPorts maps an ICMP type and code to the flow's ports as Zeek does:
+// the source port is the type, the destination port the type of the
+// matching reply (so an echo request and its reply are one flow), or the
+// code for messages that have no reply.
+func icmpPorts(typ, code uint8, v6 bool) (uint16, uint16) {
+	var pairs [][2]uint8
+	if v6 {
+		pairs = icmp6Pairs[:]
+	} else {
+		pairs = icmp4Pairs[:]
+	}
+	for _, pr := range pairs {
+		if typ == pr[0] {
+			return uint16(typ), uint16(pr[1])
+		}
+		if typ == pr[1] {
+			return uint16(typ), uint16(pr[0])
+		}
+	}
+	return uint16(typ), uint16(code)
+}
+
+var (
+	// echo, router, timestamp, information, address mask
+	icmp4Pairs = [...][2]uint8{{8, 0}, {10, 9}, {13, 14}, {15, 16}, {17, 18}}
+	// echo, MLD query/report, router, neighbor
+	icmp6Pairs = [...][2]uint8{{128, 129}, {130, 131}, {133, 134}, {135, 136}}
+)

@@ -1,0 +1,202 @@
+package capture
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// ErrFormat is wrapped by errors for files that are neither pcap nor pcapng.
+var ErrFormat = errors.New("not a pcap or pcapng file")
+
+// ReadError reports damage in a capture file: the packets before Offset
+// were read, the record at Offset was not.
+type ReadError struct {
+	Name    string // file name, "-" for stdin
+	Offset  int64  // byte offset of the damaged record (in the decompressed stream for .gz)
+	Packets uint64 // records read before the damage
+	Err     error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("%s: damaged record at offset %d after %d packets: %v", e.Name, e.Offset, e.Packets, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Reader reads a pcap or pcapng file (optionally gzip-compressed) and
+// decodes its packets in place. A Reader is not safe for concurrent use,
+// except Progress, which may be called from any goroutine.
+type Reader struct {
+	name   string
+	closer io.Closer
+	raw    *countingReader // the file's bytes, before decompression
+	count  *countingReader // the capture's bytes, after decompression
+	buf    *bufio.Reader   // what pcapgo reads from
+	pcap   *pcapgo.Reader
+	ng     *pcapgo.NgReader
+	link   uint16
+	total  int64 // file size, or -1 when unknown
+	stats  Stats
+	done   error // sticky end: io.EOF or a *ReadError
+}
+
+// bufSize is the read buffer: large reads, and at least pcapgo's own size
+// so pcapgo uses this buffer instead of wrapping another around it.
+const bufSize = 1 << 16
+
+// Open opens a capture file; name "-" reads standard input.
+func Open(name string) (*Reader, error) {
+	if name == "-" {
+		return NewReader(os.Stdin, "-", -1)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open capture: %w", err)
+	}
+	var size int64 = -1
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	r, err := NewReader(f, name, size)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads a capture from rd; size is its length in bytes for
+// progress reports, or -1.
+func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
+	r := &Reader{name: name, total: size}
+	r.raw = &countingReader{r: rd}
+	head := bufio.NewReaderSize(r.raw, bufSize)
+	var src io.Reader = head
+	if magic, _ := head.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(head)
+		if err != nil {
+			return nil, fmt.Errorf("%s: open gzip: %w", name, err)
+		}
+		src = zr
+	}
+	r.count = &countingReader{r: src}
+	if src == io.Reader(head) {
+		r.count = r.raw
+		r.buf = head
+	} else {
+		r.buf = bufio.NewReaderSize(r.count, bufSize)
+	}
+	magic, err := r.buf.Peek(4)
+	if err != nil {
+		if err == io.EOF && len(magic) == 0 {
+			return nil, fmt.Errorf("%s: empty file: %w", name, ErrFormat)
+		}
+		return nil, fmt.Errorf("%s: read header: %w", name, err)
+	}
+	switch m := binary.LittleEndian.Uint32(magic); m {
+	case 0x0A0D0D0A:
+		ng, err := pcapgo.NewNgReader(r.buf, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		if err != nil {
+			return nil, fmt.Errorf("%s: read pcapng header: %w", name, err)
+		}
+		r.ng = ng
+	case 0xA1B2C3D4, 0xD4C3B2A1, 0xA1B23C4D, 0x4D3CB2A1:
+		pr, err := pcapgo.NewReader(r.buf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read pcap header: %w", name, err)
+		}
+		r.pcap = pr
+		r.link = uint16(pr.LinkType())
+	default:
+		return nil, fmt.Errorf("%s: magic %08x: %w", name, m, ErrFormat)
+	}
+	return r, nil
+}
+
+// Next decodes the next flow packet into p. Frames that do not decode are
+// counted in Stats by reason and skipped. Next returns io.EOF at the end of
+// the file, and a *ReadError when the file is damaged; every packet before
+// the damage has been returned by then.
+func (r *Reader) Next(p *Packet) error {
+	for {
+		if r.done != nil {
+			return r.done
+		}
+		offset := r.offset()
+		data, ci, err := r.read()
+		if err != nil {
+			if err == io.EOF {
+				r.done = io.EOF
+			} else {
+				r.done = &ReadError{Name: r.name, Offset: offset, Packets: r.stats.Packets, Err: err}
+			}
+			return r.done
+		}
+		link := r.link
+		if r.ng != nil {
+			link = r.ngLink(ci.InterfaceIndex)
+		}
+		reason := Decode(p, link, data, ci.Length, ci.Timestamp)
+		r.stats.Count(p, reason)
+		if reason == ReasonNone {
+			return nil
+		}
+	}
+}
+
+func (r *Reader) read() ([]byte, gopacket.CaptureInfo, error) {
+	if r.ng != nil {
+		return r.ng.ZeroCopyReadPacketData()
+	}
+	return r.pcap.ZeroCopyReadPacketData()
+}
+
+func (r *Reader) ngLink(iface int) uint16 {
+	in, err := r.ng.Interface(iface)
+	if err != nil {
+		return 0xFFFF // no such interface: decodes as an unsupported link
+	}
+	return uint16(in.LinkType)
+}
+
+// offset is the position of the next record in the capture stream.
+func (r *Reader) offset() int64 { return r.count.n.Load() - int64(r.buf.Buffered()) }
+
+// Stats returns the reader's counters. They change as Next is called.
+func (r *Reader) Stats() *Stats { return &r.stats }
+
+// Name returns the name the reader was opened with.
+func (r *Reader) Name() string { return r.name }
+
+// Progress reports the bytes of the file read so far and its size (-1 when
+// unknown, as for stdin). Safe to call from another goroutine.
+func (r *Reader) Progress() (read, total int64) { return r.raw.n.Load(), r.total }
+
+// Close closes the file Open opened.
+func (r *Reader) Close() error {
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}

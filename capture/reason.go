@@ -1,0 +1,61 @@
+package capture
+
+// Reason says why a packet could not be decoded into a flow packet. The set
+// is fixed, so it can be a metric label and a fixed-size counter array.
+type Reason uint8
+
+// Reasons a packet is skipped. ReasonNone means the packet decoded. Reasons
+// before ReasonNotIP are malformed input; ReasonNotIP and later are frames
+// that are well formed but carry no IP flow (ARP, LLDP, ...).
+const (
+	ReasonNone               Reason = iota
+	ReasonLinkTruncated             // shorter than its link-layer header
+	ReasonLinkUnsupported           // a link type flowmon does not decode
+	ReasonIPTruncated               // shorter than the IP header it announces
+	ReasonIPVersion                 // IP version nibble does not match the header
+	ReasonIPHeaderLength            // IPv4 IHL below 5
+	ReasonIPTotalLength             // IPv4 total length below the header length
+	ReasonIPv6ExtTruncated          // an IPv6 extension header runs past the capture
+	ReasonTransportTruncated        // transport header cut before its ports (or TCP before its flags)
+	ReasonTCPDataOffset             // TCP data offset below 5 words
+	ReasonNotIP                     // well-formed frame with no IP payload
+	numReasons
+)
+
+var reasonNames = [numReasons]string{
+	ReasonNone:               "none",
+	ReasonLinkTruncated:      "link_truncated",
+	ReasonLinkUnsupported:    "link_unsupported",
+	ReasonIPTruncated:        "ip_truncated",
+	ReasonIPVersion:          "ip_version",
+	ReasonIPHeaderLength:     "ip_header_length",
+	ReasonIPTotalLength:      "ip_total_length",
+	ReasonIPv6ExtTruncated:   "ipv6_ext_truncated",
+	ReasonTransportTruncated: "transport_truncated",
+	ReasonTCPDataOffset:      "tcp_data_offset",
+	ReasonNotIP:              "not_ip",
+}
+
+// String returns the reason's metric label value.
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Error makes a Reason usable as an error value.
+func (r Reason) Error() string { return "decode: " + r.String() }
+
+// Malformed reports whether the reason is broken input rather than a frame
+// that simply carries no IP flow.
+func (r Reason) Malformed() bool { return r != ReasonNone && r < ReasonNotIP }
+
+// Reasons lists every reason except ReasonNone, in order.
+func Reasons() []Reason {
+	rs := make([]Reason, 0, numReasons-1)
+	for r := ReasonNone + 1; r < numReasons; r++ {
+		rs = append(rs, r)
+	}
+	return rs
+}
