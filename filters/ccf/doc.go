@@ -42,8 +42,11 @@
 // (2b+s)/(2^f-1) per level, about 2b/2^f, so f = ceil(log2(2b/ε)) bits
 // reach a target ε (Eq. 6-8; Options.FPRate). Two elements with the same
 // fingerprint and the same bucket pair (probability about 2/(m*2^f) per
-// pair) share one slot: both read the sum of their counts. Counts are never
-// under-estimated: no false negatives, no lost counts below saturation.
+// pair) share one slot: both read the sum of their counts. Without
+// deletions counts are never under-estimated (no false negatives, no lost
+// counts below saturation); deleting or removing a key that shares its slot
+// with another removes the other's occurrences too, as in any cuckoo
+// filter.
 //
 // # Synchronization (Section 4)
 //
