@@ -132,15 +132,13 @@ func (f *Filter) Add(key, n uint64) uint64 {
 	if n == 0 {
 		return f.Count(key)
 	}
-	if !f.Test(key) {
-		f.distinct++
-	}
 	h1, h2 := f.hashes(key)
 	least := f.cMax
-	sat := false
+	sat, absent := false, false
 	for i := range uint64(f.opts.Hashes) {
 		w, sh := f.cell(h1 + i*h2)
 		v := f.get(w, sh)
+		absent = absent || v == 0
 		if n > f.cMax-v {
 			sat = true
 			v = f.cMax
@@ -152,6 +150,9 @@ func (f *Filter) Add(key, n uint64) uint64 {
 	}
 	if sat {
 		f.saturations++
+	}
+	if absent {
+		f.distinct++
 	}
 	return least
 }
