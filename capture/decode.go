@@ -43,7 +43,7 @@ const maxLinkHops = 8
 // why not; p's contents are unspecified then. Decode never panics, whatever
 // the bytes.
 func Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
-	*p = Packet{Timestamp: ts, LinkType: link, WireLen: uint32(wireLen), CapLen: uint32(len(data))}
+	p.reset(ts, link, wireLen, len(data))
 	switch link {
 	case LinkEthernet:
 		return decodeEthernet(p, data)
@@ -177,8 +177,7 @@ func decodeIPv4(p *Packet, b []byte) Reason {
 	p.IPID = uint32(binary.BigEndian.Uint16(b[4:]))
 	p.TTL = b[8]
 	proto := b[9]
-	src := netip.AddrFrom4([4]byte(b[12:16]))
-	dst := netip.AddrFrom4([4]byte(b[16:20]))
+	src, dst := b[12:16], b[16:20]
 	frag := binary.BigEndian.Uint16(b[6:])
 	payload := b[hl:min(len(b), total)] // drop Ethernet padding
 	payloadLen := total - hl
@@ -219,8 +218,7 @@ func decodeIPv6(p *Packet, b []byte) Reason {
 	}
 	p.IPLen = uint16(min(plen+40, 0xFFFF))
 	p.TTL = b[7]
-	src := netip.AddrFrom16([16]byte(b[8:24]))
-	dst := netip.AddrFrom16([16]byte(b[24:40]))
+	src, dst := b[8:24], b[24:40]
 	next := b[6]
 	rest := b[40:min(len(b), 40+plen)]
 	payloadLen := plen
@@ -269,7 +267,7 @@ func decodeIPv6(p *Packet, b []byte) Reason {
 // code) and, for TCP, the flags and sequence numbers. payloadLen is the
 // transport segment's length according to the IP header; b is what was
 // captured of it.
-func decodeTransport(p *Packet, src, dst netip.Addr, proto uint8, b []byte, payloadLen int, v6 bool) Reason {
+func decodeTransport(p *Packet, src, dst []byte, proto uint8, b []byte, payloadLen int, v6 bool) Reason {
 	var sport, dport uint16
 	hdr := 0
 	switch proto {
@@ -316,7 +314,7 @@ func decodeTransport(p *Packet, src, dst netip.Addr, proto uint8, b []byte, payl
 			p.Payload = b[hdr:]
 		}
 	}
-	setKey(p, Key{Src: src, Dst: dst, SrcPort: sport, DstPort: dport, Proto: proto})
+	setKey(p, src, dst, sport, dport, proto)
 	return ReasonNone
 }
 
@@ -327,20 +325,51 @@ const (
 )
 
 // finishKeyOnly keys a non-first fragment on its address pair and protocol.
-func finishKeyOnly(p *Packet, src, dst netip.Addr, proto uint8, b []byte, payloadLen int) Reason {
+func finishKeyOnly(p *Packet, src, dst []byte, proto uint8, b []byte, payloadLen int) Reason {
 	if payloadLen > 0 {
 		p.PayloadLen = uint32(payloadLen)
 	}
 	p.Payload = b
-	setKey(p, Key{Src: src, Dst: dst, Proto: proto})
+	setKey(p, src, dst, 0, 0, proto)
 	return ReasonNone
 }
 
-func setKey(p *Packet, k Key) {
-	p.Key, p.Reversed = k.Canonical()
+// setKey sets the canonical key, orientation and flow hash straight from
+// the header's address bytes (4 or 16 each). It is Key.Canonical and
+// Key.Hash without the detour through netip, which the decoder's budget
+// cannot afford; TestSetKeyMatchesKey holds the two equal.
+func setKey(p *Packet, src, dst []byte, sport, dport uint16, proto uint8) {
+	var sh, sl, dh, dl uint64
+	var fam byte
+	if len(src) == 4 {
+		fam = 4
+		sl = 0xFFFF<<32 | uint64(binary.BigEndian.Uint32(src))
+		dl = 0xFFFF<<32 | uint64(binary.BigEndian.Uint32(dst))
+	} else {
+		fam = 6
+		sh, sl = binary.BigEndian.Uint64(src), binary.BigEndian.Uint64(src[8:])
+		dh, dl = binary.BigEndian.Uint64(dst), binary.BigEndian.Uint64(dst[8:])
+	}
+	if sh > dh || (sh == dh && (sl > dl || (sl == dl && sport > dport))) {
+		sh, sl, dh, dl = dh, dl, sh, sl
+		sport, dport = dport, sport
+		src, dst = dst, src
+		p.Reversed = true
+	}
 	var b [KeySize]byte
-	p.Key.PutBinary(&b)
+	binary.BigEndian.PutUint64(b[0:], sh)
+	binary.BigEndian.PutUint64(b[8:], sl)
+	binary.BigEndian.PutUint64(b[16:], dh)
+	binary.BigEndian.PutUint64(b[24:], dl)
+	binary.BigEndian.PutUint64(b[32:], uint64(sport)<<48|uint64(dport)<<32|uint64(proto)<<24|uint64(fam)<<16)
 	p.Hash = hashKeyBytes(&b)
+	// Field by field, for the reason given at reset.
+	if fam == 4 {
+		p.Key.Src, p.Key.Dst = netip.AddrFrom4([4]byte(src)), netip.AddrFrom4([4]byte(dst))
+	} else {
+		p.Key.Src, p.Key.Dst = netip.AddrFrom16([16]byte(src)), netip.AddrFrom16([16]byte(dst))
+	}
+	p.Key.SrcPort, p.Key.DstPort, p.Key.Proto = sport, dport, proto
 }
 
 // icmpPorts maps an ICMP type and code to the flow's ports as Zeek does:
@@ -371,3 +400,17 @@ var (
 	// echo, MLD query/report, router, neighbor
 	icmp6Pairs = [...][2]uint8{{128, 129}, {130, 131}, {133, 134}, {135, 136}}
 )
+
+// reset clears p field by field: assigning a whole Packet literal copies a
+// pointer-holding struct through a temporary, which cost a third of the
+// decoder's time.
+func (p *Packet) reset(ts time.Time, link uint16, wireLen, capLen int) {
+	p.Timestamp = ts
+	p.Reversed = false
+	p.Hash = 0
+	p.LinkType, p.EtherType, p.VLANs = link, 0, 0
+	p.TTL, p.IPID, p.IPLen, p.Fragment = 0, 0, 0, NotFragment
+	p.HasTCP, p.Flags, p.Seq, p.Ack, p.Window = false, 0, 0, 0, 0
+	p.PayloadLen, p.Payload = 0, nil
+	p.WireLen, p.CapLen = uint32(wireLen), uint32(capLen)
+}

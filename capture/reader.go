@@ -41,7 +41,7 @@ type Reader struct {
 	raw    *countingReader // the file's bytes, before decompression
 	count  *countingReader // the capture's bytes, after decompression
 	buf    *bufio.Reader   // what pcapgo reads from
-	pcap   *pcapgo.Reader
+	pcap   *pcapFile
 	ng     *pcapgo.NgReader
 	link   uint16
 	total  int64 // file size, or -1 when unknown
@@ -111,12 +111,12 @@ func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
 		}
 		r.ng = ng
 	case 0xA1B2C3D4, 0xD4C3B2A1, 0xA1B23C4D, 0x4D3CB2A1:
-		pr, err := pcapgo.NewReader(r.buf)
+		pf, err := newPcapFile(r.buf)
 		if err != nil {
-			return nil, fmt.Errorf("%s: read pcap header: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		r.pcap = pr
-		r.link = uint16(pr.LinkType())
+		r.pcap = pf
+		r.link = pf.link
 	default:
 		return nil, fmt.Errorf("%s: magic %08x: %w", name, m, ErrFormat)
 	}
@@ -158,7 +158,7 @@ func (r *Reader) read() ([]byte, gopacket.CaptureInfo, error) {
 	if r.ng != nil {
 		return r.ng.ZeroCopyReadPacketData()
 	}
-	return r.pcap.ZeroCopyReadPacketData()
+	return r.pcap.next()
 }
 
 func (r *Reader) ngLink(iface int) uint16 {
@@ -170,7 +170,15 @@ func (r *Reader) ngLink(iface int) uint16 {
 }
 
 // offset is the position of the next record in the capture stream.
-func (r *Reader) offset() int64 { return r.count.n.Load() - int64(r.buf.Buffered()) }
+func (r *Reader) offset() int64 {
+	if r.pcap != nil {
+		if r.pcap.pending > 0 && r.pcap.trailer == nil {
+			return r.pcap.off + int64(r.pcap.pending)
+		}
+		return r.pcap.off
+	}
+	return r.count.n.Load() - int64(r.buf.Buffered())
+}
 
 // Stats returns the reader's counters. They change as Next is called.
 func (r *Reader) Stats() *Stats { return &r.stats }

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flowmon/flowmon/internal/engine"
+)
+
+func init() {
+	commands["replay"] = command{
+		summary: "replay pcap/pcapng files (.gz, - for stdin) through the pipeline and summarise",
+		run:     runReplay,
+	}
+}
+
+func runReplay(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	noProgress := fs.Bool("no-progress", false, "never draw the progress bar")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: flowmon replay [flags] FILE...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	opt := engine.ReplayOptions{}
+	var stop func()
+	if !*noProgress && isTerminal(stderr) {
+		opt.Progress = &engine.Progress{}
+		stop = drawProgress(stderr, opt.Progress)
+	}
+	s, err := engine.Replay(fs.Args(), opt)
+	if stop != nil {
+		stop()
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		if encErr := enc.Encode(s); encErr != nil {
+			return encErr
+		}
+	} else {
+		printSummary(stdout, s)
+	}
+	return err
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// drawProgress redraws one status line on w every 200 ms until stopped.
+func drawProgress(w io.Writer, p *engine.Progress) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				pk := p.Packets.Load()
+				rate := float64(pk) / time.Since(start).Seconds()
+				read, all := p.BytesRead.Load(), p.BytesAll.Load()
+				if all > 0 {
+					frac := float64(read) / float64(all)
+					bar := strings.Repeat("=", int(frac*30)) + strings.Repeat(" ", 30-int(frac*30))
+					fmt.Fprintf(w, "\r[%s] %5.1f%% %d packets %.0f pkt/s", bar, 100*frac, pk, rate)
+				} else {
+					fmt.Fprintf(w, "\r%d MB read, %d packets, %.0f pkt/s", read>>20, pk, rate)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func printSummary(w io.Writer, s *engine.Summary) {
+	fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
+	fmt.Fprintf(w, "packets          %d (%d decoded)\n", s.Packets, s.Decoded)
+	fmt.Fprintf(w, "bytes            %d\n", s.Bytes)
+	fmt.Fprintf(w, "flows            %d\n", s.Flows)
+	printCounts(w, "link types", s.LinkTypes)
+	printCounts(w, "network", s.Network)
+	printCounts(w, "transport", s.Transport)
+	printCounts(w, "decode errors", s.DecodeErrors)
+	printCounts(w, "skipped", s.Skipped)
+	fmt.Fprintf(w, "trace            %s .. %s (%.3f s)\n", s.TraceStart.Format(time.RFC3339Nano), s.TraceEnd.Format(time.RFC3339Nano), s.TraceSeconds)
+	fmt.Fprintf(w, "run              %.3f s, %.0f packets/s\n", s.RunSeconds, s.PacketsPerSecond)
+	if s.ReadError != "" {
+		fmt.Fprintf(w, "stopped          %s\n", s.ReadError)
+	}
+}
+
+func printCounts(w io.Writer, name string, m map[string]uint64) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	if len(parts) == 0 {
+		parts = []string{"-"}
+	}
+	fmt.Fprintf(w, "%-16s %s\n", name, strings.Join(parts, " "))
+}

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/flowmon/flowmon/capture"
+)
+
+// Summary is what `flowmon replay` reports. Its JSON keys are a public
+// interface (scripts and tests read them): add keys, never rename one.
+type Summary struct {
+	Files            []string          `json:"files"`
+	Packets          uint64            `json:"packets"`
+	Bytes            uint64            `json:"bytes"`
+	Decoded          uint64            `json:"decoded_packets"`
+	Flows            uint64            `json:"flows"`
+	LinkTypes        map[string]uint64 `json:"link_types"`
+	Network          map[string]uint64 `json:"network"`
+	Transport        map[string]uint64 `json:"transport"`
+	DecodeErrors     map[string]uint64 `json:"decode_errors"`
+	Skipped          map[string]uint64 `json:"skipped"` // well-formed frames without an IP flow
+	TraceStart       time.Time         `json:"trace_start"`
+	TraceEnd         time.Time         `json:"trace_end"`
+	TraceSeconds     float64           `json:"trace_seconds"`
+	RunSeconds       float64           `json:"run_seconds"`
+	PacketsPerSecond float64           `json:"packets_per_second"`
+	ReadError        string            `json:"read_error,omitempty"`
+}
+
+func (s *Summary) fill(st *capture.Stats) {
+	s.Packets = st.Packets
+	s.Bytes = st.Bytes
+	s.Decoded = st.Decoded
+	s.LinkTypes = st.LinkCounts()
+	s.Network = st.NetworkCounts()
+	s.Transport = st.TransportCounts()
+	s.DecodeErrors = st.DecodeErrors()
+	s.Skipped = map[string]uint64{}
+	if n := st.Skipped[capture.ReasonNotIP]; n > 0 {
+		s.Skipped[capture.ReasonNotIP.String()] = n
+	}
+	if !s.TraceStart.IsZero() {
+		s.TraceSeconds = s.TraceEnd.Sub(s.TraceStart).Seconds()
+	}
+}
