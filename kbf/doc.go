@@ -1,0 +1,86 @@
+// Package kbf implements the key-value Bloom filter (kBF) of Xiong, Yao, Cao
+// and He, "kBF: a Bloom Filter for Key-Value Storage with an Application on
+// Approximate State Machines" (INFOCOM 2014), and improves on it.
+//
+// # Cells and codes (Section III-C, III-E)
+//
+// The filter is an array of m cells. A cell is a counter (CounterBits, 3 in
+// the paper) and an encoding part (the rest of a 16- or 32-bit cell, 29 bits
+// in the paper). Each value v in [0, Values) has a code b[v]; the codes are
+// chosen so that all codes and all XORs of two distinct codes are distinct
+// and nonzero. A key is hashed (double hashing of its 64-bit hash) to k
+// cells; Insert increments their counters and XORs the code in, Delete
+// decrements and XORs it out (a XOR a = 0), Update XORs old and new codes.
+//
+// Two encoders are provided:
+//
+//   - Greedy, the paper's Algorithm 1: candidates 1, 2, 3, ... admitted when
+//     neither they nor their XORs with admitted codes hit the set of codes
+//     and pairwise XORs. P bits hold at most n with 2^P >= n(n-1)/2 + n
+//     codes (the counting bound); the greedy search needs 30 bits for 2^14
+//     codes where the bound is 28. Decoding a pair scans the N codes (O(N)),
+//     the three-way decode scans them against the pairwise-XOR bitmap L.
+//     Codes are increasing, so the reverse (encoding, value) table is the
+//     code table itself, searched by the paper's quadratic regression
+//     (Section III-H) or by binary search.
+//
+//   - Sidon: "all pairwise XORs distinct" says the codes form a Sidon set
+//     in GF(2)^P. The codes (x, x^3) for nonzero x in GF(2^q) form one with
+//     2^q - 1 codes in 2q bits, at the counting bound (16383 codes in 28
+//     bits). x = 0 is left out: (0, 0) reads as an empty cell, and a pair
+//     (0, y) would XOR to a code. Two superimposed codes decode directly:
+//     with s = x+y and t = x^3+y^3, xy = t/s + s^2, so x, y are the roots
+//     of z^2 + s z + xy; with z = s w this is w^2 + w = xy/s^2, a
+//     GF(2)-linear system solved by a precomputed echelon form, with no
+//     table of pairs and no search. A pair XOR is never a code
+//     ((x+y)^3 = x^3+y^3 forces xy(x+y) = 0), so every rule below holds.
+//
+// # Query (Algorithm 3, Section III-F)
+//
+// A cell with counter 0 means the key is absent (the Bloom rule). Each
+// cell's contents define a candidate set for the key's code: counter 1, the
+// code itself; counter 2, the unique pair the XOR decodes to; counter 3, the
+// triples found through L; more, anything. The key's code is in the
+// intersection of its k cells' sets. Query generates candidates from the
+// cheapest cell and keeps those consistent with every cell: one survivor is
+// the answer, none proves the key absent, several give Unknown ("don't
+// know"). The paper's first rule (return a singleton's code) does not look
+// at the other cells; here a singleton is checked against them, so
+// disagreeing cells give Absent or Unknown and never a silent wrong value.
+//
+// # Counter saturation
+//
+// A counter that reaches its maximum (7 for 3 bits) becomes sticky: it is
+// never incremented, decremented or trusted again, and Stats.Saturated
+// counts it. Without this, an 8th insert would wrap the counter to 0 and a
+// later delete would corrupt the cell. The cost: a saturated cell never
+// empties (it adds to the false-positive rate after deletes) and never
+// helps decode; at the p-capacity (rho = 1, cell load Poisson(ln 2)) the
+// share of cells with 7 or more codes is about 2e-6 for 3-bit counters.
+//
+// # Growth and compaction (Section III-G)
+//
+// Chain adds a new filter of the same size and seed when the newest one
+// reaches its p-capacity; queries look at every filter. Merge builds the
+// union of two filters of the same shape by XORing cells and adding
+// counters: no key is lost, but the load adds up, so fewer keys decode.
+//
+// # Analysis (Section IV)
+//
+// m = -n ln p / (ln 2)^2, k = -ln p / ln 2, p-capacity = -m (ln 2)^2 / ln p,
+// the cell load is Poisson(rho ln 2) with rho = nk / (m ln 2), and the
+// share of cells holding three or more codes is
+// P_n(rho) = 2^(-rho-1) (-rho^2 ln(2)^2 + 2^(rho+1) - rho ln 4 - 2), 0.0333
+// at rho = 1. See CellsFor, OptimalK, PCapacity, OverloadProb and
+// GlobalDecodability.
+//
+// # Layouts
+//
+// Standard spreads a key's k cells over the whole array (m prime, so double
+// hashing gives k distinct cells): up to k cache misses. Blocked places
+// them in g = ceil(2k/L) cache lines of L cells (one 64-byte line for k <=
+// L/2): one or two misses instead of k, at the price of a more uneven load.
+//
+// A Filter is not safe for concurrent use. Per-operation methods allocate
+// nothing.
+package kbf

@@ -1,0 +1,365 @@
+package kbf
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+	"unsafe"
+)
+
+// Result is the outcome of a query.
+type Result uint8
+
+const (
+	// Absent: the key is not stored (an empty cell, or cells that cannot
+	// hold the key's code).
+	Absent Result = iota
+	// Found: the returned value was decoded.
+	Found
+	// Unknown: the key's cells are occupied but undecodable ("don't know").
+	Unknown
+)
+
+func (r Result) String() string {
+	switch r {
+	case Absent:
+		return "absent"
+	case Found:
+		return "found"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("Result(%d)", uint8(r))
+}
+
+// Stats counts operations and cell conditions.
+type Stats struct {
+	Inserts, Deletes, Updates, Queries uint64
+	// Keys is the number of keys currently stored (inserts - deletes).
+	Keys uint64
+	// Found, AbsentAnswers and Unknown split the query answers.
+	Found, AbsentAnswers, Unknown uint64
+	// Saturated is the number of cells whose counter reached its maximum
+	// and became sticky (never decremented, never trusted by a decode).
+	Saturated uint64
+	// Rejected counts deletes and updates refused (absent key or mismatch).
+	Rejected uint64
+}
+
+// Filter is a key-value Bloom filter. It is not safe for concurrent use:
+// one goroutine owns it (flowmon gives each worker its own).
+type Filter struct {
+	opt      Options // with defaults
+	m, k     int
+	enc      encoder
+	ctrBits  uint
+	ctrMask  uint32 // low counter bits of a cell
+	ctrMax   uint32 // saturated (sticky) counter
+	encMask  uint32 // code bits after shifting out the counter
+	c32      []uint32
+	c16      []uint16
+	seed     uint64
+	lines    uint64 // blocked layout: number of cache lines (prime)
+	perLine  int    // blocked: cells per line (power of two)
+	groups   int    // blocked: lines per key
+	capacity int    // p-capacity of m cells
+	st       Stats
+}
+
+type codebookKey struct {
+	kind          EncoderKind
+	values, width int
+}
+
+var codebooks sync.Map // codebookKey -> encoder; codes are deterministic and read-only
+
+func codebook(kind EncoderKind, values, width int) (encoder, error) {
+	key := codebookKey{kind, values, width}
+	if e, ok := codebooks.Load(key); ok {
+		return e.(encoder), nil
+	}
+	var e encoder
+	var err error
+	if kind == Sidon {
+		e, err = newSidon(values)
+	} else {
+		e, err = newGreedy(values, width)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("building %s codes for %d values in %d bits: %w", kind, values, width, err)
+	}
+	act, _ := codebooks.LoadOrStore(key, e)
+	return act.(encoder), nil
+}
+
+// New builds a filter sized by o (Section IV).
+func New(o Options) (*Filter, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	m, k, err := o.shape()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := codebook(o.Encoder, o.Values, o.CellBits-o.CounterBits)
+	if err != nil {
+		return nil, err
+	}
+	f := &Filter{
+		opt: o, m: m, k: k, enc: enc, seed: o.Seed,
+		ctrBits: uint(o.CounterBits),
+		ctrMask: 1<<o.CounterBits - 1,
+		ctrMax:  1<<o.CounterBits - 1,
+		encMask: 1<<(o.CellBits-o.CounterBits) - 1,
+	}
+	f.capacity = PCapacity(m, o.FPRate)
+	if o.Layout == Blocked {
+		f.perLine = lineCells(o.CellBits)
+		f.lines = uint64(m / f.perLine)
+		f.groups = (2*k + f.perLine - 1) / f.perLine
+		if f.groups > 4 {
+			f.groups = 4
+		}
+	}
+	if o.CellBits == 16 {
+		f.c16 = alignedU16(m)
+	} else {
+		f.c32 = alignedU32(m)
+	}
+	return f, nil
+}
+
+// alignedU32 returns a zeroed slice whose first element starts a cache line.
+func alignedU32(n int) []uint32 {
+	s := make([]uint32, n+16)
+	off := int(uintptr(unsafe.Pointer(&s[0]))&63) / 4
+	if off != 0 {
+		off = 16 - off
+	}
+	return s[off : off+n : off+n]
+}
+
+func alignedU16(n int) []uint16 {
+	s := make([]uint16, n+32)
+	off := int(uintptr(unsafe.Pointer(&s[0]))&63) / 2
+	if off != 0 {
+		off = 32 - off
+	}
+	return s[off : off+n : off+n]
+}
+
+// Options returns the options the filter was built with (defaults filled).
+func (f *Filter) Options() Options { return f.opt }
+
+// Cells is m, the number of cells; K the number of cells per key.
+func (f *Filter) Cells() int { return f.m }
+
+// K is the number of cells per key.
+func (f *Filter) K() int { return f.k }
+
+// Capacity is the p-capacity of the filter (Section IV).
+func (f *Filter) Capacity() int { return f.capacity }
+
+// CodeBits is the width of the codes in use.
+func (f *Filter) CodeBits() int { return f.enc.bits() }
+
+// MemoryBytes is the size of the cell array. The codebook (shared by all
+// filters with the same encoder and value count) is not included.
+func (f *Filter) MemoryBytes() int { return f.m * f.opt.CellBits / 8 }
+
+// Stats returns the counters.
+func (f *Filter) Stats() Stats { return f.st }
+
+func (f *Filter) cell(i int) uint32 {
+	if f.c16 != nil {
+		return uint32(f.c16[i])
+	}
+	return f.c32[i]
+}
+
+func (f *Filter) setCell(i int, w uint32) {
+	if f.c16 != nil {
+		f.c16[i] = uint16(w)
+		return
+	}
+	f.c32[i] = w
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// fastrange maps h uniformly onto [0, n).
+func fastrange(h, n uint64) uint64 {
+	hi, _ := bits.Mul64(h, n)
+	return hi
+}
+
+// locate writes the key's k distinct cell indexes. The two hashes of double
+// hashing are both derived from the 64-bit key: h1 = mix(key^seed), h2 =
+// mix(h1). Standard: i_j = (a + j b) mod m with m prime and b in [1, m),
+// so all k cells differ. Blocked: the k cells are split over g cache lines
+// chosen the same way over the (prime) number of lines; inside a line of L
+// cells (a power of two) the offsets are o + j s mod L with s odd.
+func (f *Filter) locate(key uint64, idx *[MaxK]int) {
+	h1 := mix64(key ^ f.seed)
+	h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
+	if f.perLine == 0 {
+		m := uint64(f.m)
+		a := fastrange(h1, m)
+		b := 1 + fastrange(h2, m-1)
+		for j := 0; j < f.k; j++ {
+			idx[j] = int(a)
+			a += b
+			if a >= m {
+				a -= m
+			}
+		}
+		return
+	}
+	L := uint64(f.perLine)
+	line := fastrange(h1, f.lines)
+	step := 1 + fastrange(h2, f.lines-1)
+	h3 := mix64(h2)
+	j := 0
+	for g := 0; g < f.groups; g++ {
+		cnt := (f.k - j) / (f.groups - g)
+		bitsg := h3 >> (16 * g)
+		off := bitsg & (L - 1)
+		s := (bitsg>>6)&(L-1) | 1
+		base := line * L
+		for c := 0; c < cnt; c++ {
+			idx[j] = int(base + off)
+			j++
+			off = (off + s) & (L - 1)
+		}
+		line += step
+		if line >= f.lines {
+			line -= f.lines
+		}
+	}
+}
+
+// Insert adds key with value v (Algorithm 2): each of the k cells gets its
+// counter incremented and the value's code XORed in. A counter that reaches
+// its maximum becomes sticky (see doc). Inserting a key twice stores it
+// twice; the caller checks with Query first when that matters.
+func (f *Filter) Insert(key uint64, v uint32) error {
+	if v >= uint32(f.enc.n()) {
+		return fmt.Errorf("inserting value %d: %w (values are < %d)", v, ErrValueRange, f.enc.n())
+	}
+	code := f.enc.code(v) << f.ctrBits
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	for j := 0; j < f.k; j++ {
+		w := f.cell(idx[j])
+		c := w & f.ctrMask
+		if c == f.ctrMax {
+			continue // sticky
+		}
+		c++
+		if c == f.ctrMax {
+			f.st.Saturated++
+		}
+		f.setCell(idx[j], (w&^f.ctrMask)^code|c)
+	}
+	f.st.Inserts++
+	f.st.Keys++
+	return nil
+}
+
+// check verifies that key holds value v before a delete or update: no empty
+// cell (else ErrNotFound) and v's code consistent with every cell (else
+// ErrMismatch). It is what makes a refused operation change nothing.
+func (f *Filter) check(idx *[MaxK]int, code uint32) error {
+	for j := 0; j < f.k; j++ {
+		w := f.cell(idx[j])
+		c := w & f.ctrMask
+		if c == 0 {
+			return ErrNotFound
+		}
+		if !f.consistent(w, code) {
+			return ErrMismatch
+		}
+	}
+	return nil
+}
+
+// Delete removes key with value v (Algorithm 4): counters decremented and
+// the code XORed out. The paper reports an error at the first empty cell
+// after having changed the earlier ones; here every cell is checked first,
+// so a delete of an absent key (ErrNotFound) or with a value the cells
+// cannot hold (ErrMismatch) changes nothing. Saturated cells are skipped.
+func (f *Filter) Delete(key uint64, v uint32) error {
+	if v >= uint32(f.enc.n()) {
+		return fmt.Errorf("deleting value %d: %w", v, ErrValueRange)
+	}
+	code := f.enc.code(v)
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	if err := f.check(&idx, code); err != nil {
+		f.st.Rejected++
+		return fmt.Errorf("deleting key %#x value %d: %w", key, v, err)
+	}
+	sc := code << f.ctrBits
+	for j := 0; j < f.k; j++ {
+		w := f.cell(idx[j])
+		if w&f.ctrMask == f.ctrMax {
+			continue
+		}
+		f.setCell(idx[j], (w^sc)-1)
+	}
+	f.st.Deletes++
+	f.st.Keys--
+	return nil
+}
+
+// Update replaces the value old of key by new: the cells' codes change by
+// code(old) XOR code(new), counters unchanged (Algorithm 5, with the old
+// value given by the caller instead of queried; Replace is the paper's
+// form). old is checked against the cells first; on error nothing changes.
+func (f *Filter) Update(key uint64, old, new uint32) error {
+	n := uint32(f.enc.n())
+	if old >= n || new >= n {
+		return fmt.Errorf("updating value %d to %d: %w", old, new, ErrValueRange)
+	}
+	oc := f.enc.code(old)
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	if err := f.check(&idx, oc); err != nil {
+		f.st.Rejected++
+		return fmt.Errorf("updating key %#x from value %d: %w", key, old, err)
+	}
+	d := (oc ^ f.enc.code(new)) << f.ctrBits
+	for j := 0; j < f.k; j++ {
+		w := f.cell(idx[j])
+		if w&f.ctrMask == f.ctrMax {
+			continue
+		}
+		f.setCell(idx[j], w^d)
+	}
+	f.st.Updates++
+	return nil
+}
+
+// Replace is Algorithm 5 as printed: query the key's current value, then
+// swap its code for v's in every occupied cell. It fails with ErrNotFound
+// or ErrUndecodable when the query does not find a value.
+func (f *Filter) Replace(key uint64, v uint32) error {
+	old, r := f.Query(key)
+	switch r {
+	case Absent:
+		f.st.Rejected++
+		return fmt.Errorf("replacing value of key %#x: %w", key, ErrNotFound)
+	case Unknown:
+		f.st.Rejected++
+		return fmt.Errorf("replacing value of key %#x: %w", key, ErrUndecodable)
+	}
+	return f.Update(key, old, v)
+}

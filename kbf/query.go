@@ -1,0 +1,153 @@
+package kbf
+
+// consistent reports whether a cell w can hold code x among its contents
+// (x is in the cell's candidate set, Section III-E/F):
+//
+//	counter 1: the cell is exactly x;
+//	counter 2: the cell XOR x is a code (x^x = 0 superimposed reads as x);
+//	counter 3: the cell XOR x is the XOR of two distinct codes (a hit in
+//	           the pairwise-XOR filter L) or 0 (the other two are equal);
+//	counter >= 4, or saturated: no information, consistent with anything.
+func (f *Filter) consistent(w, x uint32) bool {
+	c := w & f.ctrMask
+	if c == f.ctrMax {
+		return true
+	}
+	e := w >> f.ctrBits
+	switch c {
+	case 0:
+		return false
+	case 1:
+		return e == x
+	case 2:
+		return f.enc.isCode(e ^ x)
+	case 3:
+		r := e ^ x
+		return r == 0 || f.enc.isPair(r)
+	}
+	return true
+}
+
+// verify reports whether x is consistent with all k cells.
+func (f *Filter) verify(cells *[MaxK]uint32, x uint32) bool {
+	for j := 0; j < f.k; j++ {
+		if !f.consistent(cells[j], x) {
+			return false
+		}
+	}
+	return true
+}
+
+// Query returns the value stored for key (Algorithm 3 with the decoding of
+// Section III-F). The answer is the intersection of the candidate sets of
+// the key's k cells, computed by generating candidates from the cheapest
+// cell and testing them against all cells:
+//
+//  1. an empty cell: Absent (the Bloom rule);
+//  2. a cell with counter 1 gives its code as the candidate;
+//  3. else a cell with counter 2 gives the unique pair its XOR decodes to;
+//  4. else a cell with counter 3 gives every code E for which E XOR cell is
+//     in the pairwise-XOR filter L (the opportunistic three-way decode);
+//  5. cells with higher counters, or saturated: Unknown.
+//
+// A candidate survives when it is consistent with every cell. Exactly one
+// survivor: Found. None: Absent (a stored key is always consistent with its
+// own cells, so no survivor proves absence). Two or more: Unknown. The
+// paper's rule 1 returns a singleton's code without looking at the other
+// cells; checking them removes silent wrong answers when cells disagree.
+func (f *Filter) Query(key uint64) (v uint32, r Result) {
+	f.st.Queries++
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	var cells [MaxK]uint32
+	for j := 0; j < f.k; j++ {
+		w := f.cell(idx[j])
+		if w&f.ctrMask == 0 {
+			f.st.AbsentAnswers++
+			return 0, Absent
+		}
+		cells[j] = w
+	}
+	code, r := f.decode(&cells)
+	if r == Found {
+		var ok bool
+		if v, ok = f.enc.value(code); !ok {
+			r = Unknown
+		}
+	}
+	switch r {
+	case Found:
+		f.st.Found++
+	case Absent:
+		f.st.AbsentAnswers++
+	default:
+		f.st.Unknown++
+	}
+	return v, r
+}
+
+// decode runs steps 2-5 of Query over non-empty cells.
+func (f *Filter) decode(cells *[MaxK]uint32) (uint32, Result) {
+	k := f.k
+	for j := 0; j < k; j++ { // step 2: a singleton
+		w := cells[j]
+		if w&f.ctrMask == 1 {
+			x := w >> f.ctrBits
+			if !f.enc.isCode(x) {
+				return 0, Unknown // malformed cell: only misuse makes one
+			}
+			if f.verify(cells, x) {
+				return x, Found
+			}
+			return 0, Absent
+		}
+	}
+	for j := 0; j < k; j++ { // step 3: a decodable pair
+		w := cells[j]
+		if w&f.ctrMask != 2 || w>>f.ctrBits == 0 {
+			continue
+		}
+		a, b, ok := f.enc.pair(w >> f.ctrBits)
+		if !ok {
+			return 0, Unknown
+		}
+		va, vb := f.verify(cells, a), f.verify(cells, b)
+		switch {
+		case va && vb:
+			return 0, Unknown
+		case va:
+			return a, Found
+		case vb:
+			return b, Found
+		}
+		return 0, Absent
+	}
+	if f.ctrMax > 3 { // step 4: the three-way decode of one cell
+		for j := 0; j < k; j++ {
+			w := cells[j]
+			if w&f.ctrMask != 3 {
+				continue
+			}
+			r := w >> f.ctrBits
+			var found uint32
+			n := 0
+			for v := 0; v < f.enc.n(); v++ {
+				e := f.enc.code(uint32(v))
+				if x := r ^ e; x != 0 && !f.enc.isPair(x) {
+					continue
+				}
+				if f.verify(cells, e) {
+					if n++; n > 1 {
+						return 0, Unknown
+					}
+					found = e
+				}
+			}
+			if n == 1 {
+				return found, Found
+			}
+			return 0, Absent
+		}
+	}
+	return 0, Unknown
+}

@@ -1,0 +1,186 @@
+package kbf
+
+import "fmt"
+
+// primitive[q] is a primitive polynomial of degree q over GF(2) (bit i is
+// the coefficient of x^i).
+var primitive = [...]uint32{
+	2: 0x7, 3: 0xB, 4: 0x13, 5: 0x25, 6: 0x43, 7: 0x83, 8: 0x11D,
+	9: 0x211, 10: 0x409, 11: 0x805, 12: 0x1053, 13: 0x201B, 14: 0x4443,
+}
+
+// sidonDegree is the smallest field degree q with 2^q - 1 >= values.
+func sidonDegree(values int) int {
+	q := 2
+	for (1<<q)-1 < values {
+		q++
+	}
+	return q
+}
+
+// gf is GF(2^q) with log and antilog tables.
+type gf struct {
+	q    int
+	ord  uint32   // 2^q - 1, the order of the multiplicative group
+	exp  []uint16 // exp[i] = g^i, doubled so exp[a+b] needs no reduction
+	log  []uint16 // log[x] for x != 0
+	cube []uint16 // cube[x] = x^3
+	// echelon form of the GF(2)-linear map w -> w^2 + w: rows[i] has its
+	// leading bit at piv[i]; pre[i] is a w with w^2 + w = rows[i].
+	rows, pre []uint16
+	piv       []int8
+}
+
+func newGF(q int) (*gf, error) {
+	if q < 2 || q >= len(primitive) {
+		return nil, fmt.Errorf("%w: field degree %d outside [2, %d]", ErrInvalidOptions, q, len(primitive)-1)
+	}
+	size := uint32(1) << q
+	g := &gf{q: q, ord: size - 1, exp: make([]uint16, 2*size), log: make([]uint16, size), cube: make([]uint16, size)}
+	x := uint32(1)
+	for i := uint32(0); i < g.ord; i++ {
+		g.exp[i] = uint16(x)
+		g.exp[i+g.ord] = uint16(x)
+		g.log[x] = uint16(i)
+		x <<= 1
+		if x&size != 0 {
+			x ^= primitive[q]
+		}
+		if x == 1 && i+1 < g.ord {
+			return nil, fmt.Errorf("kbf: polynomial %#x is not primitive", primitive[q])
+		}
+	}
+	for x := uint32(1); x < size; x++ {
+		g.cube[x] = uint16(g.mul(x, g.mul(x, x)))
+	}
+	// Gaussian elimination of L(w) = w^2 + w over the basis w = 2^j.
+	for j := 0; j < q; j++ {
+		w := uint32(1) << j
+		r, p := g.mul(w, w)^w, w
+		for i := range g.rows {
+			if r>>uint(g.piv[i])&1 != 0 {
+				r ^= uint32(g.rows[i])
+				p ^= uint32(g.pre[i])
+			}
+		}
+		if r == 0 {
+			continue // w or w+1 in the kernel {0, 1}
+		}
+		top := int8(31 - lz32(r))
+		for i := range g.rows { // keep the form fully reduced
+			if uint32(g.rows[i])>>uint(top)&1 != 0 {
+				g.rows[i] ^= uint16(r)
+				g.pre[i] ^= uint16(p)
+			}
+		}
+		g.rows = append(g.rows, uint16(r))
+		g.pre = append(g.pre, uint16(p))
+		g.piv = append(g.piv, top)
+	}
+	return g, nil
+}
+
+func lz32(x uint32) int {
+	n := 0
+	for x&0x80000000 == 0 {
+		x <<= 1
+		n++
+	}
+	return n
+}
+
+func (g *gf) mul(a, b uint32) uint32 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return uint32(g.exp[uint32(g.log[a])+uint32(g.log[b])])
+}
+
+// div returns a/b for b != 0.
+func (g *gf) div(a, b uint32) uint32 {
+	if a == 0 {
+		return 0
+	}
+	return uint32(g.exp[uint32(g.log[a])+g.ord-uint32(g.log[b])])
+}
+
+// solveQuad returns a root w of w^2 + w = c by reducing c against the
+// precomputed echelon form; ok is false when c is not in the image (trace 1).
+func (g *gf) solveQuad(c uint32) (w uint32, ok bool) {
+	for i := range g.rows {
+		if c>>uint(g.piv[i])&1 != 0 {
+			c ^= uint32(g.rows[i])
+			w ^= uint32(g.pre[i])
+		}
+	}
+	return w, c == 0
+}
+
+// sidonEncoder maps value v to x = v+1 in GF(2^q) and to the code
+// x | x^3 << q (2q bits).
+type sidonEncoder struct {
+	f      *gf
+	values uint32
+	mask   uint32
+}
+
+func newSidon(values int) (*sidonEncoder, error) {
+	f, err := newGF(sidonDegree(values))
+	if err != nil {
+		return nil, err
+	}
+	return &sidonEncoder{f: f, values: uint32(values), mask: f.ord}, nil
+}
+
+func (s *sidonEncoder) n() int    { return int(s.values) }
+func (s *sidonEncoder) bits() int { return 2 * s.f.q }
+
+func (s *sidonEncoder) code(v uint32) uint32 {
+	x := v + 1
+	return x | uint32(s.f.cube[x])<<s.f.q
+}
+
+func (s *sidonEncoder) isCode(c uint32) bool {
+	x := c & s.mask
+	return x != 0 && x <= s.values && c>>s.f.q == uint32(s.f.cube[x])
+}
+
+func (s *sidonEncoder) value(c uint32) (uint32, bool) {
+	if !s.isCode(c) {
+		return 0, false
+	}
+	return c&s.mask - 1, true
+}
+
+// pair solves {x, y} from s = x+y and t = x^3+y^3: xy = t/s + s^2, and with
+// x = s w, w^2 + w = xy/s^2.
+func (s *sidonEncoder) pair(r uint32) (a, b uint32, ok bool) {
+	f := s.f
+	sum, t := r&s.mask, r>>f.q
+	if sum == 0 || t > s.mask {
+		return 0, 0, false
+	}
+	s2 := f.mul(sum, sum)
+	prod := f.div(t, sum) ^ s2
+	if prod == 0 {
+		return 0, 0, false
+	}
+	w, ok := f.solveQuad(f.div(prod, s2))
+	if !ok {
+		return 0, 0, false
+	}
+	x := f.mul(sum, w)
+	y := x ^ sum
+	if x == 0 || y == 0 || x > s.values || y > s.values {
+		return 0, 0, false
+	}
+	if x > y {
+		x, y = y, x
+	}
+	return x | uint32(f.cube[x])<<f.q, y | uint32(f.cube[y])<<f.q, true
+}
+
+func (s *sidonEncoder) isPair(r uint32) bool {
+	_, _, ok := s.pair(r)
+	return ok
+}
