@@ -1,0 +1,305 @@
+package acsm
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm/internal/hashx"
+	"github.com/flowmon/flowmon/capture"
+)
+
+// Config builds a Tracker.
+type Config struct {
+	Backend  BackendKind
+	Machine  MachineKind
+	Capacity int     // expected concurrent flows
+	FPRate   float64 // target error rate of the approximate backend
+	// MemoryBytes, when > 0, sizes sbf and fcf to this many bytes (for
+	// comparisons at equal memory) instead of from FPRate.
+	MemoryBytes int
+	// Timeouts are the idle timeouts per tier (zero fields take
+	// DefaultTimeouts); NoAging turns aging off: one backend, flows leave
+	// only when they end (the paper's setting).
+	Timeouts Timeouts
+	NoAging  bool
+	// KeepEnded keeps an ended flow's final state in the closed tier until
+	// it ages out, so stragglers (the last ACK after both FINs) do not
+	// start a new flow. By default an ended flow is deleted at once, as the
+	// paper does.
+	KeepEnded bool
+	// ShadowRate runs an exact backend beside the approximate one on 1 in
+	// ShadowRate flows (chosen by hash) and measures their disagreement.
+	// 0 means 1024; a negative value turns the shadow off. The exact
+	// backend has no shadow.
+	ShadowRate int
+	// ExactCap bounds the exact backend (0 means 4*Capacity).
+	ExactCap int
+	Seed     uint64
+	// ConstLabels are added to every exported metric (e.g. a worker id).
+	ConstLabels map[string]string
+}
+
+// Validate checks the config and reports every problem.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Backend >= numBackends {
+		errs = append(errs, fmt.Errorf("%w: backend %d", ErrConfig, c.Backend))
+	}
+	if c.Machine > MachineFlags {
+		errs = append(errs, fmt.Errorf("%w: machine %d", ErrConfig, c.Machine))
+	}
+	if c.Capacity < 1 {
+		errs = append(errs, fmt.Errorf("%w: capacity %d must be >= 1", ErrConfig, c.Capacity))
+	}
+	if c.Backend != BackendExact && c.MemoryBytes <= 0 && !(c.FPRate > 0 && c.FPRate < 1) {
+		errs = append(errs, fmt.Errorf("%w: error rate %g must be in (0, 1)", ErrConfig, c.FPRate))
+	}
+	if c.Timeouts.New < 0 || c.Timeouts.Established < 0 || c.Timeouts.Closed < 0 {
+		errs = append(errs, fmt.Errorf("%w: timeouts %+v must not be negative", ErrConfig, c.Timeouts))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultTimeouts
+	if c.Timeouts.New == 0 {
+		c.Timeouts.New = d.New
+	}
+	if c.Timeouts.Established == 0 {
+		c.Timeouts.Established = d.Established
+	}
+	if c.Timeouts.Closed == 0 {
+		c.Timeouts.Closed = d.Closed
+	}
+	if c.ShadowRate == 0 {
+		c.ShadowRate = 1024
+	}
+	return c
+}
+
+// Event is what one packet did to its flow.
+type Event struct {
+	Key  capture.Key // the canonical key
+	Hash uint64
+	// Result is the backend's answer for the flow before this packet:
+	// Absent for a new flow, Unknown when it could not tell the state (the
+	// packet then changes nothing).
+	Result Result
+	// State is the flow's conn_state after the packet (ConnUnknown when
+	// the backend could not tell); for an ended flow, its final state.
+	State ConnState
+	// OrigIsDst says the originator is Key.Dst (else Key.Src).
+	OrigIsDst bool
+	New       bool // the packet started a flow
+	Ended     bool // the packet ended the flow
+	Anomalies Anomaly
+}
+
+// Originator returns the key directed from originator to responder.
+func (e *Event) Originator() capture.Key {
+	if e.OrigIsDst {
+		return e.Key.Reverse()
+	}
+	return e.Key
+}
+
+// Tracker follows every flow's state through one backend. It is owned by
+// one goroutine (Observe, Query and Flush are not safe for concurrent
+// use); Counts, Stats and the metrics collector may be read from any
+// goroutine.
+type Tracker struct {
+	cfg    Config
+	m      *machine
+	st     *store
+	shadow *store
+	c      counters
+}
+
+type counters struct {
+	packets, skipped, newFlows, unknown atomic.Uint64
+	ended                               [NumConnStates]atomic.Uint64
+	anomalies                           [numAnomalies]atomic.Uint64
+	shChecks, shFP, shFN, shWrong       atomic.Uint64
+	memory, live, shadowLive            atomic.Int64
+	inserts, insertFails, updates       atomic.Uint64
+	deletes, dontKnow, decodeFails      atomic.Uint64
+	expired                             atomic.Uint64
+}
+
+// New builds a Tracker. Its metrics are read with Samples (acsm/promacsm
+// registers them on a Prometheus registry).
+func New(cfg Config) (*Tracker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new acsm tracker: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	t := &Tracker{cfg: cfg, m: machineFor(cfg.Machine)}
+	st, err := newStore(t.m, &cfg, cfg.Backend, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("new acsm tracker: %w", err)
+	}
+	t.st = st
+	if cfg.ShadowRate > 0 && cfg.Backend != BackendExact {
+		sc := cfg
+		sc.Capacity = max(1, cfg.Capacity/cfg.ShadowRate*2)
+		sc.ExactCap = max(16, 4*sc.Capacity)
+		sc.MemoryBytes = 0
+		if t.shadow, err = newStore(t.m, &sc, BackendExact, 0); err != nil {
+			return nil, fmt.Errorf("new acsm shadow: %w", err)
+		}
+	}
+	t.publish()
+	return t, nil
+}
+
+// Values is the number of distinct values the machine stores.
+func (t *Tracker) Values() int { return t.m.values }
+
+// Observe applies one packet to its flow. It does not allocate (except
+// when the kbf backend rebuilds a generation at a rotation).
+func (t *Tracker) Observe(p *capture.Packet) Event {
+	ev := Event{Key: p.Key, Hash: p.Hash}
+	if p.Fragment == capture.LaterFragment || (p.Key.Proto == capture.ProtoTCP && !p.HasTCP) {
+		t.c.skipped.Add(1)
+		return ev
+	}
+	if t.c.packets.Add(1)%publishEvery == 0 {
+		t.publish()
+	}
+	now := p.Timestamp.UnixNano()
+	t.st.rotate(now)
+	var flags capture.TCPFlags
+	if p.Key.Proto == capture.ProtoTCP {
+		flags = p.Flags
+		ev.Anomalies = flagAnomalies(flags)
+	}
+	data := p.PayloadLen > 0
+	t.step(t.st, p, flags, data, &ev)
+	if t.shadow != nil && hashx.Reduce(hashx.Mix(p.Hash^0x5348414457), uint64(t.cfg.ShadowRate)) == 0 {
+		t.shadow.rotate(now)
+		sev := Event{}
+		t.step(t.shadow, p, flags, data, &sev)
+		t.c.shChecks.Add(1)
+		switch {
+		case sev.Result == Absent && ev.Result != Absent:
+			t.c.shFP.Add(1)
+		case sev.Result != Absent && ev.Result != Found:
+			t.c.shFN.Add(1)
+		case sev.State != ev.State || sev.OrigIsDst != ev.OrigIsDst:
+			t.c.shWrong.Add(1)
+		}
+	}
+	switch {
+	case ev.New:
+		t.c.newFlows.Add(1)
+	case ev.Result == Unknown:
+		t.c.unknown.Add(1)
+	}
+	if ev.Ended {
+		t.c.ended[ev.State].Add(1)
+	}
+	for a := ev.Anomalies; a != 0; a &= a - 1 {
+		i := 0
+		for x := a & -a; x > 1; x >>= 1 {
+			i++
+		}
+		t.c.anomalies[i].Add(1)
+	}
+	return ev
+}
+
+// flagAnomalies are the anomalies a TCP header shows by itself.
+func flagAnomalies(f capture.TCPFlags) Anomaly {
+	var a Anomaly
+	if f&(fS|fF) == fS|fF {
+		a |= SynFin
+	}
+	if f&(fS|fR) == fS|fR {
+		a |= SynRst
+	}
+	if f&(fF|fR) == fF|fR {
+		a |= FinRst
+	}
+	if f&0x3F == 0 {
+		a |= NullScan
+	}
+	if f&(fF|capture.PSH|capture.URG) == fF|capture.PSH|capture.URG {
+		a |= XmasScan
+	}
+	return a
+}
+
+// step runs the machine for one packet against one store.
+func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, data bool, ev *Event) {
+	m := t.m
+	h := p.Hash
+	v, res, l := st.lookup(h)
+	ev.Result = res
+	switch res {
+	case Unknown:
+		ev.State = ConnUnknown
+		return
+	case Found:
+		reuse := t.cfg.KeepEnded && m.terminal[v] && flags&(fS|fA|fF|fR) == fS
+		if !reuse {
+			isOrig := p.Reversed == m.origIsDst[v]
+			tr := m.next[int(v)*numInputs+int(inputOf(isOrig, data, flags))]
+			ev.Anomalies |= tr.anomaly
+			ev.State, ev.OrigIsDst = m.conn[tr.next], m.origIsDst[tr.next]
+			if tr.ends {
+				ev.Ended = true
+				if !t.cfg.KeepEnded {
+					st.remove(h, l, v)
+					return
+				}
+			}
+			st.put(h, l, v, uint32(tr.next))
+			return
+		}
+		st.remove(h, l, v)
+		l = nowhere
+	}
+	flip := flipNew(p)
+	origIsDst := p.Reversed != flip
+	kind := kindOf(p.Key.Proto)
+	rst := kind == kindTCP && !flip && flags&(fS|fA|fF|fR) == fS
+	v0 := m.start[kind][b2i(origIsDst)][b2i(rst)]
+	tr := m.next[int(v0)*numInputs+int(inputOf(!flip, data, flags))]
+	ev.New = true
+	ev.Anomalies |= tr.anomaly
+	ev.State, ev.OrigIsDst = m.conn[tr.next], m.origIsDst[tr.next]
+	if tr.ends || m.terminal[tr.next] {
+		ev.Ended = true
+		if !t.cfg.KeepEnded {
+			return
+		}
+	}
+	st.put(h, l, 0, uint32(tr.next))
+}
+
+// Query returns the state the backend holds for a flow (key in either
+// direction).
+func (t *Tracker) Query(k capture.Key) (ConnState, bool, Result) {
+	return t.QueryHash(k.Hash())
+}
+
+// QueryHash is Query by flow hash.
+func (t *Tracker) QueryHash(h uint64) (state ConnState, origIsDst bool, r Result) {
+	v, r, _ := t.st.lookup(h)
+	if r != Found {
+		return ConnUnknown, false, r
+	}
+	return t.m.conn[v], t.m.origIsDst[v], r
+}
+
+// Flush ages the backend to packet time now (the end of a trace): flows
+// idle past their timeout expire. Live flows stay queryable.
+func (t *Tracker) Flush(now time.Time) {
+	t.st.rotate(now.UnixNano())
+	if t.shadow != nil {
+		t.shadow.rotate(now.UnixNano())
+	}
+	t.publish()
+}
