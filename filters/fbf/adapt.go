@@ -3,9 +3,13 @@ package fbf
 import "time"
 
 // adapt is one run of Algorithm 3 (TRIGGERDYNAMICRESIZING).
-func (f *FBF) adapt() {
+func (f *FBF) adapt(now int64) {
 	a := f.opt.Adaptive
 	cur := f.EstimatedFPP()
+	if !a.Current {
+		cur = f.projectedFPP(now)
+	}
+	f.tickInserted, f.tickAt = f.inserted, now
 	switch {
 	case cur >= 0.9*a.TargetFPP:
 		// Multiplicative increase of the filters, additive decrease of t.
@@ -24,6 +28,30 @@ func (f *FBF) adapt() {
 	}
 }
 
+// projectedFPP is the model's estimate at its worst point until the next
+// refresh: the future filter receives until then the insertions the last
+// interval saw per nanosecond, and the estimate is taken both just before
+// the refresh and just after it (when the present filter, now full, becomes
+// a past filter and may stand alone as the oldest).
+func (f *FBF) projectedFPP(now int64) float64 {
+	var extra uint64
+	if elapsed := now - f.tickAt; elapsed > 0 {
+		extra = uint64(float64(f.inserted-f.tickInserted) / float64(elapsed) * float64(max(f.next-now, 0)))
+	}
+	p := f.scratch[:0]
+	p = append(p, f.fut[:f.live]...)
+	p[0] += extra
+	before := f.modelFPP(p, f.opt.Model)
+	// After the cascade: an empty future, everything one place older.
+	live := min(f.live+1, len(f.filters))
+	p = p[:live]
+	copy(p[1:], p[:live-1])
+	p[0] = 0
+	after := f.modelFPP(p, f.opt.Model)
+	f.scratch = p[:0]
+	return max(before, after)
+}
+
 // minWindowOK reports whether n filters refreshed every t keep the
 // guaranteed window at or above MinWindow.
 func (f *FBF) minWindowOK(n int, t int64) bool {
@@ -37,7 +65,7 @@ func (f *FBF) scaleUp() bool {
 	want := min(2*n, f.opt.Adaptive.MaxFilters)
 	for len(f.filters) < want {
 		f.filters = append(f.filters, f.newFilter())
-		f.counts = append(f.counts, 0)
+		f.fut = append(f.fut, 0)
 	}
 	return len(f.filters) > n
 }
@@ -51,7 +79,7 @@ func (f *FBF) scaleDown() bool {
 	}
 	f.spare = append(f.spare, f.filters[n-1])
 	f.filters = f.filters[:n-1]
-	f.counts = f.counts[:n-1]
+	f.fut = f.fut[:n-1]
 	f.live = min(f.live, n-1)
 	return true
 }

@@ -15,10 +15,11 @@ type FBF struct {
 	m       uint64
 	k       int
 	filters []*bloom.Filter // future, present, past newest .. past oldest
-	counts  []uint64        // insertions per filter, parallel to filters
+	fut     []uint64        // insertions each filter received as the future filter, parallel to filters
 	spare   []*bloom.Filter // filters removed by a scale-down, for reuse
 	live    int             // filters[:live] have held elements (the rest were added empty)
 	ps      []float64       // scratch for the estimate
+	scratch []uint64        // scratch for the projection
 
 	refresh    int64 // t in nanoseconds
 	started    bool
@@ -29,6 +30,9 @@ type FBF struct {
 	refreshes  uint64
 	scaleUps   uint64
 	scaleDowns uint64
+
+	tickInserted uint64 // inserted at the last adaptation
+	tickAt       int64  // time of the last adaptation
 
 	stats published
 }
@@ -51,8 +55,9 @@ func NewWithOptions(o Options) (*FBF, error) {
 	for range n {
 		f.filters = append(f.filters, f.newFilter())
 	}
-	f.counts = make([]uint64, n, max(n, o.Adaptive.MaxFilters))
+	f.fut = make([]uint64, n, max(n, o.Adaptive.MaxFilters))
 	f.ps = make([]float64, 0, max(n, o.Adaptive.MaxFilters))
+	f.scratch = make([]uint64, 0, max(n, o.Adaptive.MaxFilters))
 	f.Publish()
 	return f, nil
 }
@@ -80,6 +85,7 @@ func (f *FBF) advance(now time.Time) {
 		f.started = true
 		f.start, f.next = t, t+f.refresh
 		f.nextTick = t + int64(f.opt.Adaptive.Interval)
+		f.tickAt = t
 		return
 	}
 	if t < f.next && t < f.nextTick {
@@ -88,7 +94,7 @@ func (f *FBF) advance(now time.Time) {
 	f.catchUp(t)
 	if t >= f.nextTick {
 		if f.opt.Adaptive.TargetFPP > 0 {
-			f.adapt()
+			f.adapt(t)
 			f.next = f.start + f.refresh
 			f.catchUp(t)
 		}
@@ -107,7 +113,7 @@ func (f *FBF) catchUp(t int64) {
 	if steps > int64(len(f.filters)) || steps < 0 {
 		for i, b := range f.filters {
 			b.Reset()
-			f.counts[i] = 0
+			f.fut[i] = 0
 		}
 		f.live = min(len(f.filters), f.live+int(min(steps, int64(len(f.filters)))))
 		f.refreshes += uint64(len(f.filters))
@@ -128,9 +134,9 @@ func (f *FBF) cascade() {
 	n := len(f.filters)
 	oldest := f.filters[n-1]
 	copy(f.filters[1:], f.filters[:n-1])
-	copy(f.counts[1:], f.counts[:n-1])
+	copy(f.fut[1:], f.fut[:n-1])
 	oldest.Reset()
-	f.filters[0], f.counts[0] = oldest, 0
+	f.filters[0], f.fut[0] = oldest, 0
 	f.live = min(f.live+1, n)
 	f.refreshes++
 }
@@ -151,8 +157,7 @@ func (f *FBF) TestAndAdd(h uint64, now time.Time) bool {
 	}
 	f.filters[0].Add(h)
 	f.filters[1].Add(h)
-	f.counts[0]++
-	f.counts[1]++
+	f.fut[0]++
 	f.inserted++
 	return false
 }
@@ -197,20 +202,42 @@ func (f *FBF) contains(h uint64) bool {
 func (f *FBF) Reset() {
 	for i, b := range f.filters {
 		b.Reset()
-		f.counts[i] = 0
+		f.fut[i] = 0
 	}
 	f.live = 2
 	f.started = false
 }
 
-// EstimatedFPP is Equation 3 (or the simple check's product) on the
-// current insertion counts.
-func (f *FBF) EstimatedFPP() float64 {
-	f.ps = f.ps[:0]
-	for i := range f.live {
-		f.ps = append(f.ps, filterFP(f.m, f.k, f.counts[i], f.opt.Blocked))
+// count is the number of insertions filter i holds: those of its own
+// future period and, from the present on, those of the period in which it
+// was the present filter (the future period of filter i-1).
+func count(fut []uint64, i int) uint64 {
+	if i == 0 {
+		return fut[0]
 	}
-	return estimate(f.ps, f.opt.Check)
+	return fut[i] + fut[i-1]
+}
+
+// EquationFPP is Equation 3 of the paper (or the simple check's product)
+// on the current insertion counts: every filter independent.
+func (f *FBF) EquationFPP() float64 {
+	return f.modelFPP(f.fut[:f.live], Independent)
+}
+
+// EstimatedFPP is the false-positive probability of the configured model
+// (Options.Model) on the current insertion counts.
+func (f *FBF) EstimatedFPP() float64 { return f.modelFPP(f.fut[:f.live], f.opt.Model) }
+
+// modelFPP evaluates model md on the live filters' future-period counts.
+func (f *FBF) modelFPP(fut []uint64, md Model) float64 {
+	f.ps = f.ps[:0]
+	for i := range fut {
+		f.ps = append(f.ps, filterFP(f.m, f.k, count(fut, i), f.opt.Blocked))
+	}
+	if md == Independent || f.opt.Check == Simple {
+		return estimate(f.ps, f.opt.Check)
+	}
+	return correlated(f.m, f.k, fut, f.ps, f.opt.Check)
 }
 
 // estimate combines per-filter false-positive rates ps (future first) for
@@ -238,6 +265,41 @@ func estimate(ps []float64, c CheckMode) float64 {
 	return -math.Expm1(s)
 }
 
+// correlated is the optimized (or pairs-only) check's rate when the pair
+// (i, i+1), i ≥ 1, shares the fut[i] elements of one period: with the same
+// hash functions and m, those elements set the same bits in both filters,
+// so a bit is set in both with probability q_s + (1 - q_s)·q_a·q_b (q_x the
+// probability that x elements set a given bit), and the pair errs with that
+// to the power k instead of p_i·p_{i+1}. ps holds the filters' own rates.
+// The future filter's false positives are the present's too; the formula
+// keeps the future's term, which makes it a slight overestimate.
+func correlated(m uint64, k int, fut []uint64, ps []float64, c CheckMode) float64 {
+	if len(ps) == 0 {
+		return 0
+	}
+	q := func(x uint64) float64 {
+		return -math.Expm1(float64(k) * float64(x) * math.Log1p(-1/float64(m)))
+	}
+	s := math.Log1p(-ps[0])
+	last := len(ps) - 1
+	pairs := last
+	if c == Optimized {
+		// The last pair errs only if the oldest filter does, which the
+		// oldest-alone term already counts.
+		pairs = last - 1
+	}
+	for i := 1; i < pairs; i++ {
+		own := fut[i-1] // the period filter i spent as the present
+		older := fut[i+1]
+		both := q(fut[i]) + (1-q(fut[i]))*q(own)*q(older)
+		s += math.Log1p(-math.Pow(both, float64(k)))
+	}
+	if c == Optimized && last >= 1 {
+		s += math.Log1p(-ps[last])
+	}
+	return -math.Expm1(s)
+}
+
 // Filters is N+2, the number of constituent filters.
 func (f *FBF) Filters() int { return len(f.filters) }
 
@@ -257,7 +319,12 @@ func (f *FBF) Window() time.Duration {
 func (f *FBF) Shape() (m uint64, k int) { return f.m, f.k }
 
 // Counts appends the insertion count of each filter, future first.
-func (f *FBF) Counts(dst []uint64) []uint64 { return append(dst, f.counts...) }
+func (f *FBF) Counts(dst []uint64) []uint64 {
+	for i := range f.filters {
+		dst = append(dst, count(f.fut, i))
+	}
+	return dst
+}
 
 // MemoryBytes is the memory of the constituent filters (spares included).
 func (f *FBF) MemoryBytes() uint64 {

@@ -33,6 +33,26 @@ func (c CheckMode) String() string {
 	return fmt.Sprintf("check-%d", uint8(c))
 }
 
+// Model selects the false-positive model used by EstimatedFPP, sizing and
+// adaptive resizing.
+type Model uint8
+
+const (
+	// Correlated accounts for the period consecutive filters share (see
+	// the package doc); it is the default because Equation 3 underestimates
+	// the rate of an N-FBF with N > 1.
+	Correlated Model = iota
+	// Independent is Equation 3 as printed: every filter independent.
+	Independent
+)
+
+func (m Model) String() string {
+	if m == Independent {
+		return "independent"
+	}
+	return "correlated"
+}
+
 // Sentinel errors.
 var (
 	// ErrInvalidOptions is returned (wrapped) by Options.Validate.
@@ -58,6 +78,8 @@ type Options struct {
 	Refresh time.Duration
 	// Check is the membership check (default Optimized).
 	Check CheckMode
+	// Model is the false-positive model (default Correlated).
+	Model Model
 	// Adaptive configures Algorithm 3; the zero value disables it.
 	Adaptive Adaptive
 }
@@ -77,6 +99,12 @@ type Adaptive struct {
 	MaxFilters int
 	// MinWindow, if set, is a floor on the guaranteed window (N+1)·t.
 	MinWindow time.Duration
+	// Current compares the current estimate with the target, as Algorithm 3
+	// does. By default the estimate is projected to the next refresh point
+	// (the future and present filters keep filling at the insertion rate of
+	// the last interval until then), so the resizing acts before the target
+	// is crossed rather than after; see the package doc.
+	Current bool
 }
 
 // Validate checks o and says which rule a value breaks.
@@ -86,6 +114,9 @@ func (o Options) Validate() error {
 	}
 	if o.Past < 0 || o.Past > maxFilters-2 {
 		return fmt.Errorf("past filters %d must be in [1, %d]: %w", o.Past, maxFilters-2, ErrInvalidOptions)
+	}
+	if o.Model > Independent {
+		return fmt.Errorf("model %d unknown: %w", o.Model, ErrInvalidOptions)
 	}
 	if o.Check > PairsOnly {
 		return fmt.Errorf("check mode %d unknown: %w", o.Check, ErrInvalidOptions)
@@ -161,7 +192,7 @@ func (o Options) Shape() (m uint64, k int, err error) {
 	if o.Bits != 0 {
 		return o.Bits, o.Hashes, nil
 	}
-	m, k = SizeFor(o.ElementsPerPeriod, o.Past, o.FPRate, o.Check, o.Blocked)
+	m, k = SizeFor(o.ElementsPerPeriod, o.Past, o.FPRate, o.Check, o.Model, o.Blocked)
 	if m == 0 || m > bloom.MaxBits {
 		return 0, 0, fmt.Errorf("%d elements per period at fp rate %g: too large: %w", o.ElementsPerPeriod, o.FPRate, ErrInvalidOptions)
 	}
@@ -169,20 +200,27 @@ func (o Options) Shape() (m uint64, k int, err error) {
 }
 
 // SizeFor returns the smallest constituent shape (m, k) whose steady-state
-// estimate (future n, present and every past filter 2n) meets target with
-// past filters and check c; m is 0 if none fits under bloom.MaxBits.
-func SizeFor(n uint64, past int, target float64, c CheckMode, blocked bool) (m uint64, k int) {
-	loads := make([]uint64, past+2)
-	loads[0] = n
-	for i := 1; i < len(loads); i++ {
-		loads[i] = 2 * n
+// estimate of model md (future n, present and every past filter 2n, each
+// pair of neighbours sharing n) meets target with past filters and check c;
+// m is 0 if none fits under bloom.MaxBits.
+func SizeFor(n uint64, past int, target float64, c CheckMode, md Model, blocked bool) (m uint64, k int) {
+	fut := make([]uint64, past+2)
+	for i := range fut {
+		fut[i] = n
 	}
-	ps := make([]float64, len(loads))
+	ps := make([]float64, len(fut))
 	fits := func(m uint64, k int) bool {
-		for i, l := range loads {
+		for i := range ps {
+			l := 2 * n
+			if i == 0 {
+				l = n
+			}
 			ps[i] = filterFP(m, k, l, blocked)
 		}
-		return estimate(ps, c) <= target
+		if md == Independent || c == Simple {
+			return estimate(ps, c) <= target
+		}
+		return correlated(m, k, fut, ps, c) <= target
 	}
 	for kk := 1; kk <= 16; kk++ {
 		lo, hi := uint64(bloom.BlockBits), uint64(bloom.BlockBits)
