@@ -78,8 +78,11 @@
 //
 // Standard spreads a key's k cells over the whole array (m prime, so double
 // hashing gives k distinct cells): up to k cache misses. Blocked places
-// them in g = ceil(2k/L) cache lines of L cells (one 64-byte line for k <=
-// L/2): one or two misses instead of k, at the price of a more uneven load.
+// them in g = max(2, ceil(2k/L)) cache lines of L cells (at most 4): two
+// misses for k <= L/2 instead of k, at the price of a more uneven load
+// (one line per key was measured too uneven). The lines are chosen by
+// double hashing over a prime number of lines, and the cells inside a line
+// (L a power of two) by an offset and an odd stride.
 //
 // A Filter is not safe for concurrent use. Per-operation methods allocate
 // nothing.

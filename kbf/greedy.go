@@ -194,33 +194,39 @@ func (g *greedyEncoder) regressionIndex(c uint32) (idx, probes int) {
 		i = int(math.Round(math.Min(x, float64(n-1))))
 	}
 	lo, hi := 0, n-1 // the answer lies in [lo, hi]
+	slope := g.slope(i)
+	prevI, prev := -1, 0.0
 	for probes < 64 && lo <= hi {
 		probes++
 		got := g.codes[i]
 		if got == c {
 			return i, probes
 		}
-		var step int
 		if got < c {
 			lo = i + 1
-			step = int((y - float64(got)) / g.avg)
-			if step < 1 {
-				step = 1
-			}
 		} else {
 			hi = i - 1
-			step = -int((float64(got) - y) / g.avg)
-			if step > -1 {
+		}
+		if lo > hi {
+			break
+		}
+		// secant: the local step between the last two probes, after the
+		// first probe the fit's slope.
+		if prevI >= 0 && prevI != i {
+			if s := (float64(got) - prev) / float64(i-prevI); s > 0 {
+				slope = s
+			}
+		}
+		prevI, prev = i, float64(got)
+		step := int(math.Round((y - float64(got)) / slope))
+		if step == 0 {
+			if got < c {
+				step = 1
+			} else {
 				step = -1
 			}
 		}
-		i += step
-		if i < lo {
-			i = lo
-		}
-		if i > hi {
-			i = hi
-		}
+		i = min(max(i+step, lo), hi)
 	}
 	if lo > hi {
 		return -1, probes
@@ -230,6 +236,18 @@ func (g *greedyEncoder) regressionIndex(c uint32) (idx, probes int) {
 		return j, probes + bits.Len(uint(hi-lo+1))
 	}
 	return -1, probes
+}
+
+// slope is the step between codes near index i: the derivative of the
+// fit, c1 + 2 c2 i, or the average step where the fit is flat. The paper
+// walks by the global average step; near the ends of a curved table that
+// takes tens of probes, the local slope takes two or three.
+func (g *greedyEncoder) slope(i int) float64 {
+	d := g.c1 + 2*g.c2*float64(i)
+	if d < 1 {
+		d = math.Max(g.avg, 1)
+	}
+	return d
 }
 
 // binaryIndex is the conventional binary search beside which the
