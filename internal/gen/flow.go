@@ -152,7 +152,7 @@ type flow struct {
 	reqMax             int32
 	closing            [3]closeStep
 	nClose, closeIdx   uint8
-	think              bool  // the next packet comes after a think time
+	think              bool // the next packet comes after a think time
 	respPareto, respXm float64
 	respCap            float64
 

@@ -23,15 +23,15 @@ type Packet struct {
 
 // Stats sums up what a generator wrote.
 type Stats struct {
-	Flows         int64                  // flows finished
-	Packets       int64                  // packets, not counting SPAN duplicates
-	Duplicates    int64                  // SPAN duplicate copies
-	WireBytes     int64                  // sum of wire lengths, duplicates included
-	CapturedBytes int64                  // sum of captured lengths
-	ConnStates    [NumConnStates]int64   // flows per true conn_state
-	Scenarios     [numScenarios]int64    // flows per scenario
-	PlannedFlows  int                    // flows the trace was planned with
-	First, Last   time.Time              // first and last packet times
+	Flows         int64                // flows finished
+	Packets       int64                // packets, not counting SPAN duplicates
+	Duplicates    int64                // SPAN duplicate copies
+	WireBytes     int64                // sum of wire lengths, duplicates included
+	CapturedBytes int64                // sum of captured lengths
+	ConnStates    [NumConnStates]int64 // flows per true conn_state
+	Scenarios     [numScenarios]int64  // flows per scenario
+	PlannedFlows  int                  // flows the trace was planned with
+	First, Last   time.Time            // first and last packet times
 }
 
 // String prints a one-line summary.
