@@ -1,0 +1,160 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net/netip"
+	"path/filepath"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// fuzzLinks are the link types the differential fuzzer compares; the
+// fuzzer picks one by index so every input is meaningful.
+var fuzzLinks = []struct {
+	link  uint16
+	first gopacket.LayerType
+}{
+	{LinkEthernet, layers.LayerTypeEthernet},
+	{LinkRaw, 0}, // by version nibble
+	{LinkSLL, layers.LayerTypeLinuxSLL},
+	{LinkNull, layers.LayerTypeLoopback},
+}
+
+func addSeeds(f *testing.F) {
+	f.Add(uint8(0), ethTCP(f))
+	f.Add(uint8(0), frame(f, eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 5, Type: layers.EthernetTypeIPv6},
+		ip6("2001:db8::1", "2001:db8::2", layers.IPProtocolUDP), udp(53, 5353), gopacket.Payload("x")))
+	f.Add(uint8(1), frame(f, ip4("1.2.3.4", "5.6.7.8", layers.IPProtocolICMPv4), &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}))
+	// Real frames from a few shared captures, when they are there.
+	dir := filepath.Join("..", "..", "shared", "pcaps", "real")
+	for _, name := range []string{"zeek/wikipedia.pcap", "zeek/tcp/truncated-header.pcap", "tcpreplay/test.pcap", "zeek/mixed-vlan-mpls.pcap", "zeek/tunnels/Teredo.pcap"} {
+		r, err := Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		for range 40 {
+			data, ci, err := r.read()
+			if err != nil {
+				break
+			}
+			_ = ci
+			idx := uint8(0)
+			if r.link == LinkRaw {
+				idx = 1
+			}
+			f.Add(idx, append([]byte(nil), data...))
+		}
+		r.Close()
+	}
+}
+
+// FuzzDecode checks that Decode never panics, and compares it with
+// gopacket's layers: when gopacket decodes a complete IP and TCP/UDP
+// header, flowmon must decode the same addresses, ports and TCP fields.
+func FuzzDecode(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, li uint8, data []byte) {
+		l := fuzzLinks[int(li)%len(fuzzLinks)]
+		var p Packet
+		reason := Decode(&p, l.link, data, len(data), ts0)
+		first := l.first
+		if first == 0 {
+			if len(data) == 0 {
+				return
+			}
+			switch data[0] >> 4 {
+			case 4:
+				first = layers.LayerTypeIPv4
+			case 6:
+				first = layers.LayerTypeIPv6
+			default:
+				return
+			}
+		}
+		gp := gopacket.NewPacket(data, first, gopacket.DecodeOptions{NoCopy: true})
+		if e, ok := gp.Layer(layers.LayerTypeEthernet).(*layers.Ethernet); ok && e.EthernetType == layers.EthernetTypeRaw {
+			return // 0xFFFF is gopacket's own marker for raw IP, not an EtherType
+		}
+		var src, dst netip.Addr
+		var fragmented bool
+		if ip, ok := gp.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
+			src, _ = netip.AddrFromSlice(ip.SrcIP.To4())
+			dst, _ = netip.AddrFromSlice(ip.DstIP.To4())
+			fragmented = ip.FragOffset != 0 || ip.Flags&layers.IPv4MoreFragments != 0
+			// gopacket does not check the version nibble either.
+			if ip.Version != 4 || gp.Layer(layers.LayerTypeIPv6) != nil || gp.Layer(layers.LayerTypeGRE) != nil {
+				return // tunnels: gopacket decodes the inner packet, flowmon keys on the outer
+			}
+		} else if ip, ok := gp.Layer(layers.LayerTypeIPv6).(*layers.IPv6); ok {
+			src, _ = netip.AddrFromSlice(ip.SrcIP)
+			dst, _ = netip.AddrFromSlice(ip.DstIP)
+			fragmented = gp.Layer(layers.LayerTypeIPv6Fragment) != nil
+			// gopacket does not check the IPv6 version nibble; flowmon does.
+			if ip.Version != 6 || gp.Layer(layers.LayerTypeIPv4) != nil {
+				return
+			}
+		} else {
+			return
+		}
+		if fragmented || gp.ErrorLayer() != nil {
+			return
+		}
+		var sport, dport uint16
+		var proto uint8
+		tcpL, isTCP := gp.Layer(layers.LayerTypeTCP).(*layers.TCP)
+		if isTCP {
+			sport, dport, proto = uint16(tcpL.SrcPort), uint16(tcpL.DstPort), ProtoTCP
+		} else if u, ok := gp.Layer(layers.LayerTypeUDP).(*layers.UDP); ok {
+			sport, dport, proto = uint16(u.SrcPort), uint16(u.DstPort), ProtoUDP
+		} else {
+			return
+		}
+		if reason != ReasonNone {
+			t.Fatalf("gopacket decodes %v but flowmon says %v", gp, reason)
+		}
+		want := Key{Src: src, Dst: dst, SrcPort: sport, DstPort: dport, Proto: proto}
+		if got := p.Directed(); got != want {
+			t.Fatalf("key %v, gopacket %v\n%v", got, want, gp)
+		}
+		if isTCP {
+			if p.Seq != tcpL.Seq || p.Ack != tcpL.Ack || p.Flags&SYN != 0 != tcpL.SYN || p.Flags&ACK != 0 != tcpL.ACK ||
+				p.Flags&FIN != 0 != tcpL.FIN || p.Flags&RST != 0 != tcpL.RST {
+				t.Fatalf("tcp fields %+v, gopacket %+v", p, tcpL)
+			}
+		}
+	})
+}
+
+// FuzzReader feeds arbitrary bytes to the file reader: it must not panic,
+// and must end in io.EOF or a *ReadError once a header was accepted.
+func FuzzReader(f *testing.F) {
+	f.Add(pcapBytes(binary.LittleEndian, false, 1, testFrames(f, 3)))
+	f.Add(pcapBytes(binary.BigEndian, true, 101, [][]byte{{0x45, 0, 0, 20}}))
+	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1c, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := NewReader(bytes.NewReader(data), "fuzz", int64(len(data)))
+		if err != nil {
+			return
+		}
+		var p Packet
+		for {
+			err := r.Next(&p)
+			if err == nil {
+				continue
+			}
+			var re *ReadError
+			if err != io.EOF && !errors.As(err, &re) {
+				t.Fatalf("Next returned %T %v", err, err)
+			}
+			if r.Next(&p) != err {
+				t.Fatalf("the end is not sticky")
+			}
+			return
+		}
+	})
+}

@@ -1,0 +1,212 @@
+package capture
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// pcapBytes writes a classic pcap by hand, in either byte order and
+// timestamp resolution, so the test does not trust the writer it tests
+// against.
+func pcapBytes(order binary.ByteOrder, nanos bool, link uint32, frames [][]byte) []byte {
+	var b bytes.Buffer
+	h := make([]byte, 24)
+	magic := uint32(0xA1B2C3D4)
+	if nanos {
+		magic = 0xA1B23C4D
+	}
+	order.PutUint32(h[0:], magic)
+	order.PutUint16(h[4:], 2)
+	order.PutUint16(h[6:], 4)
+	order.PutUint32(h[16:], 65535)
+	order.PutUint32(h[20:], link)
+	b.Write(h)
+	for i, f := range frames {
+		r := make([]byte, 16)
+		order.PutUint32(r[0:], uint32(1700000000+i))
+		frac := uint32(i * 1000) // i ms
+		if nanos {
+			frac *= 1000
+		}
+		order.PutUint32(r[4:], frac)
+		order.PutUint32(r[8:], uint32(len(f)))
+		order.PutUint32(r[12:], uint32(len(f)))
+		b.Write(r)
+		b.Write(f)
+	}
+	return b.Bytes()
+}
+
+func testFrames(t testing.TB, n int) [][]byte {
+	var fs [][]byte
+	for i := range n {
+		fs = append(fs, frame(t, eth(layers.EthernetTypeIPv4), ip4("10.0.0.1", "10.0.0.2", layers.IPProtocolTCP),
+			tcp(uint16(1000+i), 80, true, false), gopacket.Payload(make([]byte, i*7%300))))
+	}
+	return fs
+}
+
+func readBytes(t *testing.T, data []byte) ([]Packet, *Stats, error) {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data), "test", int64(len(data)))
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Packet
+	for {
+		var p Packet
+		if err := r.Next(&p); err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return out, r.Stats(), err
+		}
+		p.Payload = nil // points into the reader's buffer
+		out = append(out, p)
+	}
+}
+
+func TestReaderByteOrdersAndResolutions(t *testing.T) {
+	frames := testFrames(t, 20)
+	for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		for _, nanos := range []bool{false, true} {
+			ps, st, err := readBytes(t, pcapBytes(order, nanos, 1, frames))
+			if err != nil || len(ps) != 20 || st.Packets != 20 {
+				t.Fatalf("%v nanos=%v: %d packets, err %v", order, nanos, len(ps), err)
+			}
+			for i, p := range ps {
+				want := time.Unix(int64(1700000000+i), int64(i)*int64(time.Millisecond))
+				if !p.Timestamp.Equal(want) || p.Directed().SrcPort != uint16(1000+i) {
+					t.Fatalf("%v nanos=%v packet %d: ts %v port %d", order, nanos, i, p.Timestamp, p.Directed().SrcPort)
+				}
+			}
+		}
+	}
+}
+
+func TestReaderTruncatedFile(t *testing.T) {
+	frames := testFrames(t, 10)
+	full := pcapBytes(binary.LittleEndian, false, 1, frames)
+	// Offsets of each record.
+	offs := []int64{24}
+	for _, f := range frames {
+		offs = append(offs, offs[len(offs)-1]+16+int64(len(f)))
+	}
+	// Cut inside record 6's header: 6 packets, then damage at its offset.
+	ps, _, err := readBytes(t, full[:offs[6]+7])
+	var re *ReadError
+	if len(ps) != 6 || !errors.As(err, &re) || re.Offset != offs[6] || re.Packets != 6 || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut in header: %d packets, err %v", len(ps), err)
+	}
+	// Cut inside record 6's data: its captured part is still returned.
+	ps, st, err := readBytes(t, full[:offs[6]+16+60])
+	if len(ps) != 7 || st.Packets != 7 || ps[6].CapLen != 60 || !errors.As(err, &re) || re.Offset != offs[6] {
+		t.Fatalf("cut in data: %d packets, err %v", len(ps), err)
+	}
+	// A length running past the end of the file reads as a cut-short last
+	// record, as capinfos counts it: what is there is returned.
+	bad := append([]byte(nil), full...)
+	binary.LittleEndian.PutUint32(bad[offs[3]+8:], 1<<30)
+	_, st, err = readBytes(t, bad)
+	if st.Packets != 4 || !errors.As(err, &re) || re.Offset != offs[3] || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("length past the end: %d records, err %v", st.Packets, err)
+	}
+	// A corrupt length with more than any record's worth of bytes after
+	// it is damage, and nothing of it is returned.
+	bad = append(bad, make([]byte, 300000)...)
+	_, st, err = readBytes(t, bad)
+	if st.Packets != 3 || !errors.As(err, &re) || re.Offset != offs[3] || !errors.Is(err, ErrRecordTooLong) {
+		t.Fatalf("corrupt length: %d records, err %v", st.Packets, err)
+	}
+}
+
+func TestReaderGzipAndStdinStyle(t *testing.T) {
+	raw := pcapBytes(binary.LittleEndian, true, 1, testFrames(t, 50))
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(raw)
+	zw.Close()
+	ps, _, err := readBytes(t, z.Bytes())
+	if err != nil || len(ps) != 50 {
+		t.Fatalf("gzip: %d packets, err %v", len(ps), err)
+	}
+	// A cut gzip stream: the packets before the cut, then a ReadError.
+	ps, _, err = readBytes(t, z.Bytes()[:z.Len()/2])
+	var re *ReadError
+	if len(ps) == 0 || len(ps) >= 50 || !errors.As(err, &re) {
+		t.Fatalf("cut gzip: %d packets, err %v", len(ps), err)
+	}
+	// Open on a file name, including .gz on disk.
+	dir := t.TempDir()
+	name := filepath.Join(dir, "x.pcap.gz")
+	os.WriteFile(name, z.Bytes(), 0o644)
+	st, err := readAll(name)
+	if err != nil || st.Packets != 50 {
+		t.Fatalf("Open gz: %v %v", st, err)
+	}
+}
+
+func TestReaderPcapngMixedLinkTypes(t *testing.T) {
+	var b bytes.Buffer
+	w, err := pcapgo.NewNgWriterInterface(&b, pcapgo.NgInterface{LinkType: layers.LinkTypeEthernet, SnapLength: 65535}, pcapgo.DefaultNgWriterOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawID, err := w.AddInterface(pcapgo.NgInterface{LinkType: layers.LinkTypeRaw, SnapLength: 65535})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := frame(t, eth(layers.EthernetTypeIPv4), ip4("10.0.0.1", "10.0.0.2", layers.IPProtocolUDP), udp(1, 2))
+	r := frame(t, ip6("2001:db8::1", "2001:db8::2", layers.IPProtocolUDP), udp(3, 4))
+	ts := time.Unix(1700000000, 0)
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(e), Length: len(e), InterfaceIndex: 0}, e)
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(r), Length: len(r), InterfaceIndex: rawID}, r)
+	w.Flush()
+	ps, st, err := readBytes(t, b.Bytes())
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("%d packets, err %v", len(ps), err)
+	}
+	if ps[0].LinkType != LinkEthernet || ps[0].Directed().DstPort != 2 || ps[1].LinkType != LinkRaw || ps[1].Directed().DstPort != 4 || st.Network[NetIPv6] != 1 {
+		t.Fatalf("decoded %+v / %+v", ps[0], ps[1])
+	}
+}
+
+func TestReaderRejectsNonCaptures(t *testing.T) {
+	for _, data := range [][]byte{nil, []byte("GET / HTTP/1.1\r\n"), {0xd4, 0xc3, 0xb2, 0xa1, 9, 0}} {
+		if _, _, err := readBytes(t, data); err == nil {
+			t.Errorf("%q: no error", data)
+		}
+	}
+}
+
+func TestReaderNextNoAllocs(t *testing.T) {
+	frames := testFrames(t, 1)
+	one := pcapBytes(binary.LittleEndian, false, 1, frames)
+	many := append([]byte(nil), one...)
+	for range 2000 {
+		many = append(many, one[24:]...)
+	}
+	r, err := NewReader(bytes.NewReader(many), "x", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Packet
+	if n := testing.AllocsPerRun(1000, func() {
+		if err := r.Next(&p); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("Next allocates %v times per packet", n)
+	}
+}
