@@ -67,7 +67,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
 
 // TestAgainstReference runs random inserts, queries, updates and deletes
 // against a map and checks every answer: no wrong value ever, every stored
