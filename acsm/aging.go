@@ -102,6 +102,9 @@ func (s *store) at(l loc) Backend {
 func (s *store) lookup(h uint64) (uint32, Result, loc) {
 	if !s.aging {
 		v, r := s.rings[0].gens[0].Query(h)
+		if r == Absent {
+			return 0, r, nowhere
+		}
 		return v, r, loc{0, 0}
 	}
 	for pass := 0; pass < 2; pass++ {

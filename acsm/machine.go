@@ -222,14 +222,37 @@ func flagsConnState(f capture.TCPFlags) ConnState {
 	return S1
 }
 
-// likelyServerPort is flowmon's stand-in for Zeek's likely_server_ports
-// (the ports its loaded analyzers register): the well-known ports.
-func likelyServerPort(p uint16) bool { return p != 0 && p < 1024 }
+// likelyServerPort is flowmon's stand-in for Zeek's likely_server_ports,
+// the ports its loaded analyzers register: a fixed list of well-known
+// service ports (serverPorts), TCP and UDP alike.
+func likelyServerPort(p uint16) bool { return serverPortSet[p>>6]&(1<<(p&63)) != 0 }
+
+// serverPorts are the ports of Zeek's usual analyzers (DNS, DHCP, HTTP,
+// TLS, SSH, FTP, SMTP, POP3, IMAP, LDAP, Kerberos, SMB, DCE-RPC, NTP, SNMP,
+// syslog, RADIUS, SIP, MySQL, Redis, Modbus, DNP3, IRC, XMPP, RDP, QUIC)
+// and the tunnels it decapsulates (Teredo, AYIYA, GTP, VXLAN, Geneve).
+var serverPorts = []uint16{
+	20, 21, 22, 23, 25, 53, 67, 68, 69, 80, 81, 88, 110, 111, 123, 135, 137, 138, 139, 143, 161, 162,
+	389, 443, 445, 465, 500, 502, 514, 563, 585, 587, 614, 636, 853, 989, 990, 992, 993, 994, 995,
+	1080, 1194, 1433, 1812, 1813, 2049, 2123, 2152, 3128, 3268, 3269, 3306, 3389, 3544, 4500, 4789,
+	5060, 5061, 5072, 5222, 5223, 5269, 5353, 5355, 5432, 5900, 6081, 6379, 6666, 6667, 6668, 6669,
+	8000, 8080, 8081, 8443, 8888, 20000,
+}
+
+var serverPortSet = func() (s [1024]uint64) {
+	for _, p := range serverPorts {
+		s[p>>6] |= 1 << (p & 63)
+	}
+	return s
+}()
 
 // flipNew decides, from a flow's first packet, whether its sender is the
-// responder: a first SYN-ACK is flipped, and a first packet without SYN
-// from a likely server port to an unlikely one, as Zeek's WantConnection
-// heuristic does.
+// responder: a first SYN-ACK is flipped; a first TCP packet without SYN
+// from a likely server port to an unlikely one (or to a higher likely
+// one) is flipped, as Zeek's WantConnection heuristic does; a first UDP
+// packet from a likely server port is flipped unless it goes to a
+// broadcast or multicast address, as the dhcp.pcap baseline shows Zeek
+// doing.
 func flipNew(p *capture.Packet) bool {
 	src, dst := p.Key.SrcPort, p.Key.DstPort
 	if p.Reversed {
@@ -249,7 +272,16 @@ func flipNew(p *capture.Packet) bool {
 		}
 		return true
 	case capture.ProtoUDP:
-		return likelyServerPort(src) && !likelyServerPort(dst)
+		// Never towards a broadcast or multicast address (a server does not
+		// answer there); between two likely ports, the lower one serves.
+		d := p.Key.Dst
+		if p.Reversed {
+			d = p.Key.Src
+		}
+		if d.IsMulticast() || (d.Is4() && d.As4() == [4]byte{255, 255, 255, 255}) {
+			return false
+		}
+		return likelyServerPort(src) && (!likelyServerPort(dst) || src < dst)
 	}
 	return false
 }

@@ -88,9 +88,9 @@ var connScenarios = []struct {
 
 func TestTrackerScenarios(t *testing.T) {
 	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF} {
-		for _, keep := range []bool{false, true} {
+		for i, keep := range []bool{false, true, false} {
 			for _, sc := range connScenarios {
-				tr, err := New(Config{Backend: kind, Capacity: 1000, FPRate: 0.001, KeepEnded: keep})
+				tr, err := New(Config{Backend: kind, Capacity: 1000, FPRate: 0.001, KeepEnded: keep, NoAging: i == 2})
 				if err != nil {
 					t.Fatal(err)
 				}
