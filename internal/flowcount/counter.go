@@ -1,0 +1,181 @@
+package flowcount
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowmon/flowmon/filters/ccf"
+)
+
+// ErrInvalidOptions is wrapped by Options.Validate's errors.
+var ErrInvalidOptions = errors.New("flowcount: invalid options")
+
+// Defaults for zero Options fields.
+const (
+	DefaultWindow        = 60 * time.Second
+	DefaultExpectedFlows = 100_000
+	DefaultFPRate        = 1e-4
+	DefaultCounterBits   = 32
+)
+
+// Options sizes a Counter.
+type Options struct {
+	Window        time.Duration // window length, default 60 s
+	ExpectedFlows uint64        // distinct flows expected per window
+	FPRate        float64       // target probability that an unseen flow reads a non-zero count
+	CounterBits   int           // packets per flow per window saturate at 2^c-1 (default 32)
+	Seed          uint64        // filter seed; agents compared with each other share it
+}
+
+func (o Options) withDefaults() Options {
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.ExpectedFlows == 0 {
+		o.ExpectedFlows = DefaultExpectedFlows
+	}
+	if o.FPRate == 0 {
+		o.FPRate = DefaultFPRate
+	}
+	if o.CounterBits == 0 {
+		o.CounterBits = DefaultCounterBits
+	}
+	return o
+}
+
+// FilterOptions returns the CCF options of one window: fixed memory.
+func (o Options) FilterOptions() ccf.Options {
+	o = o.withDefaults()
+	return ccf.Options{Capacity: o.ExpectedFlows, FPRate: o.FPRate, CounterBits: o.CounterBits, Seed: o.Seed, MaxLevels: 1}
+}
+
+// Validate reports every problem with o, joined.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	if o.Window < time.Second {
+		errs = append(errs, fmt.Errorf("%w: window %v must be >= 1s", ErrInvalidOptions, o.Window))
+	}
+	if err := o.FilterOptions().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidOptions, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Snapshot is a completed window: immutable once published.
+type Snapshot struct {
+	Start, End time.Time
+	Filter     *ccf.Filter // read only
+	Packets    uint64      // packets counted
+	Dropped    uint64      // packets of new flows refused by a full filter
+	Partial    bool        // published by Flush before the window ended
+
+	once sync.Once
+	enc  []byte
+	err  error
+}
+
+// Encoded returns the filter's MarshalBinary, computed once.
+func (s *Snapshot) Encoded() ([]byte, error) {
+	s.once.Do(func() { s.enc, s.err = s.Filter.MarshalBinary() })
+	return s.enc, s.err
+}
+
+// Counter counts packets per flow in the current window. See the package
+// doc for which methods belong to the packet goroutine.
+type Counter struct {
+	opts    Options
+	cur     *ccf.Filter
+	start   time.Time // current window start; zero before the first packet
+	packets uint64
+	dropped uint64
+	last    atomic.Pointer[Snapshot]
+	windows atomic.Uint64
+}
+
+// New returns a Counter sized by o.
+func New(o Options) (*Counter, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("new flow counter: %w", err)
+	}
+	o = o.withDefaults()
+	f, err := ccf.New(o.FilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("new flow counter: %w", err)
+	}
+	return &Counter{opts: o, cur: f}, nil
+}
+
+// Add counts one packet of the flow with hash flowHash at packet time now
+// and returns the flow's packets in the current window (0 if the flow is
+// new and the filter is full). A packet at or past the window's end first
+// rotates the window; a packet older than the window is counted in it.
+func (c *Counter) Add(flowHash uint64, now time.Time) uint64 {
+	if c.start.IsZero() {
+		c.start = now.Truncate(c.opts.Window)
+	} else if !now.Before(c.start.Add(c.opts.Window)) {
+		c.rotate(now)
+	}
+	c.packets++
+	n, err := c.cur.Insert(flowHash, 1)
+	if err != nil {
+		c.dropped++
+		return 0
+	}
+	return n
+}
+
+// rotate publishes the current window and starts the one holding now. If
+// whole windows passed without packets, the last complete one is empty.
+func (c *Counter) rotate(now time.Time) {
+	end := c.start.Add(c.opts.Window)
+	next := now.Truncate(c.opts.Window)
+	snap := &Snapshot{Start: c.start, End: end, Filter: c.cur, Packets: c.packets, Dropped: c.dropped}
+	if next.After(end) {
+		snap = &Snapshot{Start: next.Add(-c.opts.Window), End: next, Filter: ccf.NewLike(c.cur)}
+	}
+	c.last.Store(snap)
+	c.windows.Add(1)
+	c.cur = ccf.NewLike(c.cur)
+	c.start, c.packets, c.dropped = next, 0, 0
+}
+
+// Flush publishes the current window as the last one, marked Partial, and
+// starts an empty one (for the end of a replay).
+func (c *Counter) Flush() {
+	if c.start.IsZero() {
+		return
+	}
+	c.last.Store(&Snapshot{Start: c.start, End: c.start.Add(c.opts.Window), Filter: c.cur,
+		Packets: c.packets, Dropped: c.dropped, Partial: true})
+	c.windows.Add(1)
+	c.cur = ccf.NewLike(c.cur)
+	c.packets, c.dropped = 0, 0
+}
+
+// Count returns the flow's packets in the current window.
+func (c *Counter) Count(flowHash uint64) uint64 { return c.cur.Count(flowHash) }
+
+// Last returns the last complete window, nil before the first one ends.
+// Safe from any goroutine.
+func (c *Counter) Last() *Snapshot { return c.last.Load() }
+
+// Stats describes the current window (packet goroutine only).
+type Stats struct {
+	WindowStart time.Time
+	Packets     uint64
+	Flows       uint64
+	Dropped     uint64
+	Bytes       uint64 // filter memory of one window
+	Windows     uint64 // windows published so far
+}
+
+// Stats returns the current window's statistics.
+func (c *Counter) Stats() Stats {
+	st := c.cur.Stats()
+	return Stats{WindowStart: c.start, Packets: c.packets, Flows: st.Distinct, Dropped: c.dropped,
+		Bytes: st.Bytes, Windows: c.windows.Load()}
+}

@@ -1,0 +1,203 @@
+package flowcount
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func mustCounter(t testing.TB, o Options) *Counter {
+	t.Helper()
+	c, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestValidate(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	for _, o := range []Options{{Window: time.Millisecond}, {FPRate: 2}, {CounterBits: 60}} {
+		if err := o.Validate(); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+// TestWindowsAgainstReference feeds three windows of packets and compares
+// current and published counts with exact per-window maps.
+func TestWindowsAgainstReference(t *testing.T) {
+	c := mustCounter(t, Options{ExpectedFlows: 5000, Window: time.Minute})
+	r := rand.New(rand.NewPCG(1, 2))
+	flows := make([]uint64, 3000)
+	for i := range flows {
+		flows[i] = r.Uint64()
+	}
+	var prev map[uint64]uint64
+	for w := range 3 {
+		ref := map[uint64]uint64{}
+		start := t0.Add(time.Duration(w) * time.Minute)
+		for i := range 20000 {
+			h := flows[r.IntN(len(flows))]
+			now := start.Add(time.Duration(i) * time.Minute / 20000)
+			ref[h]++
+			if got := c.Add(h, now); got != ref[h] {
+				t.Fatalf("window %d: Add returned %d, want %d", w, got, ref[h])
+			}
+		}
+		for h, n := range ref {
+			if c.Count(h) != n {
+				t.Fatalf("window %d: Count %d want %d", w, c.Count(h), n)
+			}
+		}
+		if w == 0 {
+			if c.Last() != nil {
+				t.Fatal("snapshot before the first window ended")
+			}
+		} else {
+			s := c.Last()
+			if !s.Start.Equal(start.Add(-time.Minute)) || !s.End.Equal(start) || s.Packets != 20000 || s.Partial {
+				t.Fatalf("snapshot %v..%v packets %d", s.Start, s.End, s.Packets)
+			}
+			for h, n := range prev {
+				if s.Filter.Count(h) != n {
+					t.Fatalf("snapshot count %d want %d", s.Filter.Count(h), n)
+				}
+			}
+		}
+		prev = ref
+	}
+	// A jump over empty windows publishes an empty last window.
+	c.Add(flows[0], t0.Add(10*time.Minute+time.Second))
+	s := c.Last()
+	if !s.Start.Equal(t0.Add(9*time.Minute)) || s.Filter.Stats().Distinct != 0 {
+		t.Errorf("after a gap: %v, %d flows", s.Start, s.Filter.Stats().Distinct)
+	}
+	c.Flush()
+	if s := c.Last(); !s.Partial || s.Packets != 1 {
+		t.Errorf("flush: %+v", s)
+	}
+}
+
+func TestFullCounterDrops(t *testing.T) {
+	c := mustCounter(t, Options{ExpectedFlows: 100})
+	zero := 0
+	for i := range uint64(1000) {
+		if c.Add(i*0x9e3779b97f4a7c15, t0) == 0 {
+			zero++
+		}
+	}
+	if st := c.Stats(); st.Dropped == 0 || st.Dropped != uint64(zero) || st.Packets != 1000 {
+		t.Errorf("stats %+v, zero returns %d", st, zero)
+	}
+}
+
+func TestHandlerAndFetch(t *testing.T) {
+	c := mustCounter(t, Options{ExpectedFlows: 1000})
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	ctx := context.Background()
+	if _, err := FetchPeer(ctx, srv.Client(), srv.URL); !errors.Is(err, ErrPeer) {
+		t.Errorf("before a window: %v", err)
+	}
+	resp, err := srv.Client().Post(srv.URL, "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %s", resp.Status)
+	}
+	for i := range uint64(500) {
+		c.Add(i, t0)
+		c.Add(i, t0)
+	}
+	c.Add(1, t0.Add(time.Minute))
+	p, err := FetchPeer(ctx, srv.Client(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Start.Equal(t0) || !p.End.Equal(t0.Add(time.Minute)) || p.Filter.Count(7) != 2 || p.Filter.Stats().Distinct != 500 {
+		t.Errorf("peer %v..%v count %d distinct %d", p.Start, p.End, p.Filter.Count(7), p.Filter.Stats().Distinct)
+	}
+}
+
+// TestConcurrentSnapshots reads snapshots over HTTP while the packet
+// goroutine rotates windows (run with -race).
+func TestConcurrentSnapshots(t *testing.T) {
+	c := mustCounter(t, Options{ExpectedFlows: 2000, Window: time.Second})
+	h := c.Handler()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, Path, nil))
+			if rec.Code != http.StatusOK && rec.Code != http.StatusServiceUnavailable {
+				t.Errorf("status %d", rec.Code)
+				return
+			}
+		}
+	}()
+	for i := range 50000 {
+		c.Add(uint64(i%1500), t0.Add(time.Duration(i)*time.Millisecond/5))
+	}
+	close(stop)
+	wg.Wait()
+	if c.Stats().Windows < 9 {
+		t.Errorf("windows %d", c.Stats().Windows)
+	}
+}
+
+var sink uint64
+
+func TestNoAllocs(t *testing.T) {
+	c := mustCounter(t, Options{ExpectedFlows: 10000})
+	var i uint64
+	if a := testing.AllocsPerRun(1000, func() { sink += c.Add(i%5000, t0); i++ }); a != 0 {
+		t.Errorf("Add: %v allocs", a)
+	}
+	if a := testing.AllocsPerRun(1000, func() { sink += c.Count(i); i++ }); a != 0 {
+		t.Errorf("Count: %v allocs", a)
+	}
+}
+
+func BenchmarkAdd(b *testing.B) {
+	c := mustCounter(b, Options{ExpectedFlows: 1_000_000})
+	b.ReportAllocs()
+	var i uint64
+	for b.Loop() {
+		sink += c.Add(i%1_000_000*0x9e3779b97f4a7c15, t0)
+		i++
+	}
+}
+
+func BenchmarkCount(b *testing.B) {
+	c := mustCounter(b, Options{ExpectedFlows: 1_000_000})
+	for i := range uint64(1_000_000) {
+		c.Add(i*0x9e3779b97f4a7c15, t0)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var i uint64
+	for b.Loop() {
+		sink += c.Count(i % 1_000_000 * 0x9e3779b97f4a7c15)
+		i++
+	}
+}
