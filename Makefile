@@ -1,0 +1,58 @@
+# flowmon — every target runs from a fresh clone; scripts/install-deps.sh
+# installs what a target needs beyond Go.
+GO      ?= go
+BIN     ?= bin/flowmon
+PKGS    := ./...
+FUZZTIME ?= 20s
+
+.PHONY: all build test lint vet fmt-check bench fuzz-short generate e2e eval bench-replay clean
+
+all: build test
+
+build:
+	$(GO) build -o $(BIN) ./cmd/flowmon
+
+# The test command of README.md and .ci/run.
+test: fmt-check vet
+	$(GO) test -timeout 12m $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: fmt-check vet
+
+# Benchmarks of every package; compare runs with benchstat.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS) | tee bench.txt
+
+# A short run of every fuzz target (go test -fuzz takes one target at a time).
+fuzz-short:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+# Regenerate generated code (eBPF objects once bpf/ has them).
+generate:
+	$(GO) generate $(PKGS)
+
+# End-to-end tests that need real services or the kernel.
+e2e: build
+	FLOWMON_E2E=1 $(GO) test -timeout 20m -run E2E $(PKGS)
+
+# Reproduce the papers' tables under docs/results/.
+eval: build
+	scripts/eval.sh $(BIN)
+
+# Replay throughput against tcpdump -r on the same generated trace.
+bench-replay: build
+	scripts/bench-replay.sh $(BIN)
+
+clean:
+	rm -rf bin bench.txt
