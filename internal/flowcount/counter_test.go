@@ -3,6 +3,7 @@ package flowcount
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -200,4 +201,26 @@ func BenchmarkCount(b *testing.B) {
 		sink += c.Count(i % 1_000_000 * 0x9e3779b97f4a7c15)
 		i++
 	}
+}
+
+// TestUnseenFlowFalsePositives measures how often a flow never seen in the
+// window reads a non-zero count, against the configured target ε (the
+// filter's f = ceil(log2(8/ε)) gives about load*2b/2^f <= ε).
+func TestUnseenFlowFalsePositives(t *testing.T) {
+	const eps, n, trials = 0.01, 10000, 200000
+	c := mustCounter(t, Options{ExpectedFlows: n, FPRate: eps})
+	for i := range uint64(n) {
+		c.Add(i*0x9e3779b97f4a7c15, t0)
+	}
+	fp := 0
+	for i := range uint64(trials) {
+		if c.Count((n+i)*0x9e3779b97f4a7c15) != 0 {
+			fp++
+		}
+	}
+	rate := float64(fp) / trials
+	if slack := 4 * math.Sqrt(eps*(1-eps)/trials); rate > eps+slack {
+		t.Errorf("false-positive rate %.5f > target %v", rate, eps)
+	}
+	t.Logf("unseen-flow false-positive rate %.5f (target %v)", rate, eps)
 }
