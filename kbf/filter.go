@@ -52,6 +52,8 @@ type Filter struct {
 	opt      Options // with defaults
 	m, k     int
 	enc      encoder
+	sid      *sidonEncoder  // enc when it is Sidon: direct, inlinable calls
+	gr       *greedyEncoder // enc when it is Greedy
 	ctrBits  uint
 	ctrMask  uint32 // low counter bits of a cell
 	ctrMax   uint32 // saturated (sticky) counter
@@ -113,6 +115,8 @@ func New(o Options) (*Filter, error) {
 		ctrMax:  1<<o.CounterBits - 1,
 		encMask: 1<<(o.CellBits-o.CounterBits) - 1,
 	}
+	f.sid, _ = enc.(*sidonEncoder)
+	f.gr, _ = enc.(*greedyEncoder)
 	f.capacity = PCapacity(m, o.FPRate)
 	if o.Layout == Blocked {
 		f.perLine = lineCells(o.CellBits)

@@ -20,10 +20,19 @@ func (f *Filter) consistent(w, x uint32) bool {
 	case 1:
 		return e == x
 	case 2:
-		return f.enc.isCode(e ^ x)
+		if f.sid != nil {
+			return f.sid.isCode(e ^ x)
+		}
+		return f.gr.isCode(e ^ x)
 	case 3:
 		r := e ^ x
-		return r == 0 || f.enc.isPair(r)
+		if r == 0 {
+			return true
+		}
+		if f.sid != nil {
+			return f.sid.isPair(r)
+		}
+		return f.gr.isPair(r)
 	}
 	return true
 }

@@ -29,6 +29,12 @@ type gf struct {
 	// leading bit at piv[i]; pre[i] is a w with w^2 + w = rows[i].
 	rows, pre []uint16
 	piv       []int8
+	// Because the echelon form is fully reduced, the rows used to reduce c
+	// are exactly those whose pivot bit is set in c, so the root w and the
+	// remainder are GF(2)-linear in c: solW[h][b] and solR[h][b] hold them
+	// for byte b of c at byte position h (the matrix applied a byte at a
+	// time).
+	solW, solR [2][256]uint16
 }
 
 func newGF(q int) (*gf, error) {
@@ -77,6 +83,22 @@ func newGF(q int) (*gf, error) {
 		g.pre = append(g.pre, uint16(p))
 		g.piv = append(g.piv, top)
 	}
+	for h := 0; h < 2; h++ {
+		for b := 0; b < 256; b++ {
+			c := uint32(b) << (8 * h)
+			if c>>q != 0 {
+				continue
+			}
+			w, r := uint32(0), c
+			for i := range g.rows {
+				if c>>uint(g.piv[i])&1 != 0 {
+					r ^= uint32(g.rows[i])
+					w ^= uint32(g.pre[i])
+				}
+			}
+			g.solW[h][b], g.solR[h][b] = uint16(w), uint16(r)
+		}
+	}
 	return g, nil
 }
 
@@ -107,13 +129,9 @@ func (g *gf) div(a, b uint32) uint32 {
 // solveQuad returns a root w of w^2 + w = c by reducing c against the
 // precomputed echelon form; ok is false when c is not in the image (trace 1).
 func (g *gf) solveQuad(c uint32) (w uint32, ok bool) {
-	for i := range g.rows {
-		if c>>uint(g.piv[i])&1 != 0 {
-			c ^= uint32(g.rows[i])
-			w ^= uint32(g.pre[i])
-		}
-	}
-	return w, c == 0
+	lo, hi := c&0xff, c>>8&0xff
+	w = uint32(g.solW[0][lo] ^ g.solW[1][hi])
+	return w, g.solR[0][lo] == g.solR[1][hi]
 }
 
 // sidonEncoder maps value v to x = v+1 in GF(2^q) and to the code

@@ -1,0 +1,229 @@
+package kbf
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Layout benchmarks: filters of n keys at p = 1e-3 (k = 10), 3000 values,
+// Sidon codes, 32-bit cells, built once per process. The 10M-key filters
+// (575 MB each) are built only when the -bench pattern names 10M.
+
+const benchValues = 3000
+
+func benchVal(j int) uint32 { return uint32(j % benchValues) }
+func benchKey(j int) uint64 { return mix64(uint64(j) + 0x5eed) }
+
+type benchFilter struct {
+	once sync.Once
+	f    *Filter
+	err  error
+}
+
+var benchFilters sync.Map // "n/layout" -> *benchFilter
+
+func benchSetup(b *testing.B, n int, lay LayoutKind) *Filter {
+	if n >= 10_000_000 {
+		if p := flag.Lookup("test.bench"); p == nil || !strings.Contains(p.Value.String(), "10M") {
+			b.Skip("10M-key filters only when -bench names 10M")
+		}
+	}
+	e, _ := benchFilters.LoadOrStore(fmt.Sprintf("%d/%v", n, lay), &benchFilter{})
+	bf := e.(*benchFilter)
+	bf.once.Do(func() {
+		bf.f, bf.err = New(Options{Capacity: n, FPRate: 1e-3, Values: benchValues, Encoder: Sidon, Layout: lay})
+		if bf.err != nil {
+			return
+		}
+		for j := 0; j < n; j++ {
+			bf.f.Insert(benchKey(j), benchVal(j))
+		}
+	})
+	if bf.err != nil {
+		b.Fatal(bf.err)
+	}
+	return bf.f
+}
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{{"1M", 1_000_000}, {"10M", 10_000_000}}
+
+func forLayouts(b *testing.B, fn func(b *testing.B, f *Filter, n int)) {
+	for _, s := range benchSizes {
+		for _, lay := range []LayoutKind{Standard, Blocked} {
+			b.Run(fmt.Sprintf("%s/%v", s.name, lay), func(b *testing.B) {
+				f := benchSetup(b, s.n, lay)
+				b.ReportAllocs()
+				fn(b, f, s.n)
+				b.ReportMetric(float64(f.MemoryBytes())/float64(s.n), "B/key")
+			})
+		}
+	}
+}
+
+var sinkV uint32
+var sinkR Result
+
+func BenchmarkQuery(b *testing.B) {
+	forLayouts(b, func(b *testing.B, f *Filter, n int) {
+		j := 0
+		for b.Loop() {
+			v, r := f.Query(benchKey(j))
+			sinkV, sinkR = v, r
+			if j++; j == n {
+				j = 0
+			}
+		}
+	})
+}
+
+// BenchmarkQueryAbsent queries keys never inserted (the false-positive path).
+func BenchmarkQueryAbsent(b *testing.B) {
+	forLayouts(b, func(b *testing.B, f *Filter, n int) {
+		j := n
+		for b.Loop() {
+			_, sinkR = f.Query(benchKey(j))
+			j++
+		}
+	})
+}
+
+// BenchmarkInsert inserts fresh keys, then (untimed) deletes them again so
+// the shared filter keeps its load.
+func BenchmarkInsert(b *testing.B) {
+	forLayouts(b, func(b *testing.B, f *Filter, n int) {
+		j := 0
+		for b.Loop() {
+			f.Insert(benchKey(2*n+j), benchVal(j))
+			j++
+		}
+		b.StopTimer()
+		for i := 0; i < j; i++ {
+			if err := f.Delete(benchKey(2*n+i), benchVal(i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkUpdate moves each stored key to the next value; the values are
+// restored untimed.
+func BenchmarkUpdate(b *testing.B) {
+	forLayouts(b, func(b *testing.B, f *Filter, n int) {
+		j, round := 0, 0
+		for b.Loop() {
+			old := (benchVal(j) + uint32(round)) % benchValues
+			if err := f.Update(benchKey(j), old, (old+1)%benchValues); err != nil {
+				b.Fatal(err)
+			}
+			if j++; j == n {
+				j, round = 0, round+1
+			}
+		}
+		b.StopTimer()
+		for i := 0; i < n; i++ {
+			r := round
+			if i < j {
+				r++
+			}
+			if r%benchValues != 0 {
+				f.Update(benchKey(i), (benchVal(i)+uint32(r))%benchValues, benchVal(i))
+			}
+		}
+	})
+}
+
+// BenchmarkDelete deletes stored keys; every n deletes (and at the end) the
+// keys are inserted again untimed.
+func BenchmarkDelete(b *testing.B) {
+	forLayouts(b, func(b *testing.B, f *Filter, n int) {
+		j := 0
+		restore := func() {
+			for i := 0; i < j; i++ {
+				f.Insert(benchKey(i), benchVal(i))
+			}
+			j = 0
+		}
+		for b.Loop() {
+			if err := f.Delete(benchKey(j), benchVal(j)); err != nil {
+				b.Fatal(err)
+			}
+			if j++; j == n {
+				b.StopTimer()
+				restore()
+				b.StartTimer()
+			}
+		}
+		b.StopTimer()
+		restore()
+	})
+}
+
+// BenchmarkEncoders compares the two encoders on 1024 values: bits per code
+// and the decode of two superimposed codes (greedy: O(N) scan of the codes;
+// sidon: a quadratic over GF(2^q) solved by a precomputed linear system).
+func BenchmarkEncoders(b *testing.B) {
+	const values = 1024
+	for _, kind := range []EncoderKind{Greedy, Sidon} {
+		enc, err := codebook(kind, values, 32)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(kind.String()+"/pair", func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				x, y := uint32(i%values), uint32((i*7+1)%values)
+				if x == y {
+					y = (y + 1) % values
+				}
+				a, c, ok := enc.pair(enc.code(x) ^ enc.code(y))
+				if !ok {
+					b.Fatal("pair not decoded")
+				}
+				sinkV = a ^ c
+				i++
+			}
+			b.ReportMetric(float64(enc.bits()), "bits/code")
+		})
+		b.Run(kind.String()+"/value", func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				v, _ := enc.value(enc.code(uint32(i % values)))
+				sinkV = v
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkIndexLookup compares Section III-H's regression lookup with a
+// binary search over the greedy code table (1024 codes).
+func BenchmarkIndexLookup(b *testing.B) {
+	e, err := codebook(Greedy, 1024, 32)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := e.(*greedyEncoder)
+	for _, m := range []struct {
+		name string
+		fn   func(uint32) (int, int)
+	}{{"regression", g.regressionIndex}, {"binary", g.binaryIndex}} {
+		b.Run(m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i, probes := 0, 0
+			for b.Loop() {
+				idx, p := m.fn(g.codes[(i*389)%len(g.codes)])
+				sinkV, probes = uint32(idx), probes+p
+				i++
+			}
+			b.ReportMetric(float64(probes)/float64(i), "probes/op")
+		})
+	}
+}
