@@ -62,12 +62,13 @@ func (s *BackendStats) add(o BackendStats) {
 type Exact struct {
 	m     map[uint64]uint32
 	max   int
+	peak  int // most flows held at once: maps do not shrink
 	stats BackendStats
 }
 
-// exactEntryBytes is the estimated map cost per entry (key, value, and the
-// swiss table's control byte and load slack).
-const exactEntryBytes = 16
+// exactEntryBytes is the estimated map cost per entry: a 16-byte slot (key,
+// value, padding), the swiss table's control byte, and its 7/8 load.
+const exactEntryBytes = 20
 
 // NewExact returns an exact backend holding at most max flows; hint
 // presizes the map.
@@ -88,6 +89,7 @@ func (e *Exact) Insert(h uint64, v uint32) error {
 		return ErrFull
 	}
 	e.m[h] = v
+	e.peak = max(e.peak, len(e.m))
 	e.stats.Inserts++
 	return nil
 }
@@ -138,8 +140,8 @@ func (e *Exact) Range(fn func(h uint64, v uint32) bool) {
 	}
 }
 
-// MemoryBytes estimates the map's size from its length.
-func (e *Exact) MemoryBytes() int { return len(e.m) * exactEntryBytes }
+// MemoryBytes estimates the map's size from the most flows it has held.
+func (e *Exact) MemoryBytes() int { return e.peak * exactEntryBytes }
 
 // Stats returns the counters.
 func (e *Exact) Stats() BackendStats { return e.stats }

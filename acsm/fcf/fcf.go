@@ -25,8 +25,9 @@
 // cells it is compared with (load a) carries its fingerprint: p is about
 // d*h*a / 2^f, so f = ceil(log2(d*h*a/p)). The table has n/a cells, a = 3/4
 // by default (d = 4, h = 8 overflow very rarely at that load). At a given
-// memory the cell count stays n/a and f takes the bits left (at least 2);
-// if even that does not fit, the load rises.
+// memory the cell count stays n/a and f takes the bits left (at least 2;
+// if even that does not fit, the load rises; if more than a 32-bit cell is
+// left, the cells become 32 bits wide and more numerous, the load falls).
 //
 // A Filter is not safe for concurrent use.
 package fcf
@@ -136,7 +137,13 @@ func New(o Options) (*Filter, error) {
 			per = int64(sb) + 2
 			cells = int(totalBits / per)
 		}
-		fb = uint(min(per-int64(sb), 32-int64(sb)))
+		if per > 32 {
+			// Wider than a cell can use: spend the bytes on more cells
+			// (a lower load) instead.
+			per = 32
+			cells = int(totalBits / per)
+		}
+		fb = uint(per - int64(sb))
 	} else {
 		fb = uint(math.Ceil(math.Log2(float64(d*h) * o.Load / o.FPRate)))
 		fb = max(2, min(fb, 32-sb))
