@@ -10,7 +10,7 @@ import (
 //
 //	clients      10.0.0.0/8, 2001:db8:c000::/48  one 24-bit client id each
 //	servers      198.18.0.0/15, 2001:db8:5e00::/48  4096 servers, Zipf-like popularity
-//	spoofed      any other unicast IPv4 address (SYN flood sources)
+//	spoofed      any other unicast IPv4 address, not link-local (SYN flood sources)
 //
 // Client ids: normal TCP/UDP flows come in groups of 16 sharing a client,
 // each flow with its own slice of the ephemeral port range; normal ICMP
@@ -78,7 +78,7 @@ func spoofAddr(idx int, key uint32) netip.Addr {
 
 func validSpoof(x uint32) bool {
 	a := x >> 24
-	return a != 0 && a != 10 && a != 127 && a < 224 && x>>17 != (198<<24|18<<16)>>17
+	return a != 0 && a != 10 && a != 127 && a < 224 && x>>16 != 169<<8|254 && x>>17 != (198<<24|18<<16)>>17
 }
 
 // Server ports: well-known ports that Zeek lists in likely_server_ports,

@@ -17,7 +17,8 @@
 //     sent in windows that double from the initial window (RFC 6928) to 64
 //     segments, with one delayed ACK per two segments. Every conn_state
 //     outcome appears (weights in plan.go: SF ~69%, S0 6%, REJ 5%, ...),
-//     with retransmitted SYNs (1 s, 2 s, 4 s backoff).
+//     with retransmitted SYNs (1 s, then 2 s backoff; never past Zeek's
+//     5 s tcp_attempt_delay, after which a SYN would open a new connection).
 //   - heavy: heavy hitters, TCP or UDP flows whose size is Pareto with
 //     scale 500 segments (shape 1.3, capped at 100000).
 //   - synflood: single SYNs from distinct random (spoofed) unicast IPv4
@@ -62,7 +63,7 @@
 // (TCPSessionAdapter::UpdateStateMachine) to exactly the conn_state that
 // base/protocols/conn/main.zeek reports (C = originator, R = responder):
 //
-//	S0      C: SYN (1-4 of them)                          C SYN_SENT, R INACTIVE
+//	S0      C: SYN (1-3 of them)                          C SYN_SENT, R INACTIVE
 //	REJ     C: SYN; R: RST-ACK                            R RESET while C SYN_SENT
 //	S1      handshake, data, no FIN or RST                both ESTABLISHED
 //	SF      handshake, data, FIN each way, last ACK       both CLOSED

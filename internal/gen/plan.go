@@ -77,7 +77,10 @@ func (f *flow) planTCP(st ConnState, heavy bool) {
 	resp := func(fl uint8) closeStep { return closeStep{resp: true, flags: fl} }
 	switch st {
 	case S0:
-		f.synLeft = 1 + uint8(weighted(r, []float64{0.35, 0.25, 0.2, 0.2}))
+		// At most 3 SYNs (0, 1, 3 s): Zeek drops an unanswered attempt
+		// after tcp_attempt_delay (5 s), and a later SYN would open a
+		// second connection with the same 5-tuple.
+		f.synLeft = 1 + uint8(weighted(r, []float64{0.45, 0.3, 0.25}))
 	case REJ:
 		f.synLeft = 1
 		closeBy(resp(fRST | fACK))

@@ -18,6 +18,9 @@ const (
 // above 1 µs so a SPAN duplicate always fits between a packet and the next.
 const minGap = 20
 
+// maxThink caps think times (µs).
+const maxThink = 2e6
+
 // produce fills p with the flow's next packet and says how long to wait
 // before it; ok is false when the flow has no more packets.
 func (f *flow) produce(p *pkt) (gapKind, bool) {
@@ -110,11 +113,13 @@ func (f *flow) produceData(p *pkt) (gapKind, bool) {
 	r := f.planRNG
 	for {
 		if f.acks > 0 {
+			// ACK k of a window acknowledges its first 2k segments.
 			f.acks--
+			f.ackK++
 			if f.xfer == 1 { // the responder acknowledges the request
-				*p = pkt{resp: true, flags: fACK, seq: f.sNext, ack: f.cNext}
+				*p = pkt{resp: true, flags: fACK, seq: f.sNext, ack: f.winStart + min(uint32(2*f.ackK)*uint32(f.mss), f.cNext-f.winStart)}
 			} else {
-				*p = pkt{flags: fACK, seq: f.cNext, ack: f.sNext}
+				*p = pkt{flags: fACK, seq: f.cNext, ack: f.winStart + min(uint32(2*f.ackK)*uint32(f.mss), f.sNext-f.winStart)}
 			}
 			return gapAuto, true
 		}
@@ -147,7 +152,11 @@ func (f *flow) produceData(p *pkt) (gapKind, bool) {
 		}
 		if f.segs > 0 {
 			f.winSize = min(f.cwnd, f.segs)
-			f.win = f.winSize
+			f.win, f.ackK = f.winSize, 0
+			f.winStart = f.sNext
+			if f.xfer == 1 {
+				f.winStart = f.cNext
+			}
 			f.cwnd = min(2*f.cwnd, 64)
 			continue
 		}
@@ -189,9 +198,12 @@ func (f *flow) produceDatagram(p *pkt) (gapKind, bool) {
 			if f.interval > 0 {
 				kind = gapInterval
 			} else if f.bPer == 0 {
-				kind, f.retx = gapRetx, uint8(min(f.synSent, 6))
+				kind, f.retx = gapRetx, min(f.synSent-1, 6)
 			}
 		}
+		// ICMP: seq is the echo sequence number, shared by a request and
+		// its reply. UDP: seq only selects the payload bytes, and differs
+		// for every datagram of the flow.
 		if f.aLeft > 0 {
 			f.aLeft--
 			f.synSent++ // counts originator datagrams (retries of an S0 flow)
@@ -202,12 +214,10 @@ func (f *flow) produceDatagram(p *pkt) (gapKind, bool) {
 		}
 		if f.bLeft > 0 {
 			f.bLeft--
-			if f.aPer > 0 {
-				*p = pkt{resp: true, plen: f.sLen, seq: uint32(f.seq)}
-			} else {
+			if f.interval == 0 || f.aPer == 0 {
 				f.seq++
-				*p = pkt{resp: true, plen: f.sLen, seq: uint32(f.seq)}
 			}
+			*p = pkt{resp: true, plen: f.sLen, seq: uint32(f.seq)}
 			f.think = false
 			return kind, true
 		}
@@ -224,8 +234,8 @@ func (f *flow) gapFor(kind gapKind, prevResp, nextResp bool) int64 {
 	switch kind {
 	case gapRetx:
 		g = 1e6 * float64(int64(1)<<f.retx) * (0.99 + 0.02*r.Float64())
-	case gapThink:
-		g = 1000 + r.ExpFloat64()*f.thinkMean
+	case gapThink: // capped so half-open states end before Zeek's 5 s attempt timeout
+		g = math.Min(1000+r.ExpFloat64()*f.thinkMean, maxThink)
 	case gapInterval:
 		g = float64(f.interval) * (0.99 + 0.02*r.Float64())
 	default:

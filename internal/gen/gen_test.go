@@ -1,0 +1,524 @@
+package gen
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/flowmon/flowmon/capture"
+)
+
+// testOptions is a small trace that still shows every scenario and state.
+func testOptions() Options {
+	o := DefaultOptions()
+	o.Flows = 2500
+	o.Duration = 20 * time.Second
+	o.Seed = 7
+	o.Mix = Mix{Normal: 0.95, SYNFlood: 0.02, Scan: 0.025, Heavy: 0.005}
+	o.DupRate = 0.02
+	o.IPv6Share = 0.2
+	return o
+}
+
+func generate(t testing.TB, o Options) (pcap, truth []byte, st Stats) {
+	t.Helper()
+	var p, tr bytes.Buffer
+	st, err := Generate(&p, &tr, o)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	return p.Bytes(), tr.Bytes(), st
+}
+
+func TestDeterministic(t *testing.T) {
+	o := testOptions()
+	o.Flows = 800
+	p1, t1, _ := generate(t, o)
+	p2, t2, _ := generate(t, o)
+	if !bytes.Equal(p1, p2) || !bytes.Equal(t1, t2) {
+		t.Fatal("same options and seed gave different output")
+	}
+	o.Seed++
+	p3, _, _ := generate(t, o)
+	if bytes.Equal(p1, p3) {
+		t.Fatal("different seeds gave the same trace")
+	}
+}
+
+func TestDefaultMixHasEveryConnState(t *testing.T) {
+	o := DefaultOptions()
+	o.Flows = 3000
+	_, truth, st := generate(t, o)
+	recs, err := ReadTruth(bytes.NewReader(truth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[r.ConnState]++
+	}
+	for s := range NumConnStates {
+		if seen[s.String()] == 0 || st.ConnStates[s] == 0 {
+			t.Errorf("conn_state %s missing from a default-mix trace of %d flows", s, o.Flows)
+		}
+	}
+	if int64(len(recs)) != st.Flows || st.Flows != int64(o.Flows) {
+		t.Errorf("%d truth lines, %d flows in stats, want %d", len(recs), st.Flows, o.Flows)
+	}
+	t.Logf("states: %v", seen)
+}
+
+// decoded is one packet of a trace, decoded with gopacket.
+type decoded struct {
+	us       int64
+	data     []byte
+	wire     int
+	key      capture.Key // directed
+	flags    uint8
+	plen     int
+	ttl      uint8
+	ipHeader int // offset of the IP header in data
+}
+
+// decodeTrace reads a pcap with pcapgo, decodes every packet with
+// gopacket's layers and checks the things that hold for every packet.
+func decodeTrace(t *testing.T, pcap []byte, o Options) []decoded {
+	t.Helper()
+	r, err := pcapgo.NewReader(bytes.NewReader(pcap))
+	if err != nil {
+		t.Fatalf("pcapgo: %v", err)
+	}
+	wantLink := layers.LinkTypeEthernet
+	if o.Link == LinkRaw {
+		wantLink = layers.LinkTypeRaw
+	}
+	if r.LinkType() != wantLink {
+		t.Fatalf("link type %v, want %v", r.LinkType(), wantLink)
+	}
+	var out []decoded
+	var last int64
+	for i := 0; ; i++ {
+		data, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+		d := decoded{us: ci.Timestamp.UnixMicro(), data: data, wire: ci.Length}
+		if d.us < last {
+			t.Fatalf("packet %d: time goes back from %d to %d", i, last, d.us)
+		}
+		last = d.us
+		if o.Snaplen > 0 && len(data) != min(ci.Length, o.Snaplen) {
+			t.Fatalf("packet %d: captured %d of %d bytes with snaplen %d", i, len(data), ci.Length, o.Snaplen)
+		}
+		if o.Snaplen == 0 {
+			checkPacket(t, i, &d, wantLink)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// checkPacket decodes d fully and checks lengths and checksums.
+func checkPacket(t *testing.T, i int, d *decoded, link layers.LinkType) {
+	t.Helper()
+	p := gopacket.NewPacket(d.data, link, gopacket.Default)
+	// Payloads are random bytes: gopacket may fail to decode one as the
+	// application its port suggests (DNS), which is not an error here.
+	if el := p.ErrorLayer(); el != nil && p.TransportLayer() == nil && p.Layer(layers.LayerTypeICMPv4) == nil && p.Layer(layers.LayerTypeICMPv6) == nil {
+		t.Fatalf("packet %d: decode: %v", i, el.Error())
+	}
+	if len(d.data) != d.wire {
+		t.Fatalf("packet %d: captured %d, wire %d", i, len(d.data), d.wire)
+	}
+	nl := p.NetworkLayer()
+	if nl == nil {
+		t.Fatalf("packet %d: no network layer", i)
+	}
+	ipLen := 0
+	switch ip := nl.(type) {
+	case *layers.IPv4:
+		d.key.Src, d.key.Dst, d.ttl = addrOf(ip.SrcIP), addrOf(ip.DstIP), ip.TTL
+		d.key.Proto = uint8(ip.Protocol)
+		ipLen = int(ip.Length)
+		if ip.IHL != 5 || ip.Flags != layers.IPv4DontFragment {
+			t.Fatalf("packet %d: IHL %d flags %v", i, ip.IHL, ip.Flags)
+		}
+	case *layers.IPv6:
+		d.key.Src, d.key.Dst, d.ttl = addrOf(ip.SrcIP), addrOf(ip.DstIP), ip.HopLimit
+		d.key.Proto = uint8(ip.NextHeader)
+		ipLen = 40 + int(ip.Length)
+	}
+	d.ipHeader = 0
+	if link == layers.LinkTypeEthernet {
+		d.ipHeader = 14
+		if want := max(60, 14+ipLen); d.wire != want {
+			t.Fatalf("packet %d: frame of %d bytes for an IP packet of %d, want %d", i, d.wire, ipLen, want)
+		}
+		for _, b := range d.data[14+ipLen:] {
+			if b != 0 {
+				t.Fatalf("packet %d: non-zero Ethernet padding", i)
+			}
+		}
+	} else if d.wire != ipLen {
+		t.Fatalf("packet %d: raw packet of %d bytes, IP length %d", i, d.wire, ipLen)
+	}
+	ipHdr := 20
+	if d.key.Src.Is6() {
+		ipHdr = 40
+	}
+	switch tl := p.TransportLayer().(type) {
+	case *layers.TCP:
+		d.key.SrcPort, d.key.DstPort = uint16(tl.SrcPort), uint16(tl.DstPort)
+		d.flags = tcpFlags(tl)
+		d.plen = len(tl.Payload)
+		if want := ipLen - ipHdr - int(tl.DataOffset)*4; d.plen != want {
+			t.Fatalf("packet %d: TCP payload %d, IP length says %d", i, d.plen, want)
+		}
+		if err := tl.SetNetworkLayerForChecksum(nl); err != nil {
+			t.Fatal(err)
+		}
+	case *layers.UDP:
+		d.key.SrcPort, d.key.DstPort = uint16(tl.SrcPort), uint16(tl.DstPort)
+		d.plen = len(tl.Payload)
+		if int(tl.Length) != ipLen-ipHdr || d.plen != ipLen-ipHdr-8 {
+			t.Fatalf("packet %d: UDP length %d, payload %d, IP says %d", i, tl.Length, d.plen, ipLen-ipHdr)
+		}
+		if err := tl.SetNetworkLayerForChecksum(nl); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		if l, ok := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4); ok {
+			d.key.SrcPort, d.key.DstPort = uint16(l.TypeCode.Type()), uint16(l.TypeCode.Code())
+		} else if l, ok := p.Layer(layers.LayerTypeICMPv6).(*layers.ICMPv6); ok {
+			d.key.SrcPort, d.key.DstPort = uint16(l.TypeCode.Type()), uint16(l.TypeCode.Code())
+			if err := l.SetNetworkLayerForChecksum(nl); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			t.Fatalf("packet %d: no TCP, UDP or ICMP layer: %v", i, p)
+		}
+		d.plen = ipLen - ipHdr - 8
+	}
+	err, bad := p.VerifyChecksums()
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("packet %d: checksums: %v %+v", i, err, bad)
+	}
+}
+
+func tcpFlags(t *layers.TCP) uint8 {
+	var f uint8
+	for _, x := range []struct {
+		set bool
+		bit uint8
+	}{{t.FIN, fFIN}, {t.SYN, fSYN}, {t.RST, fRST}, {t.PSH, fPSH}, {t.ACK, fACK}} {
+		if x.set {
+			f |= x.bit
+		}
+	}
+	return f
+}
+
+// flowKey is the direction-free key the test groups packets by: ICMP
+// flows are keyed by addresses only, since requests and replies differ in
+// type.
+func flowKey(k capture.Key) capture.Key {
+	if k.Proto == protoICMP || k.Proto == protoICMPv6 {
+		k.SrcPort, k.DstPort = 0, 0
+	}
+	c, _ := k.Canonical()
+	return c
+}
+
+type flowCheck struct {
+	truth      *Truth
+	orig, resp int64
+	dups       int64
+	last       *decoded
+	zeek       zConn
+	zOrig      capture.Key // directed key of Zeek's originator
+	started    bool
+}
+
+func TestTraceMatchesTruth(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+	}{
+		{"ethernet", func(*Options) {}},
+		{"raw-ttl-change", func(o *Options) { o.Link, o.DupTTLChange, o.Seed = LinkRaw, true, 11 }},
+		{"ipv6-udp-icmp", func(o *Options) { o.IPv6Share, o.UDPShare, o.ICMPShare, o.Flows, o.DupRate = 0.6, 0.3, 0.1, 1200, 0.1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions()
+			tc.mod(&o)
+			pcap, truthBytes, st := generate(t, o)
+			recs, err := ReadTruth(bytes.NewReader(truthBytes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTruth(t, o, decodeTrace(t, pcap, o), recs, st)
+		})
+	}
+}
+
+func checkTruth(t *testing.T, o Options, pkts []decoded, recs []Truth, st Stats) {
+	flows := map[capture.Key]*flowCheck{}
+	for i := range recs {
+		r := &recs[i]
+		k := flowKey(r.Key())
+		if flows[k] != nil {
+			t.Fatalf("two flows share the 5-tuple %v", k)
+		}
+		flows[k] = &flowCheck{truth: r}
+	}
+	var dups int64
+	for i := range pkts {
+		d := &pkts[i]
+		fc := flows[flowKey(d.key)]
+		if fc == nil {
+			t.Fatalf("packet %d (%v) belongs to no flow of the truth", i, d.key)
+		}
+		tr := fc.truth
+		if !fc.started {
+			fc.started = true
+			fc.zeek.proto = d.key.Proto
+			fc.zOrig = d.key
+			if zFlip(d.key.Proto, d.key.SrcPort, d.key.DstPort, d.flags) {
+				fc.zOrig = d.key.Reverse()
+			}
+			if got := float64(d.us) / 1e6; got < tr.TS-1e-6 || got > tr.TS+1e-6 {
+				t.Fatalf("flow %v: first packet at %.6f, truth ts %.6f", d.key, got, tr.TS)
+			}
+		}
+		isOrig := d.key.Src == tr.OrigH && (d.key.SrcPort == tr.OrigP || d.key.Proto == protoICMP || d.key.Proto == protoICMPv6)
+		if isDuplicate(fc.last, d, o.DupTTLChange) {
+			fc.dups++
+			dups++
+		} else if isOrig {
+			fc.orig++
+		} else {
+			fc.resp++
+		}
+		fc.zeek.packet(isOrig, d.flags, d.plen)
+		fc.last = d
+	}
+	for k, fc := range flows {
+		tr := fc.truth
+		if fc.orig != tr.OrigPkts || fc.resp != tr.RespPkts || fc.dups != tr.DupPkts || tr.Duplicated != (tr.DupPkts > 0) {
+			t.Errorf("flow %v: file has %d/%d packets and %d duplicates, truth says %d/%d and %d (%v)",
+				k, fc.orig, fc.resp, fc.dups, tr.OrigPkts, tr.RespPkts, tr.DupPkts, tr.Duplicated)
+		}
+		if fc.zOrig.Src != tr.OrigH || fc.zOrig.Dst != tr.RespH {
+			t.Errorf("flow %v (%s): Zeek's originator is %v, truth says %v", k, tr.ConnState, fc.zOrig.Src, tr.OrigH)
+		}
+		if got := fc.zeek.state(); got != tr.ConnState {
+			t.Errorf("flow %v: Zeek would report %s (history %s), truth says %s", k, got, fc.zeek.hist, tr.ConnState)
+		}
+		if end := fc.last.us - int64(tr.TS*1e6+0.5); abs(end-int64(tr.Duration*1e6+0.5)) > 1 {
+			t.Errorf("flow %v: lasts %d µs in the file, truth says %.6f s", k, end, tr.Duration)
+		}
+	}
+	if dups != st.Duplicates || int64(len(pkts)) != st.Packets+st.Duplicates {
+		t.Errorf("file has %d packets, %d duplicates; stats say %d + %d", len(pkts), dups, st.Packets, st.Duplicates)
+	}
+	if o.DupRate > 0 && dups == 0 {
+		t.Error("no duplicates written")
+	}
+	t.Logf("%d packets, %d duplicates, %d flows", len(pkts), dups, len(flows))
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// isDuplicate reports whether d is a SPAN copy of prev: identical, or
+// with the TTL one lower and the IPv4 header checksum updated, within
+// 50 µs.
+func isDuplicate(prev, d *decoded, ttlChange bool) bool {
+	if prev == nil || d.us-prev.us > 50 || d.us <= prev.us || len(prev.data) != len(d.data) {
+		return false
+	}
+	if !ttlChange {
+		return bytes.Equal(prev.data, d.data)
+	}
+	if d.ttl != prev.ttl-1 {
+		return false
+	}
+	a, b := bytes.Clone(prev.data), bytes.Clone(d.data)
+	ttlOff := d.ipHeader + 8
+	if d.key.Src.Is6() {
+		ttlOff = d.ipHeader + 7
+	} else {
+		clear(a[d.ipHeader+10 : d.ipHeader+12])
+		clear(b[d.ipHeader+10 : d.ipHeader+12])
+	}
+	a[ttlOff], b[ttlOff] = 0, 0
+	return bytes.Equal(a, b)
+}
+
+func TestSnaplenTruncates(t *testing.T) {
+	o := testOptions()
+	o.Flows = 300
+	full, _, _ := generate(t, o)
+	o.Snaplen = 64
+	cut, _, st := generate(t, o)
+	a, b := decodeTrace(t, full, Options{}), decodeTrace(t, cut, o)
+	if len(a) != len(b) {
+		t.Fatalf("%d packets untruncated, %d truncated", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].us != b[i].us || a[i].wire != b[i].wire || !bytes.Equal(a[i].data[:len(b[i].data)], b[i].data) {
+			t.Fatalf("packet %d differs from the untruncated trace's prefix", i)
+		}
+	}
+	if hdr := binary.LittleEndian.Uint32(cut[16:]); hdr != 64 {
+		t.Errorf("pcap header snaplen %d, want 64", hdr)
+	}
+	if st.CapturedBytes >= st.WireBytes {
+		t.Errorf("captured %d of %d bytes", st.CapturedBytes, st.WireBytes)
+	}
+}
+
+func TestPacketsTarget(t *testing.T) {
+	o := testOptions()
+	o.Flows, o.Packets = 0, 30000
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Packet
+	for g.Next(&p) {
+	}
+	st := g.Stats()
+	if st.Packets < o.Packets {
+		t.Fatalf("%d packets with %d flows, asked for at least %d", st.Packets, g.Flows(), o.Packets)
+	}
+	o.Packets, o.Flows = 0, g.Flows()-1
+	_, _, fewer := generate(t, o)
+	if fewer.Packets >= 30000 {
+		t.Errorf("%d flows already give %d packets: %d is not the fewest", o.Flows, fewer.Packets, g.Flows())
+	}
+	t.Logf("%d flows give %d packets", g.Flows(), st.Packets)
+}
+
+func TestFlowStartsSpread(t *testing.T) {
+	o := testOptions()
+	o.Mix = Mix{Normal: 1}
+	o.DupRate = 0
+	_, truth, _ := generate(t, o)
+	recs, err := ReadTruth(bytes.NewReader(truth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := float64(DefaultStart.Unix())
+	var bins [10]int
+	for _, r := range recs {
+		x := (r.TS - start) / o.Duration.Seconds()
+		if x < 0 || x >= 1 {
+			t.Fatalf("flow starts at %.6f, outside the window", r.TS-start)
+		}
+		bins[int(x*10)]++
+	}
+	// Starts are uniform: a chi-square test with 9 degrees of freedom
+	// (critical value 27.88 at p = 0.001).
+	exp := float64(len(recs)) / 10
+	chi := 0.0
+	for _, n := range bins {
+		chi += (float64(n) - exp) * (float64(n) - exp) / exp
+	}
+	if chi > 27.88 {
+		t.Errorf("flow starts not uniform: chi-square %.1f, bins %v", chi, bins)
+	}
+}
+
+func TestTruthJSONRoundTrip(t *testing.T) {
+	_, truth, _ := generate(t, testOptions())
+	recs, err := ReadTruth(bytes.NewReader(truth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for i := range recs {
+		b = append(recs[i].AppendJSON(b), '\n')
+	}
+	if !bytes.Equal(b, truth) {
+		t.Error("AppendJSON(ReadTruth(x)) != x")
+	}
+	if _, err := ReadTruth(bytes.NewReader([]byte("{\"orig_h\":\"10.0.0.1\"}\n{bad\n"))); err == nil {
+		t.Error("ReadTruth accepted a broken line")
+	}
+}
+
+func TestNextDoesNotAllocate(t *testing.T) {
+	o := testOptions()
+	o.Flows = MaxFlows / 8
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Packet
+	for range 300000 { // grow the flow pool and heap to the trace's concurrency
+		g.Next(&p)
+	}
+	if n := testing.AllocsPerRun(20000, func() { g.Next(&p) }); n != 0 {
+		t.Errorf("Next allocates %.2f times per packet", n)
+	}
+}
+
+func BenchmarkNext(b *testing.B) {
+	o := testOptions()
+	o.Flows = MaxFlows / 8
+	g, err := New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var p Packet
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if !g.Next(&p) {
+			b.Fatal("trace ended")
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pkts/s")
+}
+
+func BenchmarkGenerate(b *testing.B) {
+	o := testOptions()
+	o.Flows = 5000
+	var pkts int64
+	b.ReportAllocs()
+	for range b.N {
+		st, err := Generate(io.Discard, io.Discard, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pkts += st.Packets + st.Duplicates
+	}
+	b.ReportMetric(float64(pkts)/b.Elapsed().Seconds(), "pkts/s")
+}
+
+func ExampleGenerate() {
+	o := DefaultOptions()
+	o.Flows = 100
+	var pcap, truth bytes.Buffer
+	st, err := Generate(&pcap, &truth, o)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(st.Flows, "flows")
+	// Output: 100 flows
+}
