@@ -63,6 +63,10 @@
 // an element may sit on different levels in the two filters, which Decode
 // cannot see, so compare fixed-memory filters.
 //
+// Merge adds one filter's multiset to another of the same shape without
+// the keys (each element keeps its level and bucket pair): workers that
+// count disjoint shards of the flows are joined this way.
+//
 // # Concurrency
 //
 // A Filter is not safe for concurrent use while it is modified; readers of

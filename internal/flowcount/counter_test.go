@@ -224,3 +224,38 @@ func TestUnseenFlowFalsePositives(t *testing.T) {
 	}
 	t.Logf("unseen-flow false-positive rate %.5f (target %v)", rate, eps)
 }
+
+// TestShardedHandler merges the windows of several shard counters.
+func TestShardedHandler(t *testing.T) {
+	o := Options{ExpectedFlows: 3000}
+	shards := []*Counter{mustCounter(t, o), mustCounter(t, o), mustCounter(t, o)}
+	srv := httptest.NewServer(Handler(shards...))
+	defer srv.Close()
+	ref := map[uint64]uint64{}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		h := r.Uint64() % 2000 * 0x9e3779b97f4a7c15
+		shards[h%3].Add(h, t0)
+		ref[h]++
+	}
+	shards[0].Add(1, t0.Add(time.Minute))
+	shards[1].Add(2, t0.Add(time.Minute))
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get(HeaderShardsMissing); got != "1" {
+		t.Errorf("missing shards %q, want 1", got)
+	}
+	shards[2].Add(3, t0.Add(time.Minute))
+	p, err := FetchPeer(context.Background(), srv.Client(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h, n := range ref {
+		if p.Filter.Count(h) != n {
+			t.Fatalf("merged count %d want %d", p.Filter.Count(h), n)
+		}
+	}
+}

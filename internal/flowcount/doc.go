@@ -27,7 +27,9 @@
 // shard) and take no lock. Completed windows are handed over through an
 // atomic pointer to an immutable Snapshot, which any goroutine may read:
 // Last, and the http.Handler that serves GET /api/v1/ccf, never block the
-// packet path.
+// packet path. With one Counter per worker shard, Handler(shards...)
+// serves the merge (ccf.Merge, a multiset sum: shards hold disjoint flows)
+// of the shards' latest window, at request time.
 //
 // # Diff
 //
