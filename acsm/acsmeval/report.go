@@ -41,10 +41,32 @@ func (t *total) rate(x uint64) float64 {
 	return float64(x) / float64(t.flows)
 }
 
-// Run evaluates cfg and writes the markdown report to w.
-func Run(cfg Config, w io.Writer) error {
+// Row is one line of the result: a backend at one p and sizing, over all
+// traces.
+type Row struct {
+	Backend       acsm.BackendKind
+	P             float64
+	OwnSizing     bool // sized from p by its own formula (else at kbf's memory)
+	Flows         uint64
+	MemoryBytes   int64
+	FalsePositive uint64
+	FalseNegative uint64
+	Incorrect     uint64
+	// TruthAgreement and ZeekAgreement are the shares of ground-truth rows
+	// found in the traces whose conn_state and originator the backend got
+	// right.
+	TruthAgreement, ZeekAgreement float64
+}
+
+// Run evaluates cfg, writes the markdown report to w and returns its rows.
+func Run(cfg Config, w io.Writer) ([]Row, error) {
+	rows, err := run1(cfg, w)
+	return rows, err
+}
+
+func run1(cfg Config, w io.Writer) ([]Row, error) {
 	if len(cfg.Traces) == 0 {
-		return fmt.Errorf("eval acsm: no trace")
+		return nil, fmt.Errorf("eval acsm: no trace")
 	}
 	if len(cfg.Backends) == 0 {
 		cfg.Backends = []acsm.BackendKind{acsm.BackendKBF, acsm.BackendSBF, acsm.BackendFCF}
@@ -56,7 +78,7 @@ func Run(cfg Config, w io.Writer) error {
 	if cfg.Truth != "" {
 		var err error
 		if genRows, err = readGenTruth(cfg.Truth); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var conn *bufio.Writer
@@ -73,7 +95,7 @@ func Run(cfg Config, w io.Writer) error {
 		tf, err := scan(name)
 		if err != nil {
 			if len(cfg.Traces) == 1 {
-				return err
+				return nil, err
 			}
 			fmt.Fprintf(progress(cfg), "skip %s: %v\n", name, err)
 			continue
@@ -86,16 +108,16 @@ func Run(cfg Config, w io.Writer) error {
 		packets += tf.packets
 		runs, err := buildRuns(&cfg, len(tf.keys))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := replay(name, tf, runs); err != nil {
-			return err
+			return nil, err
 		}
 		score(runs)
 		var zrows []truthRow
 		if cfg.ZeekTruth != "" {
 			if zrows, err = readZeekTruth(cfg.ZeekTruth, name); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		for _, x := range runs {
@@ -127,14 +149,20 @@ func Run(cfg Config, w io.Writer) error {
 		fmt.Fprintf(progress(cfg), "%s: %d flows, %d packets, %s\n", name, len(tf.keys), tf.packets, time.Since(start).Round(time.Millisecond))
 	}
 	if traces == 0 {
-		return fmt.Errorf("eval acsm: no flows in %d traces", len(cfg.Traces))
+		return nil, fmt.Errorf("eval acsm: no flows in %d traces", len(cfg.Traces))
 	}
 	ts := make([]*total, 0, len(order))
 	for _, k := range order {
 		ts = append(ts, totals[k])
 	}
 	writeReport(w, &cfg, ts, traces, flows, packets, genRows != nil, cfg.ZeekTruth != "")
-	return nil
+	rows := make([]Row, 0, len(ts))
+	for _, t := range ts {
+		rows = append(rows, Row{Backend: t.kind, P: t.p, OwnSizing: t.native, Flows: t.flows, MemoryBytes: t.memory,
+			FalsePositive: t.fp, FalseNegative: t.fn, Incorrect: t.wrong,
+			TruthAgreement: t.agree.rate(), ZeekAgreement: t.zagree.rate()})
+	}
+	return rows, nil
 }
 
 func progress(cfg Config) io.Writer {

@@ -80,5 +80,6 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		cfg.ConnOut = f
 	}
-	return acsmeval.Run(cfg, stdout)
+	_, err = acsmeval.Run(cfg, stdout)
+	return err
 }
