@@ -75,7 +75,7 @@ func (f *Filter) Add(h uint64) {
 // means certainly absent.
 func (f *Filter) Test(h uint64) bool {
 	if f.blocked {
-		blk := f.words[reduce(h, f.blocks)*blockWrds:][:blockWrds]
+		blk := f.words[reduce(mix(h), f.blocks)*blockWrds:][:blockWrds]
 		y := mix(h ^ lcgAdd)
 		for i := uint32(0); i < f.k; i++ {
 			p := y >> (64 - 9)
@@ -86,7 +86,7 @@ func (f *Filter) Test(h uint64) bool {
 		}
 		return true
 	}
-	x, d := h, mix(h)|1
+	x, d := mix(h), mix(h^lcgAdd)|1
 	for i := uint32(0); i < f.k; i++ {
 		p := reduce(x, f.m)
 		if f.words[p>>6]&(1<<(p&63)) == 0 {
@@ -103,7 +103,7 @@ func (f *Filter) Test(h uint64) bool {
 func (f *Filter) TestAndAdd(h uint64) bool {
 	present := true
 	if f.blocked {
-		blk := f.words[reduce(h, f.blocks)*blockWrds:][:blockWrds]
+		blk := f.words[reduce(mix(h), f.blocks)*blockWrds:][:blockWrds]
 		y := mix(h ^ lcgAdd)
 		for i := uint32(0); i < f.k; i++ {
 			p := y >> (64 - 9)
@@ -113,7 +113,7 @@ func (f *Filter) TestAndAdd(h uint64) bool {
 			y = y*lcgMul + lcgAdd
 		}
 	} else {
-		x, d := h, mix(h)|1
+		x, d := mix(h), mix(h^lcgAdd)|1
 		for i := uint32(0); i < f.k; i++ {
 			p := reduce(x, f.m)
 			w, b := &f.words[p>>6], uint64(1)<<(p&63)

@@ -171,8 +171,8 @@ func TestPositionsPinned(t *testing.T) {
 }
 
 var (
-	pinnedStandard = []uint64{18, 406, 1642, 2878, 3217, 3504, 3790, 4077}
-	pinnedBlocked  = []uint64{39, 238, 261, 463, 3605, 3984, 3991, 4014}
+	pinnedStandard = []uint64{1857, 2508, 2860, 3158, 3176, 3493, 3809, 3810}
+	pinnedBlocked  = []uint64{2599, 2798, 2821, 3023, 3605, 3984, 3991, 4014}
 )
 
 func TestTestAndAddCountReset(t *testing.T) {

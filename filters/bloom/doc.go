@@ -9,15 +9,17 @@
 // hash arbitrary bytes with XXH3-64 and the project seed (Seed, the same as
 // capture.HashSeed). The k bit positions come from enhanced double hashing
 // (Dillinger and Manolios 2004) on two full 64-bit values, never on 32-bit
-// halves of one hash:
+// halves of one hash. Both are remixed from h, so a caller's hash whose top
+// bits are slightly uneven (XXH3's are, measurably, over structured packet
+// fingerprints) still spreads evenly:
 //
-//	h1 = h, h2 = mix(h) | 1           (mix: the SplitMix64 finalizer)
+//	h1 = mix(h), h2 = mix(h ^ c) | 1   (mix: the SplitMix64 finalizer)
 //	x0 = h1; x(i+1) = x(i) + h2(i); h2(i+1) = h2(i) + i
 //	position(i) = floor(x(i) * m / 2^64)   (Lemire's multiply-shift range reduction)
 //
 // The blocked filter picks one 512-bit block (a 64-byte cache line) with
 // floor(h1 * blocks / 2^64), then k positions inside it from the top 9 bits
-// of a 64-bit LCG seeded with h2, so a Test touches one cache line.
+// of a 64-bit LCG seeded with mix(h ^ c), so a Test touches one cache line.
 //
 // # Sizing and the false-positive rate
 //
