@@ -95,6 +95,9 @@ type Event struct {
 	New       bool // the packet started a flow
 	Ended     bool // the packet ended the flow
 	Anomalies Anomaly
+	// Value is the machine's stored value after the packet (valid unless
+	// Result is Unknown); ValueState maps it back to a conn_state.
+	Value uint16
 }
 
 // Originator returns the key directed from originator to responder.
@@ -247,7 +250,7 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 			isOrig := p.Reversed == m.origIsDst[v]
 			tr := m.next[int(v)*numInputs+int(inputOf(isOrig, data, flags))]
 			ev.Anomalies |= tr.anomaly
-			ev.State, ev.OrigIsDst = m.conn[tr.next], m.origIsDst[tr.next]
+			ev.State, ev.OrigIsDst, ev.Value = m.conn[tr.next], m.origIsDst[tr.next], tr.next
 			if tr.ends {
 				ev.Ended = true
 				if !t.cfg.KeepEnded {
@@ -269,7 +272,7 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 	tr := m.next[int(v0)*numInputs+int(inputOf(!flip, data, flags))]
 	ev.New = true
 	ev.Anomalies |= tr.anomaly
-	ev.State, ev.OrigIsDst = m.conn[tr.next], m.origIsDst[tr.next]
+	ev.State, ev.OrigIsDst, ev.Value = m.conn[tr.next], m.origIsDst[tr.next], tr.next
 	if tr.ends || m.terminal[tr.next] {
 		ev.Ended = true
 		if !t.cfg.KeepEnded {
@@ -292,6 +295,20 @@ func (t *Tracker) QueryHash(h uint64) (state ConnState, origIsDst bool, r Result
 		return ConnUnknown, false, r
 	}
 	return t.m.conn[v], t.m.origIsDst[v], r
+}
+
+// QueryValue returns the raw machine value stored for a flow hash.
+func (t *Tracker) QueryValue(h uint64) (uint16, Result) {
+	v, r, _ := t.st.lookup(h)
+	return uint16(v), r
+}
+
+// ValueState maps a machine value to its conn_state and orientation.
+func (t *Tracker) ValueState(v uint16) (ConnState, bool) {
+	if int(v) >= t.m.values {
+		return ConnUnknown, false
+	}
+	return t.m.conn[v], t.m.origIsDst[v]
 }
 
 // Flush ages the backend to packet time now (the end of a trace): flows

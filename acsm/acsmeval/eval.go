@@ -52,6 +52,10 @@ type Config struct {
 	Truth     string
 	ZeekTruth string
 	Progress  io.Writer // optional progress lines
+	// PairKey identifies a flow by its address pair (and protocol) instead
+	// of its 5-tuple, as the paper does ("the pair of the source and
+	// destination IP address is used as flow-id").
+	PairKey bool
 }
 
 // run is one tracker of the evaluation.
@@ -61,7 +65,7 @@ type run struct {
 	p       float64
 	native  bool // sized from p by its own formula (else at kbf's memory)
 	tr      *acsm.Tracker
-	ans     []uint8 // per flow: conn_state | 0x80 if the originator is Dst; 0xFF unset
+	ans     []uint16 // per flow: the machine value, or unset / noAnswer
 	memory  int64
 	fp      uint64
 	fn      uint64
@@ -72,7 +76,10 @@ type run struct {
 	anySeen bool
 }
 
-const unset = 0xFF
+const (
+	unset    = 0xFFFF // no answer yet
+	noAnswer = 0xFFFE // the backend had no state ("-")
+)
 
 // traceFlows is pass 1: the distinct flows of a trace.
 type traceFlows struct {
@@ -82,7 +89,18 @@ type traceFlows struct {
 	packets uint64
 }
 
-func scan(name string) (*traceFlows, error) {
+// rekey turns a packet's key into its address pair when pair is set.
+func rekey(p *capture.Packet, pair bool) {
+	if !pair {
+		return
+	}
+	k := p.Directed()
+	k.SrcPort, k.DstPort = 0, 0
+	p.Key, p.Reversed = k.Canonical()
+	p.Hash = p.Key.Hash()
+}
+
+func scan(name string, pair bool) (*traceFlows, error) {
 	r, err := capture.Open(name)
 	if err != nil {
 		return nil, err
@@ -105,6 +123,7 @@ func scan(name string) (*traceFlows, error) {
 		if skip(&p) {
 			continue
 		}
+		rekey(&p, pair)
 		tf.packets++
 		if _, ok := tf.index[p.Key]; !ok {
 			tf.index[p.Key] = int32(len(tf.keys))
@@ -129,7 +148,7 @@ func buildRuns(cfg *Config, n int) ([]*run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s at p=%g: %w", kind, p, err)
 		}
-		r := &run{name: kind.String(), kind: kind, p: p, native: native, tr: tr, ans: make([]uint8, n)}
+		r := &run{name: kind.String(), kind: kind, p: p, native: native, tr: tr, ans: make([]uint16, n)}
 		for i := range r.ans {
 			r.ans[i] = unset
 		}
@@ -178,7 +197,7 @@ func has(ks []acsm.BackendKind, k acsm.BackendKind) bool {
 }
 
 // replay is pass 2: every packet through every tracker.
-func replay(name string, tf *traceFlows, runs []*run) error {
+func replay(name string, tf *traceFlows, runs []*run, pair bool) error {
 	r, err := capture.Open(name)
 	if err != nil {
 		return err
@@ -201,6 +220,7 @@ func replay(name string, tf *traceFlows, runs []*run) error {
 		if skip(&p) {
 			continue
 		}
+		rekey(&p, pair)
 		idx := tf.index[p.Key]
 		tev := truth.tr.Observe(&p)
 		record(truth, idx, &tev)
@@ -218,28 +238,19 @@ func replay(name string, tf *traceFlows, runs []*run) error {
 			if a != unset {
 				continue
 			}
-			st, dst, res := x.tr.QueryHash(tf.hashes[i])
+			v, res := x.tr.QueryValue(tf.hashes[i])
 			if res != acsm.Found {
-				st = acsm.ConnUnknown
+				v = noAnswer
 			}
-			x.ans[i] = pack(st, dst)
+			x.ans[i] = v
 		}
 	}
 	return nil
 }
 
-func pack(s acsm.ConnState, origIsDst bool) uint8 {
-	if origIsDst {
-		return uint8(s) | 0x80
-	}
-	return uint8(s)
-}
-
-func unpack(a uint8) (acsm.ConnState, bool) { return acsm.ConnState(a & 0x7F), a&0x80 != 0 }
-
 func record(x *run, idx int32, ev *acsm.Event) {
 	if ev.Ended && x.ans[idx] == unset {
-		x.ans[idx] = pack(ev.State, ev.OrigIsDst)
+		x.ans[idx] = ev.Value
 	}
 }
 
@@ -253,12 +264,10 @@ func score(runs []*run) {
 			continue
 		}
 		for i, a := range x.ans {
-			t := truth.ans[i]
-			st, _ := unpack(a)
 			switch {
-			case st == acsm.ConnUnknown:
+			case a == noAnswer && truth.ans[i] != noAnswer:
 				x.fn++
-			case a != t:
+			case a != truth.ans[i]:
 				x.wrong++
 			}
 		}

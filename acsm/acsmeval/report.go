@@ -92,7 +92,7 @@ func run1(cfg Config, w io.Writer) ([]Row, error) {
 	var traces int
 	start := time.Now()
 	for _, name := range cfg.Traces {
-		tf, err := scan(name)
+		tf, err := scan(name, cfg.PairKey)
 		if err != nil {
 			if len(cfg.Traces) == 1 {
 				return nil, err
@@ -110,7 +110,7 @@ func run1(cfg Config, w io.Writer) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := replay(name, tf, runs); err != nil {
+		if err := replay(name, tf, runs, cfg.PairKey); err != nil {
 			return nil, err
 		}
 		score(runs)
@@ -137,13 +137,13 @@ func run1(cfg Config, w io.Writer) ([]Row, error) {
 			t.dontKnow += st.DontKnow
 			t.insertFail += st.InsertFailures
 			if genRows != nil {
-				t.agree.add(compare(genRows, tf, x.ans, x.kind == acsm.BackendExact))
+				t.agree.add(compare(genRows, tf, x.tr, x.ans, x.kind == acsm.BackendExact))
 			}
 			if zrows != nil {
-				t.zagree.add(compare(zrows, tf, x.ans, x.kind == acsm.BackendExact))
+				t.zagree.add(compare(zrows, tf, x.tr, x.ans, x.kind == acsm.BackendExact))
 			}
 			if conn != nil && x.kind == cfg.ConnBackend && (x.kind == acsm.BackendExact || (x.p == cfg.ConnP && (x.native || x.kind == acsm.BackendKBF))) {
-				writeConn(conn, tf, x.ans)
+				writeConn(conn, tf, x.tr, x.ans)
 			}
 		}
 		fmt.Fprintf(progress(cfg), "%s: %d flows, %d packets, %s\n", name, len(tf.keys), tf.packets, time.Since(start).Round(time.Millisecond))
@@ -173,8 +173,9 @@ func progress(cfg Config) io.Writer {
 }
 
 func writeReport(w io.Writer, cfg *Config, ts []*total, traces int, flows, packets uint64, gen, zeek bool) {
-	fmt.Fprintf(w, "Machine `%s`, %d trace(s), %d flows, %d packets; filters sized for n = flows of each trace, no aging, ended flows %s.\n\n",
-		cfg.Machine, traces, flows, packets, map[bool]string{false: "deleted (as the paper)", true: "kept"}[cfg.KeepEnded])
+	fmt.Fprintf(w, "Machine `%s`, flow id %s, %d trace(s), %d flows, %d packets; filters sized for n = flows of each trace, no aging, ended flows %s.\n\n",
+		cfg.Machine, map[bool]string{false: "5-tuple", true: "address pair (as the paper)"}[cfg.PairKey], traces, flows, packets,
+		map[bool]string{false: "deleted (as the paper)", true: "kept"}[cfg.KeepEnded])
 	head := "| p | backend | bytes/flow | false positives | false negatives | incorrect | total error | don't know answers | insert failures |\n|---|---|---|---|---|---|---|---|---|\n"
 	row := func(t *total) {
 		fmt.Fprintf(w, "| %g | %s | %.1f | %s | %s | %s | %s | %d | %d |\n", t.p, t.label(),

@@ -167,7 +167,7 @@ func readZeekTruth(name, trace string) ([]truthRow, error) {
 }
 
 // compare scores a run's answers against truth rows.
-func compare(rows []truthRow, tf *traceFlows, ans []uint8, keepMismatch bool) agreement {
+func compare(rows []truthRow, tf *traceFlows, tr *acsm.Tracker, ans []uint16, keepMismatch bool) agreement {
 	a := agreement{rows: uint64(len(rows))}
 	for _, r := range rows {
 		c, rev := r.key.Canonical()
@@ -176,7 +176,7 @@ func compare(rows []truthRow, tf *traceFlows, ans []uint8, keepMismatch bool) ag
 			continue
 		}
 		a.matched++
-		st, dst := unpack(ans[idx])
+		st, dst := tr.ValueState(ans[idx])
 		if st == r.state && dst == rev {
 			a.agree++
 			continue
@@ -196,9 +196,9 @@ func compare(rows []truthRow, tf *traceFlows, ans []uint8, keepMismatch bool) ag
 }
 
 // writeConn writes the conn-out lines of one run.
-func writeConn(w *bufio.Writer, tf *traceFlows, ans []uint8) {
+func writeConn(w *bufio.Writer, tf *traceFlows, tr *acsm.Tracker, ans []uint16) {
 	for i, k := range tf.keys {
-		st, dst := unpack(ans[i])
+		st, dst := tr.ValueState(ans[i])
 		o := k
 		if dst {
 			o = k.Reverse()

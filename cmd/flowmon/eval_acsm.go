@@ -35,6 +35,7 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 	connP := fs.Float64("conn-p", 0.001, "p of the backend --conn-out writes")
 	truth := fs.String("truth", "", "flowmon gen truth sidecar (JSON lines) to score conn_state against")
 	zeek := fs.String("zeek-truth", "", "Zeek ground truth TSV (shared/pcaps/real/groundtruth/zeek_conn.tsv)")
+	pair := fs.Bool("pair", false, "identify flows by address pair, as the paper, instead of 5-tuple")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -43,7 +44,7 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	cfg := acsmeval.Config{Traces: fs.Args(), KeepEnded: *keep, ConnP: *connP, Truth: *truth, ZeekTruth: *zeek}
+	cfg := acsmeval.Config{Traces: fs.Args(), KeepEnded: *keep, PairKey: *pair, ConnP: *connP, Truth: *truth, ZeekTruth: *zeek}
 	var err error
 	if cfg.Machine, err = acsm.ParseMachine(*machine); err != nil {
 		fmt.Fprintf(stderr, "eval acsm: %v\n", err)
