@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/engine"
 )
 
@@ -25,6 +27,15 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
 	noProgress := fs.Bool("no-progress", false, "never draw the progress bar")
+	cfg := engine.DefaultConfig()
+	backend := fs.String("backend", "kbf", "ACSM backend: kbf, sbf, fcf or exact")
+	machine := fs.String("machine", "zeek", "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
+	fs.IntVar(&cfg.ACSM.Capacity, "capacity", cfg.ACSM.Capacity, "expected concurrent flows (sizes the ACSM and the flow counter)")
+	fs.Float64Var(&cfg.ACSM.FPRate, "p", cfg.ACSM.FPRate, "target error rate of the ACSM")
+	fs.DurationVar(&cfg.Dedup.Window, "dedup-window", cfg.Dedup.Window, "how long a packet is remembered to drop its duplicates")
+	fs.BoolVar(&cfg.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
+	retrans := fs.Duration("retrans-window", 0, "also mark TCP retransmissions seen within this window (0: off)")
+	flowLog := fs.String("flows-out", "", "write one JSON line per flow to this file (- for stdout)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flowmon replay [flags] FILE...")
 		fs.PrintDefaults()
@@ -36,7 +47,30 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	opt := engine.ReplayOptions{}
+	var err error
+	if cfg.ACSM.Backend, err = acsm.ParseBackend(*backend); err != nil {
+		return err
+	}
+	if cfg.ACSM.Machine, err = acsm.ParseMachine(*machine); err != nil {
+		return err
+	}
+	cfg.FlowCount.ExpectedFlows = uint64(max(cfg.ACSM.Capacity, 1))
+	if *retrans > 0 {
+		cfg.Dedup.Retrans = dedup.RetransConfig{Enabled: true, Window: *retrans}
+	}
+	switch *flowLog {
+	case "":
+	case "-":
+		cfg.FlowLog = stdout
+	default:
+		f, err := os.Create(*flowLog)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.FlowLog = f
+	}
+	opt := engine.ReplayOptions{Config: cfg}
 	var stop func()
 	if !*noProgress && isTerminal(stderr) {
 		opt.Progress = &engine.Progress{}
@@ -45,6 +79,9 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	s, err := engine.Replay(fs.Args(), opt)
 	if stop != nil {
 		stop()
+	}
+	if s == nil {
+		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

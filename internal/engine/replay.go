@@ -1,6 +1,6 @@
 // Package engine wires flowmon's stages into a pipeline: packets from a
-// source are decoded, then fed to the stages that count them, and the
-// result is summarised.
+// source are decoded, dropped if they are capture duplicates, then fed to
+// the stages that count them, and the result is summarised.
 package engine
 
 import (
@@ -21,6 +21,7 @@ type Progress struct {
 
 // ReplayOptions configure a replay.
 type ReplayOptions struct {
+	Config   Config
 	Progress *Progress // may be nil
 }
 
@@ -29,13 +30,15 @@ type ReplayOptions struct {
 // read before the damage, and the error says where it was.
 func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 	start := time.Now()
+	pl, err := NewPipeline(opt.Config)
+	if err != nil {
+		return nil, err
+	}
 	s := &Summary{Files: files}
 	var total capture.Stats
-	flows := map[capture.Key]struct{}{}
-	var err error
 	for _, name := range files {
 		var st *capture.Stats
-		st, err = replayFile(name, s, flows, opt.Progress)
+		st, err = replayFile(name, s, pl, opt.Progress)
 		if st != nil {
 			total.Add(st)
 		}
@@ -45,7 +48,9 @@ func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 		}
 	}
 	s.fill(&total)
-	s.Flows = uint64(len(flows))
+	if ferr := pl.Finish(s, s.TraceEnd); ferr != nil && err == nil {
+		err = ferr
+	}
 	s.RunSeconds = time.Since(start).Seconds()
 	if s.RunSeconds > 0 {
 		s.PacketsPerSecond = float64(s.Packets) / s.RunSeconds
@@ -53,7 +58,7 @@ func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 	return s, err
 }
 
-func replayFile(name string, s *Summary, flows map[capture.Key]struct{}, prog *Progress) (*capture.Stats, error) {
+func replayFile(name string, s *Summary, pl *Pipeline, prog *Progress) (*capture.Stats, error) {
 	r, err := capture.Open(name)
 	if err != nil {
 		return nil, err
@@ -75,7 +80,7 @@ func replayFile(name string, s *Summary, flows map[capture.Key]struct{}, prog *P
 		if p.Timestamp.After(s.TraceEnd) {
 			s.TraceEnd = p.Timestamp
 		}
-		flows[p.Key] = struct{}{}
+		pl.Packet(&p)
 		if n++; prog != nil && n&4095 == 0 {
 			read, all := r.Progress()
 			prog.BytesRead.Store(read)

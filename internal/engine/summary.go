@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 )
 
@@ -25,6 +26,26 @@ type Summary struct {
 	RunSeconds       float64           `json:"run_seconds"`
 	PacketsPerSecond float64           `json:"packets_per_second"`
 	ReadError        string            `json:"read_error,omitempty"`
+
+	// Stage keys.
+	UniquePackets    uint64            `json:"unique_packets"` // decoded packets less duplicates
+	Duplicates       uint64            `json:"duplicates"`
+	Retransmissions  uint64            `json:"retransmissions"`
+	DedupMemoryBytes uint64            `json:"dedup_memory_bytes"`
+	ConnStates       map[string]uint64 `json:"conn_states"`
+	Anomalies        map[string]uint64 `json:"anomalies"`
+	ACSM             *ACSMSummary      `json:"acsm,omitempty"`
+}
+
+// ACSMSummary is the state tracker's part of the summary.
+type ACSMSummary struct {
+	Backend     string            `json:"backend"`
+	Machine     string            `json:"machine"`
+	MemoryBytes int64             `json:"memory_bytes"`
+	NewFlows    uint64            `json:"new_flows"`
+	Unknown     uint64            `json:"unknown_packets"`
+	Stats       acsm.BackendStats `json:"backend_counters"`
+	Shadow      acsm.ShadowStats  `json:"shadow"`
 }
 
 func (s *Summary) fill(st *capture.Stats) {

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/flowmon/flowmon/acsm"
+)
+
+type truthFlow struct {
+	OrigH     netip.Addr `json:"orig_h"`
+	OrigP     uint16     `json:"orig_p"`
+	RespH     netip.Addr `json:"resp_h"`
+	RespP     uint16     `json:"resp_p"`
+	Proto     string     `json:"proto"`
+	ConnState string     `json:"conn_state"`
+	OrigPkts  uint64     `json:"orig_pkts"`
+	RespPkts  uint64     `json:"resp_pkts"`
+}
+
+func (f truthFlow) id() string {
+	return fmt.Sprintf("%s %s:%d %s:%d", f.Proto, f.OrigH, f.OrigP, f.RespH, f.RespP)
+}
+
+func readJSONLines[T any](t *testing.T, data []byte) []T {
+	var out []T
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%v: %s", err, sc.Text())
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestReplaySampleAgainstTruth replays the bundled generated trace and
+// compares every flow record with the generator's ground truth.
+func TestReplaySampleAgainstTruth(t *testing.T) {
+	raw, err := os.ReadFile("../../pcaps/sample.truth.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := map[string]truthFlow{}
+	for _, f := range readJSONLines[truthFlow](t, raw) {
+		truth[f.id()] = f
+	}
+	for _, backend := range []acsm.BackendKind{acsm.BackendExact, acsm.BackendKBF} {
+		t.Run(backend.String(), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ACSM.Backend = backend
+			cfg.ACSM.Capacity = 4096
+			cfg.FlowCount.ExpectedFlows = 4096
+			var log bytes.Buffer
+			cfg.FlowLog = &log
+			s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := readJSONLines[FlowRecord](t, log.Bytes())
+			if len(recs) != len(truth) || s.Flows != uint64(len(truth)) {
+				t.Fatalf("%d records, %d flows; truth has %d", len(recs), s.Flows, len(truth))
+			}
+			var stateOK, countOK int
+			for _, r := range recs {
+				id := fmt.Sprintf("%s %s:%d %s:%d", r.Proto, r.OrigH, r.OrigP, r.RespH, r.RespP)
+				tf, ok := truth[id]
+				if !ok {
+					t.Errorf("record for a flow the truth does not have (or the wrong originator): %s", id)
+					continue
+				}
+				if r.ConnState == tf.ConnState {
+					stateOK++
+				} else {
+					t.Logf("%s: conn_state %s, truth %s", id, r.ConnState, tf.ConnState)
+				}
+				if r.OrigPkts == tf.OrigPkts && r.RespPkts == tf.RespPkts {
+					countOK++
+				}
+			}
+			share := float64(stateOK) / float64(len(truth))
+			t.Logf("%s: conn_state agrees for %d/%d flows, packet counts for %d/%d; %d duplicates dropped",
+				backend, stateOK, len(truth), countOK, len(truth), s.Duplicates)
+			if share < 0.999 {
+				t.Errorf("conn_state agreement %.4f < 0.999", share)
+			}
+			var sum uint64
+			for _, n := range s.ConnStates {
+				sum += n
+			}
+			if sum != s.Flows {
+				t.Errorf("conn_states sum to %d, flows %d", sum, s.Flows)
+			}
+		})
+	}
+}
