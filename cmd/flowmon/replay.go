@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
 	retrans := fs.Duration("retrans-window", 0, "also mark TCP retransmissions seen within this window (0: off)")
 	flowLog := fs.String("flows-out", "", "write one JSON line per flow to this file (- for stdout)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flowmon replay [flags] FILE...")
 		fs.PrintDefaults()
@@ -69,6 +71,17 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		}
 		defer f.Close()
 		cfg.FlowLog = f
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	opt := engine.ReplayOptions{Config: cfg}
 	var stop func()
@@ -144,6 +157,13 @@ func printSummary(w io.Writer, s *engine.Summary) {
 	printCounts(w, "transport", s.Transport)
 	printCounts(w, "decode errors", s.DecodeErrors)
 	printCounts(w, "skipped", s.Skipped)
+	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)\n", s.UniquePackets, s.Duplicates, s.Retransmissions)
+	printCounts(w, "conn states", s.ConnStates)
+	printCounts(w, "anomalies", s.Anomalies)
+	if a := s.ACSM; a != nil {
+		fmt.Fprintf(w, "acsm             %s/%s, %.1f MB, %d flows started, %d unknown answers\n",
+			a.Backend, a.Machine, float64(a.MemoryBytes)/(1<<20), a.NewFlows, a.Unknown)
+	}
 	fmt.Fprintf(w, "trace            %s .. %s (%.3f s)\n", s.TraceStart.Format(time.RFC3339Nano), s.TraceEnd.Format(time.RFC3339Nano), s.TraceSeconds)
 	fmt.Fprintf(w, "run              %.3f s, %.0f packets/s\n", s.RunSeconds, s.PacketsPerSecond)
 	if s.ReadError != "" {
