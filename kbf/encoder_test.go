@@ -26,7 +26,7 @@ func TestSidonFieldAndPairs(t *testing.T) {
 	}
 	// exhaustive for q = 6: all 63 codes, all pairs decode, no pair XOR is a
 	// code, all XORs distinct (the Sidon property).
-	s, err := newSidon(63)
+	s, err := newSidon(63, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSidonFieldAndPairs(t *testing.T) {
 		}
 	}
 	// 16383 codes in 28 bits, at the counting bound.
-	if s, _ := newSidon(MaxSidonValues); s.bits() != 28 || MinCodeBits(1<<14) != 28 {
+	if s, _ := newSidon(MaxSidonValues, 29); s.bits() != 28 || MinCodeBits(1<<14) != 28 {
 		t.Errorf("sidon %d codes in %d bits, bound for 2^14 codes %d", MaxSidonValues, s.bits(), MinCodeBits(1<<14))
 	}
 }

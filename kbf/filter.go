@@ -83,7 +83,7 @@ func codebook(kind EncoderKind, values, width int) (encoder, error) {
 	var e encoder
 	var err error
 	if kind == Sidon {
-		e, err = newSidon(values)
+		e, err = newSidon(values, width)
 	} else {
 		e, err = newGreedy(values, width)
 	}

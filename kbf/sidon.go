@@ -142,8 +142,16 @@ type sidonEncoder struct {
 	mask   uint32
 }
 
-func newSidon(values int) (*sidonEncoder, error) {
-	f, err := newGF(sidonDegree(values))
+// newSidon builds codes for values in GF(2^q) with q the widest field whose
+// 2q-bit codes fit in width bits (at most 14): the codes are a subset of
+// the field, and the sparser they are among all 2q-bit words, the more
+// surely a consistency check rejects a wrong candidate.
+func newSidon(values, width int) (*sidonEncoder, error) {
+	q := sidonDegree(values)
+	if w := min(width/2, len(primitive)-1); w > q {
+		q = w
+	}
+	f, err := newGF(q)
 	if err != nil {
 		return nil, err
 	}
