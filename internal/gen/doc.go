@@ -34,8 +34,9 @@
 // Within a flow, a packet that changes direction follows half an RTT
 // later (the RTT is log-uniform in 1-100 ms per flow), one in the same
 // direction follows an exponential burst gap (mean 150 µs; 60 µs for heavy
-// hitters), rounds are separated by think times (exponential, mean
-// 100 ms), and no gap is under 20 µs.
+// hitters, whose windows grow to 256 segments), rounds are separated by
+// think times (1 ms plus an exponential of mean 100 ms, capped at 2 s), and
+// no gap is under 20 µs.
 //
 // # Interleaving and memory
 //

@@ -148,6 +148,7 @@ type flow struct {
 	xfer               uint8 // 0 none, 1 request (originator sends), 2 response
 	segs, win, acks    int32 // segments left in the transfer, in the window; ACKs owed
 	winSize, cwnd      int32
+	cwndMax            int32
 	winStart           uint32 // sender's sequence number at the window's start
 	ackK               int32  // ACKs sent for the current window
 	lastLen            uint16

@@ -47,17 +47,24 @@ func appendPcapHeader(b []byte, snaplen int, link LinkType) []byte {
 	return binary.LittleEndian.AppendUint32(b, uint32(link))
 }
 
-// writeRecord writes p as one pcap record.
-func writeRecord(w *bufio.Writer, p *Packet) error {
-	var h [pcapRecordLen]byte
+// recordWriter writes pcap records through a buffer; the record header
+// lives in the struct so that writing a packet does not allocate.
+type recordWriter struct {
+	w   *bufio.Writer
+	hdr [pcapRecordLen]byte
+}
+
+// write writes p as one pcap record.
+func (rw *recordWriter) write(p *Packet) error {
+	h := &rw.hdr
 	binary.LittleEndian.PutUint32(h[0:], uint32(p.us/1e6))
 	binary.LittleEndian.PutUint32(h[4:], uint32(p.us%1e6))
 	binary.LittleEndian.PutUint32(h[8:], uint32(len(p.Data)))
 	binary.LittleEndian.PutUint32(h[12:], uint32(p.Length))
-	if _, err := w.Write(h[:]); err != nil {
+	if _, err := rw.w.Write(h[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(p.Data)
+	_, err := rw.w.Write(p.Data)
 	return err
 }
 
@@ -75,6 +82,7 @@ func Generate(pcap, truth io.Writer, opt Options) (Stats, error) {
 // WriteTo runs g to the end, writing the pcap and the truth sidecar.
 func (g *Generator) WriteTo(pcap, truth io.Writer) (Stats, error) {
 	pw := bufio.NewWriterSize(pcap, 1<<20)
+	rw := &recordWriter{w: pw}
 	if _, err := pw.Write(appendPcapHeader(nil, g.opt.Snaplen, g.opt.Link)); err != nil {
 		return g.stats, fmt.Errorf("write pcap header: %w", err)
 	}
@@ -89,7 +97,7 @@ func (g *Generator) WriteTo(pcap, truth io.Writer) (Stats, error) {
 	}
 	var p Packet
 	for n := 0; g.Next(&p); n++ {
-		if err := writeRecord(pw, &p); err != nil {
+		if err := rw.write(&p); err != nil {
 			return g.stats, fmt.Errorf("write pcap record: %w", err)
 		}
 		if tw != nil && n&0xffff == 0 { // surface a sticky truth write error early

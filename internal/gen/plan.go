@@ -62,9 +62,9 @@ func (f *flow) plan(o *Options, sc scenario, idx int) {
 func (f *flow) planTCP(st ConnState, heavy bool) {
 	r := f.planRNG
 	f.proto, f.state = protoTCP, st
-	f.reqMax, f.respXm, f.respPareto, f.respCap = 40, 1, 1.2, 3000
+	f.reqMax, f.respXm, f.respPareto, f.respCap, f.cwndMax = 40, 1, 1.2, 3000, 64
 	if heavy {
-		f.respXm, f.respPareto, f.respCap = 500, 1.3, 100000
+		f.respXm, f.respPareto, f.respCap, f.cwndMax = 500, 1.3, 100000, 256
 	}
 	retx := func(p float64) uint8 { // a retransmitted SYN now and then
 		if r.Float64() < p {

@@ -106,8 +106,8 @@ func (f *flow) produceTCP(p *pkt) (gapKind, bool) {
 }
 
 // produceData runs the request/response rounds: each transfer is sent in
-// windows that double from the initial window up to 64 segments (slow
-// start, RFC 5681), and the receiver sends one ACK per two segments of a
+// windows that double from the initial window up to 64 segments (256 for
+// heavy hitters; slow start, RFC 5681), and the receiver sends one ACK per two segments of a
 // window (delayed ACK).
 func (f *flow) produceData(p *pkt) (gapKind, bool) {
 	r := f.planRNG
@@ -157,7 +157,7 @@ func (f *flow) produceData(p *pkt) (gapKind, bool) {
 			if f.xfer == 1 {
 				f.winStart = f.cNext
 			}
-			f.cwnd = min(2*f.cwnd, 64)
+			f.cwnd = min(2*f.cwnd, f.cwndMax)
 			continue
 		}
 		switch f.xfer {
