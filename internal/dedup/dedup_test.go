@@ -1,0 +1,237 @@
+package dedup
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/flowmon/flowmon/capture"
+)
+
+// TestSPANDuplicates is the acceptance test: a 200 kpps stream with 2% SPAN
+// duplicates (the same packet 1 µs to 40 ms later, another TTL and VLAN
+// tags): every duplicate inside the 50 ms window is removed (no group of
+// identical packets keeps two), and the unique packets wrongly dropped stay
+// under the false-positive target (Poisson bound: target·U + 5·sqrt(target·U)
+// + 1). A unique packet dropped as a false positive is not inserted
+// (Algorithm 1), so its SPAN copy may then be kept in its place: the count
+// stays exact, and the group counts as kept once.
+func TestSPANDuplicates(t *testing.T) {
+	evs := stream(1, 400_000, 5000, 200_000, 0.02, 40*time.Millisecond)
+	for _, fp := range []float64{1e-3, 1e-6} {
+		for _, standard := range []bool{false, true} {
+			r, err := RunStream(Config{Window: 50 * time.Millisecond, PacketsPerWindow: 10_000, FPRate: fp, Standard: standard}, evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.CopiesKept != 0 {
+				t.Errorf("fp=%g standard=%t: %d groups kept a duplicate", fp, standard, r.CopiesKept)
+			}
+			mean := fp * float64(r.Unique)
+			if bound := mean + 5*math.Sqrt(mean) + 1; float64(r.UniqueDropped) > bound {
+				t.Errorf("fp=%g standard=%t: %d of %d unique packets dropped, bound %.1f", fp, standard, r.UniqueDropped, r.Unique, bound)
+			}
+			if kept := r.Packets - int(r.Duplicates); kept < r.Unique-r.UniqueDropped {
+				t.Errorf("fp=%g standard=%t: %d packets kept, fewer than one per group: %d", fp, standard, kept, r.Unique-r.UniqueDropped)
+			}
+			t.Logf("fp target %g standard=%t: %d packets, %d copies, %d unique; duplicates kept %d; unique dropped %d (%.2g); memory %d B; estimate %.3g",
+				fp, standard, r.Packets, r.Copies, r.Unique, r.CopiesKept, r.UniqueDropped, float64(r.UniqueDropped)/float64(r.Unique), r.MemoryBytes, r.EstimatedFPRate)
+		}
+	}
+}
+
+func pkt() capture.Packet {
+	k, _ := capture.Key{Src: mustAddr("10.0.0.1"), Dst: mustAddr("10.0.0.2"), SrcPort: 40000, DstPort: 443, Proto: capture.ProtoTCP}.Canonical()
+	return capture.Packet{Timestamp: t0, Key: k, Hash: k.Hash(), TTL: 64, IPID: 7, IPLen: 140, HasTCP: true,
+		Flags: capture.ACK | capture.PSH, Seq: 1000, Ack: 2000, Window: 512, PayloadLen: 100, Payload: []byte("GET / HTTP/1.1\r\nHost: example")}
+}
+
+func TestFingerprintFields(t *testing.T) {
+	d, _ := New(Config{})
+	base := pkt()
+	fp := d.Fingerprint(&base)
+	same := map[string]func(p *capture.Packet){
+		"ttl":       func(p *capture.Packet) { p.TTL = 1 },
+		"vlans":     func(p *capture.Packet) { p.VLANs = 2 },
+		"link type": func(p *capture.Packet) { p.LinkType = 113 },
+		"wire len":  func(p *capture.Packet) { p.WireLen, p.CapLen = 1500, 96 },
+		"timestamp": func(p *capture.Packet) { p.Timestamp = t0.Add(time.Second) },
+		"hash zero": func(p *capture.Packet) { p.Hash = 0 }, // recomputed from the key
+	}
+	differ := map[string]func(p *capture.Packet){
+		"direction":   func(p *capture.Packet) { p.Reversed = true },
+		"ip id":       func(p *capture.Packet) { p.IPID++ },
+		"ip length":   func(p *capture.Packet) { p.IPLen++ },
+		"flags":       func(p *capture.Packet) { p.Flags |= capture.FIN },
+		"seq":         func(p *capture.Packet) { p.Seq++ },
+		"ack":         func(p *capture.Packet) { p.Ack++ },
+		"window":      func(p *capture.Packet) { p.Window++ },
+		"payload len": func(p *capture.Packet) { p.PayloadLen++ },
+		"payload":     func(p *capture.Packet) { p.Payload = []byte("GET / HTTP/1.0\r\nHost: example") },
+		"port": func(p *capture.Packet) {
+			k := p.Key
+			k.DstPort++
+			p.Key, p.Hash = k, k.Hash()
+		},
+		"fragment": func(p *capture.Packet) { p.Fragment = capture.FirstFragment },
+	}
+	for name, mut := range same {
+		p := pkt()
+		mut(&p)
+		if d.Fingerprint(&p) != fp {
+			t.Errorf("changing the %s changed the fingerprint", name)
+		}
+	}
+	for name, mut := range differ {
+		p := pkt()
+		mut(&p)
+		if d.Fingerprint(&p) == fp {
+			t.Errorf("changing the %s kept the fingerprint", name)
+		}
+	}
+}
+
+func TestWindowForgets(t *testing.T) {
+	d, _ := New(Config{Window: 50 * time.Millisecond})
+	p := pkt()
+	if d.Seen(&p) {
+		t.Fatal("first packet seen as duplicate")
+	}
+	for _, c := range []struct {
+		after time.Duration
+		dup   bool
+	}{{time.Microsecond, true}, {49 * time.Millisecond, true}, {200 * time.Millisecond, false}} {
+		q := pkt()
+		q.Timestamp = t0.Add(c.after)
+		q.TTL = 50
+		if got := d.Seen(&q); got != c.dup {
+			t.Errorf("copy %v later: duplicate=%t, want %t", c.after, got, c.dup)
+		}
+	}
+}
+
+func TestRetransmissions(t *testing.T) {
+	d, err := New(Config{Retrans: RetransConfig{Enabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pkt()
+	seq := []struct {
+		after time.Duration
+		ipid  uint32
+		want  Verdict
+	}{
+		{0, 7, Unique},
+		{10 * time.Microsecond, 7, Duplicate},       // SPAN copy
+		{300 * time.Millisecond, 9, Retransmission}, // RTO: new IP ID, same segment
+		{300*time.Millisecond + 5, 9, Duplicate},    // SPAN copy of the retransmission
+		{10 * time.Second, 11, Unique},              // long after both windows
+		{10*time.Second + time.Second, 12, Retransmission},
+	}
+	for i, s := range seq {
+		q := p
+		q.Timestamp, q.IPID = t0.Add(s.after), s.ipid
+		if got := d.Check(&q); got != s.want {
+			t.Errorf("step %d (+%v): %v, want %v", i, s.after, got, s.want)
+		}
+	}
+	// A pure ACK repeated with a new IP ID is not a retransmission.
+	a := pkt()
+	a.Timestamp, a.PayloadLen, a.Payload, a.Flags, a.Seq = t0.Add(20*time.Second), 0, nil, capture.ACK, 5
+	d.Check(&a)
+	a.IPID++
+	a.Timestamp = a.Timestamp.Add(time.Millisecond * 100)
+	if got := d.Check(&a); got != Unique {
+		t.Errorf("repeated pure ACK: %v, want unique", got)
+	}
+	if _, dups, re := d.Counts(); dups != 2 || re != 2 {
+		t.Errorf("counts: %d duplicates, %d retransmissions; want 2, 2", dups, re)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Config{
+		{Window: -1},
+		{FPRate: 2},
+		{Past: 100},
+		{PayloadBytes: 65},
+		{Window: 2, Past: 5},
+		{Retrans: RetransConfig{Enabled: true, Window: time.Millisecond}},
+		{Retrans: RetransConfig{Enabled: true, FPRate: -1}},
+	}
+	for _, c := range bad {
+		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: %v, want ErrInvalidConfig", c, err)
+		}
+	}
+	// All broken rules are reported, not only the first.
+	err := Config{Window: -1, FPRate: 2, Past: 100, PacketsPerWindow: 1, PayloadBytes: 1}.Validate()
+	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 3 {
+		t.Errorf("%d errors reported, want 3: %v", n, err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	a, _ := New(Config{Retrans: RetransConfig{Enabled: true}})
+	b, _ := New(Config{})
+	p := pkt()
+	a.Check(&p)
+	a.Check(&p)
+	b.Check(&p)
+	a.Publish()
+	b.Publish()
+	got := map[string]float64{}
+	for _, m := range Metrics(a, b) {
+		got[m.Name+"/"+m.Window] = m.Value
+	}
+	if got[MetricPackets+"/"] != 3 || got[MetricDuplicates+"/"] != 1 {
+		t.Errorf("counters %v", got)
+	}
+	if got[MetricMemory+"/duplicate"] != float64(a.dup.MemoryBytes()+b.dup.MemoryBytes()) || got[MetricFilters+"/retransmission"] != 3 {
+		t.Errorf("window gauges %v", got)
+	}
+}
+
+func TestNoAllocs(t *testing.T) {
+	d, _ := New(Config{Retrans: RetransConfig{Enabled: true}})
+	evs := stream(3, 4096, 100, 200_000, 0.02, time.Millisecond)
+	i := 0
+	if n := testing.AllocsPerRun(10_000, func() {
+		d.Check(&evs[i%len(evs)].p)
+		i++
+	}); n != 0 {
+		t.Errorf("%v allocs per packet", n)
+	}
+}
+
+func BenchmarkSeen(b *testing.B) {
+	for _, retrans := range []bool{false, true} {
+		name := "dup-window"
+		if retrans {
+			name = "dup+retrans-windows"
+		}
+		b.Run(name, func(b *testing.B) {
+			d, _ := New(Config{PacketsPerWindow: 50_000, Retrans: RetransConfig{Enabled: retrans}})
+			evs := stream(4, 1<<16, 5000, 1_000_000, 0.02, time.Millisecond)
+			span := evs[len(evs)-1].p.Timestamp.Sub(evs[0].p.Timestamp) + time.Microsecond
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e := &evs[i&(len(evs)-1)]
+				if i&(len(evs)-1) == 0 && i > 0 {
+					// Next lap: shift the stream in time so it stays in order.
+					for j := range evs {
+						evs[j].p.Timestamp = evs[j].p.Timestamp.Add(span)
+					}
+				}
+				d.Seen(&e.p)
+			}
+		})
+	}
+}
+
+func mustAddr(s string) netipAddr { return mustParse(s) }

@@ -1,0 +1,51 @@
+// Package dedup drops duplicate packets before anything counts them, so
+// packet and byte counts are exactly-once even when a SPAN port or a
+// mirror delivers a packet twice.
+//
+// # Fingerprint
+//
+// A packet is identified by what a SPAN port or a router does not change
+// and what distinguishes two packets of one flow: the flow hash of the
+// canonical key and the direction (the directed 5-tuple), the IP
+// identification, the IP total length, the fragment kind, the TCP flags,
+// sequence and acknowledgement numbers and window, the transport payload
+// length and the first PayloadBytes bytes of the captured payload. It
+// ignores the link-layer header, VLAN tags, the TTL or hop limit and the IP
+// checksum (which changes with the TTL). The fields are laid out in a fixed
+// stack buffer and hashed with capture.HashBytes (XXH3-64, the project
+// seed), without allocating.
+//
+// Two distinct packets with equal fingerprints (an IPv6 or IP-ID-zero UDP
+// packet repeating the same first payload bytes and length within the
+// window) are indistinguishable here and count once; raising PayloadBytes
+// narrows that.
+//
+// # Window
+//
+// Fingerprints go into a Forgetful Bloom Filter (package filters/fbf) with
+// N past filters and refresh period Window/(N+1), so a packet is remembered
+// for at least Window (and at most Window·(N+2)/(N+1)) of packet time. The
+// constituent filters are sized from the expected packets per window and
+// the false-positive target, which here is the rate of unique packets
+// wrongly dropped as duplicates.
+//
+// Optionally a second, longer window marks TCP retransmissions: a TCP
+// segment with payload (or SYN or FIN) whose direction, sequence number,
+// payload length and SYN/FIN/RST flags were seen within Retrans.Window,
+// but which is not a capture duplicate (its IP ID or other fields differ).
+// Retransmissions are reported and counted, never dropped.
+//
+// # Metrics
+//
+// Metrics returns, for any number of per-worker Dedups, the counters
+// flowmon_dedup_packets_total, flowmon_dedup_duplicates_total and
+// flowmon_dedup_retransmissions_total, and per window ("duplicate",
+// "retransmission") the FBF's estimated false-positive ratio, filter count,
+// refresh period, memory and refreshes, read at scrape time from snapshots
+// the owners publish; the engine wraps them in its Prometheus collector.
+//
+// # Concurrency
+//
+// A Dedup is owned by one goroutine (a worker); Check and Seen are not safe
+// for concurrent use. Stats and Metrics may run on any goroutine.
+package dedup

@@ -1,0 +1,7 @@
+package dedup
+
+import "net/netip"
+
+type netipAddr = netip.Addr
+
+func mustParse(s string) netip.Addr { return netip.MustParseAddr(s) }
