@@ -5,10 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -38,6 +42,8 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	retrans := fs.Duration("retrans-window", 0, "also mark TCP retransmissions seen within this window (0: off)")
 	flowLog := fs.String("flows-out", "", "write one JSON line per flow to this file (- for stdout)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay to this file")
+	listen := fs.String("listen", "", "serve /metrics and /api/v1/ccf on this address (host:port) during the replay")
+	linger := fs.Bool("linger", false, "with --listen: keep serving after the replay until interrupted")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flowmon replay [flags] FILE...")
 		fs.PrintDefaults()
@@ -84,6 +90,32 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	opt := engine.ReplayOptions{Config: cfg}
+	if *listen != "" {
+		pl, err := engine.NewPipeline(cfg)
+		if err != nil {
+			return err
+		}
+		h, err := engine.Handler(pl)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		fmt.Fprintf(stderr, "serving http://%s/metrics and %s\n", ln.Addr(), "/api/v1/ccf")
+		defer func() {
+			if *linger {
+				sig := make(chan os.Signal, 1)
+				signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+				<-sig
+			}
+			srv.Close()
+		}()
+		opt.Pipeline = pl
+	}
 	var stop func()
 	if !*noProgress && isTerminal(stderr) {
 		opt.Progress = &engine.Progress{}

@@ -3,7 +3,10 @@ package engine
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
@@ -49,6 +52,7 @@ type Pipeline struct {
 	retransmissions uint64
 	unique          uint64
 	connStates      map[string]uint64
+	pub             published
 }
 
 // NewPipeline builds the stages from cfg.
@@ -89,6 +93,33 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	}
 }
 
+// Register registers the pipeline's metrics on reg.
+func (p *Pipeline) Register(reg prometheus.Registerer) error {
+	if err := reg.Register(&collector{pub: &p.pub}); err != nil {
+		return fmt.Errorf("register pipeline metrics: %w", err)
+	}
+	if err := reg.Register(&stageCollector{dedup: p.dedup, tracker: p.tracker}); err != nil {
+		return fmt.Errorf("register stage metrics: %w", err)
+	}
+	return nil
+}
+
+// CCFHandler serves the flow counter's last complete window (GET
+// /api/v1/ccf).
+func (p *Pipeline) CCFHandler() http.Handler { return flowcount.Handler(p.counter) }
+
+// publish copies the counters metrics read; st is the capture counts so far.
+func (p *Pipeline) publish(st *capture.Stats) {
+	p.pub.mu.Lock()
+	p.pub.capture = *st
+	p.pub.unique, p.pub.duplicates, p.pub.retransmissions = p.unique, p.duplicates, p.retransmissions
+	p.pub.flowcount = p.counter.Stats()
+	p.pub.mu.Unlock()
+	if p.dedup != nil {
+		p.dedup.Publish()
+	}
+}
+
 // Finish reports the flows still open at the end of the trace (their
 // state as the ACSM answers it now) and fills the summary's stage keys.
 func (p *Pipeline) Finish(s *Summary, end time.Time) error {
@@ -104,6 +135,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.Duplicates = p.duplicates
 	s.Retransmissions = p.retransmissions
 	s.ConnStates = p.connStates
+	p.counter.Flush() // the last, partial window becomes the served one
 	c := p.tracker.Counts()
 	st := p.tracker.Stats()
 	s.Anomalies = c.Anomalies

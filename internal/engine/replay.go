@@ -23,6 +23,9 @@ type Progress struct {
 type ReplayOptions struct {
 	Config   Config
 	Progress *Progress // may be nil
+	// Pipeline, when set, is used instead of one built from Config (a
+	// caller that serves the pipeline's metrics builds it first).
+	Pipeline *Pipeline
 }
 
 // Replay reads the files in order through the pipeline and returns the
@@ -30,15 +33,18 @@ type ReplayOptions struct {
 // read before the damage, and the error says where it was.
 func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 	start := time.Now()
-	pl, err := NewPipeline(opt.Config)
-	if err != nil {
-		return nil, err
+	pl := opt.Pipeline
+	var err error
+	if pl == nil {
+		if pl, err = NewPipeline(opt.Config); err != nil {
+			return nil, err
+		}
 	}
 	s := &Summary{Files: files}
 	var total capture.Stats
 	for _, name := range files {
 		var st *capture.Stats
-		st, err = replayFile(name, s, pl, opt.Progress)
+		st, err = replayFile(name, s, pl, &total, opt.Progress)
 		if st != nil {
 			total.Add(st)
 		}
@@ -48,6 +54,7 @@ func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 		}
 	}
 	s.fill(&total)
+	pl.publish(&total)
 	if ferr := pl.Finish(s, s.TraceEnd); ferr != nil && err == nil {
 		err = ferr
 	}
@@ -58,7 +65,7 @@ func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 	return s, err
 }
 
-func replayFile(name string, s *Summary, pl *Pipeline, prog *Progress) (*capture.Stats, error) {
+func replayFile(name string, s *Summary, pl *Pipeline, before *capture.Stats, prog *Progress) (*capture.Stats, error) {
 	r, err := capture.Open(name)
 	if err != nil {
 		return nil, err
@@ -81,7 +88,12 @@ func replayFile(name string, s *Summary, pl *Pipeline, prog *Progress) (*capture
 			s.TraceEnd = p.Timestamp
 		}
 		pl.Packet(&p)
-		if n++; prog != nil && n&4095 == 0 {
+		if n++; n%publishEvery == 0 {
+			sum := *before
+			sum.Add(r.Stats())
+			pl.publish(&sum)
+		}
+		if prog != nil && n&4095 == 0 {
 			read, all := r.Progress()
 			prog.BytesRead.Store(read)
 			prog.BytesAll.Store(all)

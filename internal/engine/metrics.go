@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/dedup"
+	"github.com/flowmon/flowmon/internal/flowcount"
+)
+
+// published is the pipeline's counters as of its last publish: the packet
+// goroutine copies them here every publishEvery packets and at the end, so
+// a scrape never touches the packet path's own variables.
+type published struct {
+	mu              sync.Mutex
+	capture         capture.Stats
+	unique          uint64
+	duplicates      uint64
+	retransmissions uint64
+	flowcount       flowcount.Stats
+}
+
+const publishEvery = 8192
+
+// collector exports the pipeline's metrics at scrape time. Names follow
+// flowmon_<subsystem>_<name>_<unit>; label values come from fixed sets.
+type collector struct {
+	pub *published
+}
+
+var (
+	descPackets   = prometheus.NewDesc("flowmon_capture_packets_total", "Records read, by link type.", []string{"link"}, nil)
+	descBytes     = prometheus.NewDesc("flowmon_capture_bytes_total", "Wire bytes of the records read.", nil, nil)
+	descNetwork   = prometheus.NewDesc("flowmon_capture_network_packets_total", "Records by network layer.", []string{"network"}, nil)
+	descTransport = prometheus.NewDesc("flowmon_capture_transport_packets_total", "Decoded packets by transport.", []string{"transport"}, nil)
+	descSkipped   = prometheus.NewDesc("flowmon_capture_skipped_packets_total", "Records that yielded no flow packet, by reason (malformed input, or not IP).", []string{"reason"}, nil)
+	descUnique    = prometheus.NewDesc("flowmon_pipeline_unique_packets_total", "Decoded packets that were not capture duplicates.", nil, nil)
+	descFCFlows   = prometheus.NewDesc("flowmon_flowcount_window_flows", "Distinct flows counted in the current window.", nil, nil)
+	descFCDropped = prometheus.NewDesc("flowmon_flowcount_dropped_flows", "Flows of the current window the full filter could not count.", nil, nil)
+	descFCMem     = prometheus.NewDesc("flowmon_flowcount_memory_bytes", "Memory of one window's counting cuckoo filter.", nil, nil)
+	descFCWindows = prometheus.NewDesc("flowmon_flowcount_windows_total", "Windows completed and published.", nil, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPackets, descBytes, descNetwork, descTransport, descSkipped,
+		descUnique, descFCFlows, descFCDropped, descFCMem, descFCWindows} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	c.pub.mu.Lock()
+	st := c.pub.capture
+	unique := c.pub.unique
+	fc := c.pub.flowcount
+	c.pub.mu.Unlock()
+
+	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+	}
+	gauge := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	for name, n := range st.LinkCounts() {
+		counter(descPackets, n, name)
+	}
+	counter(descBytes, st.Bytes)
+	for name, n := range st.NetworkCounts() {
+		counter(descNetwork, n, name)
+	}
+	for name, n := range st.TransportCounts() {
+		counter(descTransport, n, name)
+	}
+	for _, r := range capture.Reasons() {
+		counter(descSkipped, st.Skipped[r], r.String())
+	}
+	counter(descUnique, unique)
+	gauge(descFCFlows, fc.Flows)
+	gauge(descFCDropped, fc.Dropped)
+	gauge(descFCMem, fc.Bytes)
+	counter(descFCWindows, fc.Windows)
+
+}
+
+// stageCollector exports the samples the stages describe themselves (they
+// do not import the Prometheus client). It is unchecked: its metric set is
+// the stages' to define.
+type stageCollector struct {
+	dedup   *dedup.Dedup
+	tracker *acsm.Tracker
+}
+
+func (c *stageCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.dedup != nil {
+		for _, m := range dedup.Metrics(c.dedup) {
+			constMetric(ch, m.Name, m.Help, m.Counter, "window", m.Window, m.Value)
+		}
+	}
+	c.tracker.Samples(func(s acsm.Sample) {
+		constMetric(ch, "flowmon_acsm_"+s.Name, s.Help, s.Counter, s.Label, s.LabelValue, s.Value)
+	})
+}
+
+func constMetric(ch chan<- prometheus.Metric, name, help string, isCounter bool, label, value string, v float64) {
+	var labels, values []string
+	if label != "" && value != "" {
+		labels, values = []string{label}, []string{value}
+	}
+	typ := prometheus.GaugeValue
+	if isCounter {
+		typ = prometheus.CounterValue
+	}
+	m, err := prometheus.NewConstMetric(prometheus.NewDesc(name, help, labels, nil), typ, v, values...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(prometheus.NewDesc(name, help, labels, nil), err)
+	}
+	ch <- m
+}
