@@ -144,6 +144,7 @@ func (g *Generator) endpoints(f *flow) {
 	f.cISN, f.sISN = r.Uint32(), r.Uint32()
 	f.cNext, f.sNext = f.cISN+1, f.sISN+1
 	f.label = r.Uint32() & 0xfffff
+	f.salt = r.Uint32()
 	f.mss = 1460
 	if f.v6 {
 		f.mss = 1440

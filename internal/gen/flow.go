@@ -133,6 +133,7 @@ type flow struct {
 	cWin, sWin   uint16
 	cIPID, sIPID uint16
 	label        uint32 // IPv6 flow label
+	salt         uint32 // offsets the flow's payload bytes in payloadTable
 	mss          uint16
 	rtt          int64 // µs
 	burst        int64 // mean gap between back-to-back packets, µs

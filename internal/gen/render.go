@@ -12,9 +12,10 @@ var (
 	macB = [6]byte{0x02, 0x00, 0x5e, 0x10, 0x00, 0x02}
 )
 
-// payloadTable is the source of payload bytes: a payload of a packet
-// starting at sequence number s is payloadTable[s%32768:][:len]. Fixed
-// bytes make a SPAN duplicate re-renderable from its descriptor.
+// payloadTable is the source of payload bytes: the payload of a packet
+// starting at sequence number s of a flow with salt x is
+// payloadTable[(s+x)%32768:][:len]. Fixed bytes make a SPAN duplicate
+// re-renderable from its descriptor.
 var payloadTable = func() []byte {
 	b := make([]byte, 1<<15+bufSize)
 	r := rand.New(rand.NewPCG(0x666c6f77, 0x6d6f6e))
@@ -101,7 +102,7 @@ func (g *Generator) render(f *flow, p *pkt, ttlDelta uint8) int {
 		pseudo = sum16(ip[8:40], uint64(f.proto)+uint64(seg))
 	}
 	t := ip[ipLen:]
-	copy(t[l4:seg], payloadTable[p.seq&(1<<15-1):])
+	copy(t[l4:seg], payloadTable[(p.seq+f.salt)&(1<<15-1):])
 	switch f.proto {
 	case protoTCP:
 		binary.BigEndian.PutUint16(t[0:], sport)
