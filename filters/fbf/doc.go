@@ -1,6 +1,6 @@
 // Package fbf implements the Forgetful Bloom Filter (FBF) of Subramanyam,
 // Gupta, Leslie and Wang, "Idempotent Distributed Counters Using a
-// Forgetful Bloom Filter" (ICCAC 2015): a set that forgets elements older
+// Forgetful Bloom Filter": a set that forgets elements older
 // than a moving window, used by flowmon to drop duplicate packets and to
 // suppress repeated alerts.
 //
@@ -60,14 +60,30 @@
 //	P = 1 - (1 - p(B_0)) · Π_{i=1..N} (1 - p(B_i)·p(B_{i+1})) · (1 - p(B_{N+1})).
 //
 // The simple check errs with 1 - Π_i (1 - p(B_i)); PairsOnly drops the last
-// factor. EstimatedFPP evaluates the formula of the configured check on the
-// filters' current insertion counts. Filters that never held elements
-// (added empty by a scale-up, below) take no part in the check or the sum.
+// factor. EquationFPP evaluates these formulas on the filters' current
+// insertion counts. Filters that never held elements (added empty by a
+// scale-up, below) take no part in the check or the sum.
+//
+// # The correlated model (the default)
+//
+// Equation 3 assumes independent filters, but two neighbouring filters
+// hold one period's elements in common: filter i was the future while
+// filter i+1 was the present. With the same m and hash functions those
+// elements set the same bits in both, so with q(x) = 1 - (1-1/m)^(kx) the
+// chance that a given bit is set in both is q(s) + (1 - q(s))·q(a)·q(b)
+// for s shared and a, b own elements, and the pair errs with that to the
+// power k, which can be orders of magnitude above p_i·p_{i+1}. With the
+// optimized check the last pair errs only when the oldest filter alone
+// does, so that term is dropped. Model Correlated (the default) uses these
+// pair terms in EstimatedFPP, sizing and resizing; it matches the measured
+// rate for N > 1 where Equation 3 underestimates it (docs/results/fbf.md).
+// The FBF tracks, per filter, the insertions it received as the future
+// filter; every count follows from those.
 //
 // Sizing: given the expected insertions per refresh period n and a target
-// P, NewWithOptions picks the smallest m (over k = 1..16) for which P at the
-// worst point of the steady state (future n, present and past 2n each, just
-// before a refresh) meets the target.
+// P, NewWithOptions picks the smallest m (over k = 1..16) for which the
+// model's P at the worst point of the steady state (future n, present and
+// past 2n each, just before a refresh) meets the target.
 //
 // # Adaptive resizing (Section III-E, Algorithm 3)
 //
@@ -80,6 +96,16 @@
 // (MaxFilters, MinRefresh, MaxRefresh) and, when MinWindow is set, never
 // shrink the guaranteed window (N+1)·t below it: a deduplicator must keep
 // remembering for as long as duplicates can arrive.
+//
+// The paper compares the current estimate. By the time it crosses the
+// threshold, the filters being filled have overfilled, and they stay in
+// the window for N+1 periods (longer after a scale-up). Unless
+// Adaptive.Current is set, P is instead the model's estimate at its worst
+// point until the next refresh: the future filter receiving the last
+// interval's insertion rate until then, taken both before and after the
+// cascade (when the full present filter becomes a past filter). Measured on
+// a tenfold ramp, this keeps the rate under the target where the literal
+// algorithm exceeds it several times over (docs/results/fbf.md).
 //
 // # Concurrency
 //

@@ -34,7 +34,7 @@ func TestEvalRuns(t *testing.T) {
 // the target (within 5 standard deviations) while its static twin exceeds it.
 func TestAdaptiveKeepsTarget(t *testing.T) {
 	const trials = 20_000
-	samples := RunAdaptive(trials, 7, 2*time.Second, EvalAdaptive)
+	samples := RunAdaptive(trials, 7, 2*time.Second, EvalAdaptive, Correlated)
 	tol := 5 * math.Sqrt(AdaptiveTarget/trials)
 	staticOver, grew := false, false
 	for _, s := range samples {

@@ -10,7 +10,7 @@ import (
 type Stats struct {
 	Filters      int           // N+2
 	Refresh      time.Duration // t
-	EstimatedFPP float64       // Equation 3 on the counts at publication
+	EstimatedFPP float64       // the model's estimate (EstimatedFPP) at publication
 	Inserted     uint64        // elements inserted (found absent) so far
 	Refreshes    uint64        // cascades so far
 	ScaleUps     uint64        // Algorithm 3 increases
