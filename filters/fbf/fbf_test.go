@@ -237,3 +237,23 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("%v allocs per op", n)
 	}
 }
+
+// TestStatsConcurrent reads Stats while the owner inserts (run with -race).
+func TestStatsConcurrent(t *testing.T) {
+	f, _ := NewWithOptions(Options{Bits: 1 << 12, Hashes: 4, Refresh: time.Millisecond, Adaptive: Adaptive{Interval: time.Millisecond}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20_000 {
+			f.Add(uint64(i), t0.Add(time.Duration(i)*time.Microsecond))
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			_ = f.Stats()
+		}
+	}
+}
