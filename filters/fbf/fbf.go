@@ -189,12 +189,20 @@ func (f *FBF) contains(h uint64) bool {
 		return true
 	}
 	last := len(fs) - 1
+	if f.opt.Check == Optimized {
+		// The last pair matches only if the oldest filter does, and that
+		// one is checked alone: test it first and skip the pair.
+		if last >= 1 && fs[last].Test(h) {
+			return true
+		}
+		last--
+	}
 	for i := 1; i < last; i++ {
 		if fs[i].Test(h) && fs[i+1].Test(h) {
 			return true
 		}
 	}
-	return f.opt.Check == Optimized && last >= 1 && fs[last].Test(h)
+	return false
 }
 
 // Reset forgets everything and restarts the period clock at the next
