@@ -159,7 +159,7 @@ func (g *Generator) endpoints(f *flow) {
 	case scenScan:
 		f.cWin = 1024
 	}
-	if f.proto == protoUDP {
+	if f.proto == protoUDP && f.scen != scenHeavy {
 		f.thinkMean = 50000
 	}
 }

@@ -35,7 +35,8 @@
 // later (the RTT is log-uniform in 1-100 ms per flow), one in the same
 // direction follows an exponential burst gap (mean 150 µs; 60 µs for heavy
 // hitters, whose windows grow to 256 segments), rounds are separated by
-// think times (1 ms plus an exponential of mean 100 ms, capped at 2 s), and
+// think times (1 ms plus an exponential of mean 100 ms for TCP, 50 ms for
+// UDP, 5 ms for heavy hitters; capped at 2 s), and
 // no gap is under 20 µs.
 //
 // # Interleaving and memory

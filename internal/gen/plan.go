@@ -146,8 +146,8 @@ func (f *flow) planUDP(st ConnState, heavy bool) {
 	f.aPer, f.bPer = 1, 1
 	switch {
 	case heavy:
-		f.rounds = int32(pareto(r, 50, 1.3, 5000))
-		f.bPer = 1 + int32(r.IntN(20))
+		f.rounds = int32(pareto(r, 10, 1.3, 1000)) // a stream: a request per 20-100 datagrams
+		f.bPer = 20 + int32(r.IntN(81))
 		f.sLen = uint16(1100 + r.IntN(150))
 	case st == S0: // retries of an unanswered query
 		f.rounds, f.bPer = 1+int32(weighted(r, []float64{0.6, 0.25, 0.15})), 0
