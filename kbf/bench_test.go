@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Layout benchmarks: filters of n keys at p = 1e-3 (k = 10), 3000 values,
@@ -17,6 +18,14 @@ const benchValues = 3000
 func benchVal(j int) uint32 { return uint32(j % benchValues) }
 func benchKey(j int) uint64 { return mix64(uint64(j) + 0x5eed) }
 
+// benchLayouts are the layouts compared: the paper's, blocked over two
+// lines (the default), and blocked in one line.
+var benchLayouts = []struct {
+	name  string
+	lay   LayoutKind
+	lines int
+}{{"standard", Standard, 0}, {"blocked", Blocked, 0}, {"blocked1", Blocked, 1}}
+
 type benchFilter struct {
 	once sync.Once
 	f    *Filter
@@ -25,16 +34,16 @@ type benchFilter struct {
 
 var benchFilters sync.Map // "n/layout" -> *benchFilter
 
-func benchSetup(b *testing.B, n int, lay LayoutKind) *Filter {
+func benchSetup(b *testing.B, n int, lay LayoutKind, lines int) *Filter {
 	if n >= 10_000_000 {
 		if p := flag.Lookup("test.bench"); p == nil || !strings.Contains(p.Value.String(), "10M") {
 			b.Skip("10M-key filters only when -bench names 10M")
 		}
 	}
-	e, _ := benchFilters.LoadOrStore(fmt.Sprintf("%d/%v", n, lay), &benchFilter{})
+	e, _ := benchFilters.LoadOrStore(fmt.Sprintf("%d/%v/%d", n, lay, lines), &benchFilter{})
 	bf := e.(*benchFilter)
 	bf.once.Do(func() {
-		bf.f, bf.err = New(Options{Capacity: n, FPRate: 1e-3, Values: benchValues, Encoder: Sidon, Layout: lay})
+		bf.f, bf.err = New(Options{Capacity: n, FPRate: 1e-3, Values: benchValues, Encoder: Sidon, Layout: lay, BlockLines: lines})
 		if bf.err != nil {
 			return
 		}
@@ -55,9 +64,9 @@ var benchSizes = []struct {
 
 func forLayouts(b *testing.B, fn func(b *testing.B, f *Filter, n int)) {
 	for _, s := range benchSizes {
-		for _, lay := range []LayoutKind{Standard, Blocked} {
-			b.Run(fmt.Sprintf("%s/%v", s.name, lay), func(b *testing.B) {
-				f := benchSetup(b, s.n, lay)
+		for _, l := range benchLayouts {
+			b.Run(s.name+"/"+l.name, func(b *testing.B) {
+				f := benchSetup(b, s.n, l.lay, l.lines)
 				b.ReportAllocs()
 				fn(b, f, s.n)
 				b.ReportMetric(float64(f.MemoryBytes())/float64(s.n), "B/key")
@@ -228,6 +237,45 @@ func BenchmarkIndexLookup(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(probes)/float64(i), "probes/op")
+		})
+	}
+}
+
+// BenchmarkQueryRatio interleaves the layouts in rounds of 4096 queries of
+// stored keys so that a shared machine's load falls on all of them alike,
+// and reports each layout's ns/query and the standard/blocked speedup.
+func BenchmarkQueryRatio(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			fs := make([]*Filter, len(benchLayouts))
+			for i, l := range benchLayouts {
+				fs[i] = benchSetup(b, s.n, l.lay, l.lines)
+			}
+			b.ReportAllocs()
+			ns := make([]time.Duration, len(fs))
+			const round = 4096
+			j, rounds := 0, 0
+			for b.Loop() {
+				start := j
+				for i, f := range fs {
+					j = start
+					t := time.Now()
+					for q := 0; q < round; q++ {
+						sinkV, sinkR = f.Query(benchKey(j))
+						if j++; j == s.n {
+							j = 0
+						}
+					}
+					ns[i] += time.Since(t)
+				}
+				rounds++
+			}
+			per := func(i int) float64 { return float64(ns[i].Nanoseconds()) / float64(rounds*round) }
+			for i, l := range benchLayouts {
+				b.ReportMetric(per(i), "ns/query-"+l.name)
+			}
+			b.ReportMetric(per(0)/per(1), "speedup-blocked")
+			b.ReportMetric(per(0)/per(2), "speedup-blocked1")
 		})
 	}
 }

@@ -122,6 +122,9 @@ func New(o Options) (*Filter, error) {
 		f.perLine = lineCells(o.CellBits)
 		f.lines = uint64(m / f.perLine)
 		f.groups = blockGroups(k, f.perLine)
+		if o.BlockLines > 0 {
+			f.groups = o.BlockLines
+		}
 	}
 	if o.CellBits == 16 {
 		f.c16 = alignedU16(m)

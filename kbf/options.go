@@ -101,6 +101,10 @@ type Options struct {
 	Encoder EncoderKind
 	// Layout selects the cell placement (Standard by default).
 	Layout LayoutKind
+	// BlockLines is the number of 64-byte lines a key's cells use in the
+	// Blocked layout, 1..4; 0 means max(2, ceil(2k/L)) for L cells a line.
+	// It must give at least k cells (BlockLines * L >= k).
+	BlockLines int
 	// SizeFactor scales the cell count m (0 means 1): 0.5 builds the paper's
 	// overloaded m/2 filters, 1.25 a blocked filter with 25% more memory.
 	SizeFactor float64
@@ -143,6 +147,9 @@ func (o Options) Validate() error {
 	if !(o.SizeFactor > 0 && o.SizeFactor <= 64) {
 		bad("size factor %g must be in (0, 64]", o.SizeFactor)
 	}
+	if o.BlockLines < 0 || o.BlockLines > 4 {
+		bad("block lines %d must be in [0, 4]", o.BlockLines)
+	}
 	if o.Layout > Blocked {
 		bad("unknown layout %d", o.Layout)
 	}
@@ -168,8 +175,10 @@ func (o Options) Validate() error {
 				o.Values, 2*q, o.CellBits, o.CounterBits, eb)
 		}
 	}
-	if _, _, err := o.shape(); err != nil {
+	if _, k, err := o.shape(); err != nil {
 		errs = append(errs, err)
+	} else if o.Layout == Blocked && o.BlockLines > 0 && o.BlockLines*lineCells(o.CellBits) < k {
+		bad("%d lines of %d cells cannot hold k = %d cells", o.BlockLines, lineCells(o.CellBits), k)
 	}
 	return errors.Join(errs...)
 }
