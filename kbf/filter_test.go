@@ -371,3 +371,54 @@ func ExampleFilter() {
 	fmt.Println(v, r, r2)
 	// Output: 7 found absent
 }
+
+func TestLayoutShapes(t *testing.T) {
+	o := Options{Capacity: 100000, FPRate: 1e-3, Values: 12, Encoder: Sidon}
+	f32 := newT(t, o)
+	o.CellBits = 16
+	f16 := newT(t, o)
+	if 2*f16.MemoryBytes() > f32.MemoryBytes()+64 {
+		t.Errorf("16-bit cells: %d bytes vs %d", f16.MemoryBytes(), f32.MemoryBytes())
+	}
+	for _, c := range []struct {
+		bits, k, lines, want int
+	}{{32, 10, 0, 2}, {32, 20, 0, 3}, {16, 10, 0, 2}, {16, 20, 0, 2}, {32, 10, 1, 1}} {
+		o := Options{Capacity: 1000, FPRate: math.Exp2(-float64(c.k)), Values: 12, Encoder: Sidon,
+			Layout: Blocked, CellBits: c.bits, BlockLines: c.lines}
+		f := newT(t, o)
+		if f.groups != c.want || f.k != c.k {
+			t.Errorf("%+v: k=%d lines=%d", c, f.k, f.groups)
+		}
+		// every key's cells are distinct and inside its lines
+		var idx [MaxK]int
+		for key := uint64(0); key < 1000; key++ {
+			f.locate(key, &idx)
+			seen := map[int]bool{}
+			lines := map[int]bool{}
+			for _, i := range idx[:f.k] {
+				if seen[i] || i < 0 || i >= f.m {
+					t.Fatalf("key %d: cells %v", key, idx[:f.k])
+				}
+				seen[i] = true
+				lines[i/f.perLine] = true
+			}
+			if len(lines) > f.groups {
+				t.Fatalf("key %d uses %d lines", key, len(lines))
+			}
+		}
+	}
+	bad := Options{Capacity: 1000, FPRate: 1e-6, Values: 12, Encoder: Sidon, Layout: Blocked, BlockLines: 1}
+	if err := bad.Validate(); err == nil {
+		t.Error("k = 20 cells in one 16-cell line accepted")
+	}
+	// standard: k distinct cells for every key
+	var idx [MaxK]int
+	for key := uint64(0); key < 1000; key++ {
+		f32.locate(key, &idx)
+		s := slices.Clone(idx[:f32.k])
+		slices.Sort(s)
+		if len(slices.Compact(s)) != f32.k {
+			t.Fatalf("key %d: repeated cells %v", key, idx[:f32.k])
+		}
+	}
+}
