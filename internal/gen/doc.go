@@ -50,8 +50,10 @@
 //
 // # Determinism
 //
-// Every random draw comes from a PCG (math/rand/v2) seeded from
-// Options.Seed: each flow has two streams seeded from (Seed, scenario,
+// The same Options give byte-identical output with the same build (float
+// maths may round differently on another architecture, e.g. one that
+// fuses multiply-adds). Every random draw comes from a PCG (math/rand/v2)
+// seeded from Options.Seed: each flow has two streams seeded from (Seed, scenario,
 // index): planRNG draws its behaviour (protocol, outcome, sizes) and
 // timeRNG its endpoints, header fields and gaps; each source has its own
 // stream, and one stream decides SPAN duplicates. Because a flow's packet
