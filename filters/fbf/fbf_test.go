@@ -251,3 +251,22 @@ func TestStatsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestCorrelatedModelN3 checks the correlated model where Equation 3 fails:
+// N = 3, neighbouring past filters sharing a period. The model is an upper
+// bound up to noise (it ignores that neighbouring pair events overlap) and
+// within 15% of the truth at these loads.
+func TestCorrelatedModelN3(t *testing.T) {
+	const trials = 200_000
+	for _, n := range []int{1000, 1500, 2000} {
+		f, _ := NewWithOptions(Options{Bits: 6250, Hashes: 5, Past: 3, Refresh: 5 * time.Second})
+		r := rand.New(rand.NewPCG(uint64(n), 3))
+		now := fill(f, r, n, 5, 5*time.Second)
+		got, est, eq := probe(f, r, trials, now), f.EstimatedFPP(), f.EquationFPP()
+		tol := 5 * math.Sqrt(est*(1-est)/trials)
+		if got > est+tol || got < 0.85*est-tol {
+			t.Errorf("%d elements: measured %.4g, correlated model %.4g (Equation 3 %.4g)", n, got, est, eq)
+		}
+		t.Logf("%d elements: measured %.4g correlated %.4g Eq. 3 %.4g", n, got, est, eq)
+	}
+}
