@@ -33,7 +33,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	mix := fs.String("mix", gen.DefaultMix.String(), "share of flows per scenario: normal, synflood, scan, heavy")
 	dupRate := fs.Float64("dup-rate", 0, "probability that a packet is written twice, 1-50 µs apart (SPAN duplicates)")
 	dupTTL := fs.Bool("dup-ttl-change", false, "give duplicates a TTL one lower, as if copied after a router")
-	v6 := fs.Float64("ipv6-share", def.IPv6Share, "fraction of flows over IPv6")
+	v6 := fs.Float64("ipv6-share", def.IPv6Share, "fraction of normal and heavy flows over IPv6 (floods and scans are IPv4)")
 	udp := fs.Float64("udp-share", def.UDPShare, "fraction of normal flows over UDP")
 	icmp := fs.Float64("icmp-share", def.ICMPShare, "fraction of normal flows that are ICMP echo")
 	fs.Usage = func() {

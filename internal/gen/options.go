@@ -172,8 +172,10 @@ type Options struct {
 	// when the copy was taken after a router; the IPv4 checksum is
 	// recomputed.
 	DupTTLChange bool
-	// IPv6Share, UDPShare and ICMPShare are the fractions of normal flows
-	// over IPv6, over UDP and over ICMP (echo); the rest is TCP.
+	// IPv6Share is the fraction of normal and heavy-hitter flows over IPv6
+	// (normal TCP/UDP flows draw it per client, for groups of 16 flows);
+	// SYN floods and scans are IPv4. UDPShare and ICMPShare are the
+	// fractions of normal flows over UDP and ICMP echo; the rest is TCP.
 	IPv6Share, UDPShare, ICMPShare float64
 }
 
