@@ -21,6 +21,7 @@ type truthFlow struct {
 	ConnState string     `json:"conn_state"`
 	OrigPkts  uint64     `json:"orig_pkts"`
 	RespPkts  uint64     `json:"resp_pkts"`
+	DupPkts   uint64     `json:"dup_pkts"`
 }
 
 func (f truthFlow) id() string {
@@ -49,8 +50,10 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	truth := map[string]truthFlow{}
+	var dups uint64
 	for _, f := range readJSONLines[truthFlow](t, raw) {
 		truth[f.id()] = f
+		dups += f.DupPkts
 	}
 	for _, backend := range []acsm.BackendKind{acsm.BackendExact, acsm.BackendKBF} {
 		t.Run(backend.String(), func(t *testing.T) {
@@ -90,6 +93,10 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 				backend, stateOK, len(truth), countOK, len(truth), s.Duplicates)
 			if share < 0.999 {
 				t.Errorf("conn_state agreement %.4f < 0.999", share)
+			}
+			// Dedup makes packet counts exactly-once.
+			if countOK != len(truth) || s.Duplicates != dups {
+				t.Errorf("packet counts right for %d/%d flows, %d duplicates dropped (truth %d)", countOK, len(truth), s.Duplicates, dups)
 			}
 			var sum uint64
 			for _, n := range s.ConnStates {
