@@ -6,7 +6,9 @@
 // # Structure
 //
 // An array of m cells, each a counter of c bits and a value field. A key
-// hashes to k cells (double hashing of its 64-bit hash). The value field
+// hashes to k distinct cells, one in each of k equal parts of the array
+// (double hashing of its 64-bit hash; a partitioned Bloom filter, whose
+// false-positive rate is the classic one to first order). The value field
 // holds 0 (empty), v+1 for a value v, or DK ("don't know").
 //
 //   - Insert(x, v): every cell's count goes up by one; an empty value field
@@ -122,7 +124,7 @@ func New(o Options) (*Filter, error) {
 		m = 1
 	}
 	k := int(math.Round(float64(m) / float64(o.Capacity) * math.Ln2))
-	k = max(1, min(k, 32))
+	k = max(1, min(k, 32, m))
 	return &Filter{
 		counts: packed.New(m, uint(o.CounterBits)),
 		vals:   packed.New(m, vb),
@@ -139,8 +141,14 @@ func (f *Filter) K() int { return f.k }
 // M is the number of cells.
 func (f *Filter) M() int { return f.m }
 
+// cell is the i-th of a key's k cells. The array is cut into k parts of
+// m/k cells and cell i lies in part i (a partitioned Bloom filter), so a
+// key's cells are distinct: with double hashing over the whole array a key
+// can hit one cell twice, and Modify then makes that cell "don't know"
+// for the key itself.
 func (f *Filter) cell(h1, h2 uint64, i int) int {
-	return int(hashx.Reduce(h1+uint64(i)*h2, uint64(f.m)))
+	part := f.m / f.k
+	return i*part + int(hashx.Reduce(h1+uint64(i)*h2, uint64(part)))
 }
 
 // Insert adds key h with value v.
