@@ -210,3 +210,66 @@ func TestObserveNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowMeasuresError overloads a small kbf backend: the exact shadow
+// (on every flow here) must see the disagreements the filter makes, and a
+// right-sized filter must show almost none.
+func TestShadowMeasuresError(t *testing.T) {
+	for _, c := range []struct {
+		capacity int
+		wantErr  bool
+	}{{100, true}, {20000, false}} {
+		tr, err := New(Config{Backend: BackendSBF, Capacity: c.capacity, FPRate: 0.01, ShadowRate: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 5000; i++ {
+			cl := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 2, byte(i >> 8), byte(i)}), uint16(1024+i))
+			run(t, tr, capture.ProtoTCP, cl, srv, []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0}})
+		}
+		tr.Flush(t0.Add(time.Second))
+		s := tr.Stats().Shadow
+		if s.Checks != 15000 {
+			t.Errorf("capacity %d: %d shadow checks, want 15000", c.capacity, s.Checks)
+		}
+		if got := s.ErrorRate() > 0.05; got != c.wantErr {
+			t.Errorf("capacity %d: shadow error rate %.4f (%+v)", c.capacity, s.ErrorRate(), s)
+		}
+	}
+}
+
+func TestSamplesNames(t *testing.T) {
+	tr, _ := New(Config{Backend: BackendKBF, Capacity: 100, FPRate: 0.01})
+	names := map[string]bool{}
+	tr.Samples(func(s Sample) { names[s.Name] = true })
+	for _, n := range []string{"packets_total", "flows_ended_total", "anomalies_total", "backend_memory_bytes", "shadow_disagreements_total"} {
+		if !names[n] {
+			t.Errorf("no %s sample", n)
+		}
+	}
+}
+
+// TestFloodKeepsMemory: ten times the configured flows change no
+// approximate backend's size; the exact backend stops at its cap.
+func TestFloodKeepsMemory(t *testing.T) {
+	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendExact} {
+		tr, err := New(Config{Backend: kind, Capacity: 500, FPRate: 0.01, ExactCap: 1000, ShadowRate: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := tr.Stats().MemoryBytes
+		for i := 0; i < 5000; i++ {
+			cl := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 3, byte(i >> 8), byte(i)}), 2000)
+			p := mkPacket(capture.ProtoTCP, cl, srv, step{true, syn, 0}, t0)
+			tr.Observe(&p)
+		}
+		tr.Flush(t0)
+		s := tr.Stats()
+		switch {
+		case kind == BackendExact && s.LiveFlows > 1000:
+			t.Errorf("exact holds %d flows past its cap 1000", s.LiveFlows)
+		case kind != BackendExact && s.MemoryBytes != before:
+			t.Errorf("%s: memory %d -> %d under a flood", kind, before, s.MemoryBytes)
+		}
+	}
+}
