@@ -140,3 +140,29 @@ func TestCompiledTableMatchesStep(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsMachine checks the paper's machine on every value and input:
+// the next value is the packet's flags with the orientation kept, and the
+// flow ends on a RST or on a FIN after a FIN.
+func TestFlagsMachine(t *testing.T) {
+	m := flagsMachine
+	for v := 0; v < m.values; v++ {
+		for in := 0; in < numInputs; in++ {
+			f := capture.TCPFlags(in & 0x3F)
+			tr := m.next[v*numInputs+in]
+			if want := uint16(v&0x40) | uint16(f); tr.next != want {
+				t.Fatalf("value %#x input %#x: next %#x, want %#x", v, in, tr.next, want)
+			}
+			prev := capture.TCPFlags(v & 0x3F)
+			ends := (f&fR != 0 || (f&fF != 0 && prev&fF != 0)) && prev&fR == 0
+			if tr.ends != ends {
+				t.Fatalf("value %#x input %#x: ends %v, want %v", v, in, tr.ends, ends)
+			}
+		}
+	}
+	tr, _ := New(Config{Backend: BackendExact, Machine: MachineFlags, Capacity: 10})
+	_, ended := run(t, tr, capture.ProtoTCP, cli, srv, []step{{true, syn, 0}, {false, synack, 0}, {true, finack, 0}, {false, finack, 0}})
+	if ended == nil || ended.State != SF {
+		t.Fatalf("FIN after FIN: ended %+v", ended)
+	}
+}
