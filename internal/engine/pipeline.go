@@ -24,6 +24,10 @@ type Config struct {
 	ACSM acsm.Config
 	// FlowCount counts packets per flow per window.
 	FlowCount flowcount.Options
+	// DecodeOnly runs no stage at all: the replay reads, decodes and
+	// counts packets by type (flows and conn_states stay empty). It
+	// measures the packet path's floor.
+	DecodeOnly bool
 	// FlowLog, when set, receives one JSON line per flow: when it ends,
 	// and for flows still open at the end of the replay.
 	FlowLog io.Writer
@@ -53,11 +57,15 @@ type Pipeline struct {
 	unique          uint64
 	connStates      map[string]uint64
 	pub             published
+	decodeOnly      bool
 }
 
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{connStates: map[string]uint64{}}
+	p := &Pipeline{connStates: map[string]uint64{}, decodeOnly: cfg.DecodeOnly}
+	if cfg.DecodeOnly {
+		return p, nil
+	}
 	var err error
 	if !cfg.NoDedup {
 		if p.dedup, err = dedup.New(cfg.Dedup); err != nil {
@@ -76,6 +84,9 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 
 // Packet runs one decoded packet through the stages.
 func (p *Pipeline) Packet(pk *capture.Packet) {
+	if p.decodeOnly {
+		return
+	}
 	if p.dedup != nil {
 		switch p.dedup.Check(pk) {
 		case dedup.Duplicate:
@@ -95,6 +106,9 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 
 // Register registers the pipeline's metrics on reg.
 func (p *Pipeline) Register(reg prometheus.Registerer) error {
+	if p.decodeOnly {
+		return fmt.Errorf("register pipeline metrics: a decode-only pipeline has none")
+	}
 	if err := reg.Register(&collector{pub: &p.pub}); err != nil {
 		return fmt.Errorf("register pipeline metrics: %w", err)
 	}
@@ -113,7 +127,9 @@ func (p *Pipeline) publish(st *capture.Stats) {
 	p.pub.mu.Lock()
 	p.pub.capture = *st
 	p.pub.unique, p.pub.duplicates, p.pub.retransmissions = p.unique, p.duplicates, p.retransmissions
-	p.pub.flowcount = p.counter.Stats()
+	if p.counter != nil {
+		p.pub.flowcount = p.counter.Stats()
+	}
 	p.pub.mu.Unlock()
 	if p.dedup != nil {
 		p.dedup.Publish()
@@ -123,6 +139,9 @@ func (p *Pipeline) publish(st *capture.Stats) {
 // Finish reports the flows still open at the end of the trace (their
 // state as the ACSM answers it now) and fills the summary's stage keys.
 func (p *Pipeline) Finish(s *Summary, end time.Time) error {
+	if p.decodeOnly {
+		return nil
+	}
 	err := p.flows.finish(func(k capture.Key) (acsm.ConnState, bool) {
 		st, origIsDst, r := p.tracker.Query(k)
 		if r != acsm.Found {
