@@ -3,6 +3,7 @@ package kbf
 import (
 	"flag"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -242,8 +243,10 @@ func BenchmarkIndexLookup(b *testing.B) {
 }
 
 // BenchmarkQueryRatio interleaves the layouts in rounds of 4096 queries of
-// stored keys so that a shared machine's load falls on all of them alike,
-// and reports each layout's ns/query and the standard/blocked speedup.
+// stored keys, so that a shared machine's load falls on all of them alike,
+// and reports each layout's ns/query, by wall clock and by the thread's CPU
+// clock (which includes memory stalls but not time spent descheduled), and
+// the speedups of the blocked layouts over the standard one by each clock.
 func BenchmarkQueryRatio(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
@@ -251,31 +254,79 @@ func BenchmarkQueryRatio(b *testing.B) {
 			for i, l := range benchLayouts {
 				fs[i] = benchSetup(b, s.n, l.lay, l.lines)
 			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
-			ns := make([]time.Duration, len(fs))
+			wall := make([]time.Duration, len(fs))
+			cpu := make([]time.Duration, len(fs))
 			const round = 4096
 			j, rounds := 0, 0
 			for b.Loop() {
 				start := j
 				for i, f := range fs {
 					j = start
-					t := time.Now()
+					t, c := time.Now(), threadCPU()
 					for q := 0; q < round; q++ {
 						sinkV, sinkR = f.Query(benchKey(j))
 						if j++; j == s.n {
 							j = 0
 						}
 					}
-					ns[i] += time.Since(t)
+					cpu[i] += threadCPU() - c
+					wall[i] += time.Since(t)
 				}
 				rounds++
 			}
-			per := func(i int) float64 { return float64(ns[i].Nanoseconds()) / float64(rounds*round) }
+			per := func(d []time.Duration, i int) float64 { return float64(d[i].Nanoseconds()) / float64(rounds*round) }
 			for i, l := range benchLayouts {
-				b.ReportMetric(per(i), "ns/query-"+l.name)
+				b.ReportMetric(per(wall, i), "wall-ns/q-"+l.name)
+				b.ReportMetric(per(cpu, i), "cpu-ns/q-"+l.name)
 			}
-			b.ReportMetric(per(0)/per(1), "speedup-blocked")
-			b.ReportMetric(per(0)/per(2), "speedup-blocked1")
+			b.ReportMetric(per(wall, 0)/per(wall, 1), "wall-x-blocked")
+			b.ReportMetric(per(cpu, 0)/per(cpu, 1), "cpu-x-blocked")
+			b.ReportMetric(per(cpu, 0)/per(cpu, 2), "cpu-x-blocked1")
+		})
+	}
+}
+
+// BenchmarkCellReads isolates the memory cost of each layout: locate the k
+// cells of a stored key and read them, no decode, interleaved as in
+// BenchmarkQueryRatio and timed by the thread's CPU clock.
+func BenchmarkCellReads(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			fs := make([]*Filter, len(benchLayouts))
+			for i, l := range benchLayouts {
+				fs[i] = benchSetup(b, s.n, l.lay, l.lines)
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			cpu := make([]time.Duration, len(fs))
+			var idx [MaxK]int
+			var sum uint32
+			const round = 4096
+			j, rounds := 0, 0
+			for b.Loop() {
+				for i, f := range fs {
+					c := threadCPU()
+					for q := 0; q < round; q++ {
+						f.locate(benchKey((j+q)%s.n), &idx)
+						for x := 0; x < f.k; x++ {
+							sum += f.cell(idx[x])
+						}
+					}
+					cpu[i] += threadCPU() - c
+				}
+				j, rounds = (j+round)%s.n, rounds+1
+			}
+			sinkV = sum
+			per := func(i int) float64 { return float64(cpu[i].Nanoseconds()) / float64(rounds*round) }
+			for i, l := range benchLayouts {
+				b.ReportMetric(per(i), "cpu-ns/key-"+l.name)
+			}
+			b.ReportMetric(per(0)/per(1), "x-blocked")
+			b.ReportMetric(per(0)/per(2), "x-blocked1")
 		})
 	}
 }

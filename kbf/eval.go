@@ -72,6 +72,7 @@ func evalKeys(c EvalConfig) []uint64 {
 type EvalRow struct {
 	Encoder           EncoderKind
 	Layout            LayoutKind
+	Lines             int // cache lines per key (Blocked)
 	FPRate            float64
 	Size              float64 // multiple of the m of Section IV
 	M, K, CodeBits    int
@@ -90,18 +91,22 @@ type EvalRow struct {
 
 // evalShape is one (encoder, layout, size) column group.
 type evalShape struct {
-	enc  EncoderKind
-	lay  LayoutKind
-	size float64
+	enc   EncoderKind
+	lay   LayoutKind
+	size  float64
+	lines int
 }
 
 func evalShapes() []evalShape {
 	var s []evalShape
 	for _, enc := range []EncoderKind{Greedy, Sidon} {
-		s = append(s, evalShape{enc, Standard, 1}, evalShape{enc, Standard, 0.5},
-			evalShape{enc, Blocked, 1}, evalShape{enc, Blocked, 0.5})
+		s = append(s, evalShape{enc, Standard, 1, 0}, evalShape{enc, Standard, 0.5, 0},
+			evalShape{enc, Blocked, 1, 0}, evalShape{enc, Blocked, 0.5, 0})
 	}
-	return append(s, evalShape{Sidon, Blocked, 1.25})
+	// what memory the blocked layout needs for the standard one's error
+	// rates: two lines with 25% and 50% more cells, and three lines.
+	return append(s, evalShape{Sidon, Blocked, 1.25, 0}, evalShape{Sidon, Blocked, 1.5, 0},
+		evalShape{Sidon, Blocked, 1, 3})
 }
 
 // EvalRun measures one configuration: insert N keys and query them (false
@@ -116,7 +121,7 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 	if err != nil {
 		return EvalRow{}, err
 	}
-	row := EvalRow{Encoder: o.Encoder, Layout: o.Layout, FPRate: o.FPRate, Size: f.opt.SizeFactor,
+	row := EvalRow{Encoder: o.Encoder, Layout: o.Layout, Lines: f.groups, FPRate: o.FPRate, Size: f.opt.SizeFactor,
 		M: f.m, K: f.k, CodeBits: f.CodeBits(), Rho: Rho(n, f.k, f.m),
 		BytesPerKey: float64(f.MemoryBytes()) / float64(n)}
 	t := time.Now()
@@ -213,20 +218,27 @@ func Section5(w io.Writer, c EvalConfig, progress io.Writer) error {
 	var rows []EvalRow
 	for _, s := range evalShapes() {
 		for _, p := range c.FPRates {
-			o := Options{Capacity: c.N, FPRate: p, Values: c.Values, Encoder: s.enc, Layout: s.lay, SizeFactor: s.size, Seed: c.Seed}
+			o := Options{Capacity: c.N, FPRate: p, Values: c.Values, Encoder: s.enc, Layout: s.lay, SizeFactor: s.size, BlockLines: s.lines, Seed: c.Seed}
 			row, err := EvalRun(c, keys, vals, o)
 			if err != nil {
 				return fmt.Errorf("eval %v/%v p=%g size %g: %w", s.enc, s.lay, p, s.size, err)
 			}
 			rows = append(rows, row)
 			if progress != nil {
-				fmt.Fprintf(progress, "%v/%v p=%g size=%g: fn=%.3g fp=%.3g wrong=%.3g in %v\n",
-					s.enc, s.lay, p, s.size, row.FalseNeg, row.FalsePos, row.Incorrect, row.Elapsed.Round(time.Millisecond))
+				fmt.Fprintf(progress, "%v/%s p=%g size=%g: fn=%.3g fp=%.3g wrong=%.3g in %v\n",
+					s.enc, row.layoutName(), p, s.size, row.FalseNeg, row.FalsePos, row.Incorrect, row.Elapsed.Round(time.Millisecond))
 			}
 		}
 	}
 	writeEval(w, c, rows)
 	return nil
+}
+
+func (r EvalRow) layoutName() string {
+	if r.Layout == Blocked {
+		return fmt.Sprintf("blocked/%d", r.Lines)
+	}
+	return r.Layout.String()
 }
 
 func sizeName(s float64) string {
@@ -255,7 +267,9 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 	fmt.Fprintf(w, "n = %d keys (%s), %d distinct values drawn uniformly, %d more keys never inserted for the false-positive rate, seed %d. ",
 		c.N, keys, c.Values, c.N, c.Seed)
 	fmt.Fprintf(w, "32-bit cells with 3-bit counters. m = -n ln p / (ln 2)^2 and k = round(-ln p / ln 2) (Section IV); "+
-		"size m/2 is the paper's overloaded filter; blocked at 1.25m shows what 25%% more memory buys the blocked layout.\n\n")
+		"size m/2 is the paper's overloaded filter. "+
+		"blocked/L puts a key's k cells in L 64-byte lines (L = 2 by default); blocked/2 at 1.25m and 1.5m and blocked/3 at m show "+
+		"what the blocked layout needs to match the standard layout's error rates.\n\n")
 	fmt.Fprintf(w, "Rates are fractions. FN: stored keys answered absent or \"don't know\" (the unknown column is the don't-know part); "+
 		"incorrect: stored keys answered with a wrong value; FP: never-inserted keys answered with a value. "+
 		"ns/insert and ns/query are wall-clock means of this run on a shared machine, indicative only (benchmarks: see the report).\n\n")
@@ -263,8 +277,8 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 	fmt.Fprintf(w, "| encoder | layout | p | size | k | code bits | rho | bytes/key | FN | unknown | incorrect | FP | saturated cells | ns/insert | ns/query |\n")
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %v | %v | %g | %s | %d | %d | %.2f | %.2f | %s | %s | %s | %s | %d | %.0f | %.0f |\n",
-			r.Encoder, r.Layout, r.FPRate, sizeName(r.Size), r.K, r.CodeBits, r.Rho, r.BytesPerKey,
+		fmt.Fprintf(w, "| %v | %s | %g | %s | %d | %d | %.2f | %.2f | %s | %s | %s | %s | %d | %.0f | %.0f |\n",
+			r.Encoder, r.layoutName(), r.FPRate, sizeName(r.Size), r.K, r.CodeBits, r.Rho, r.BytesPerKey,
 			pct(r.FalseNeg), pct(r.Unknown), pct(r.Incorrect), pct(r.FalsePos), r.Saturated, r.NsInsert, r.NsQuery)
 	}
 	batchTable := func(title, what string, get func(EvalRow) []float64) {
@@ -274,7 +288,7 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 		}
 		fmt.Fprintf(w, "\n|---|---|---|---|%s\n", strings.Repeat("---|", c.Batches))
 		for _, r := range rows {
-			fmt.Fprintf(w, "| %v | %v | %g | %s |", r.Encoder, r.Layout, r.FPRate, sizeName(r.Size))
+			fmt.Fprintf(w, "| %v | %s | %g | %s |", r.Encoder, r.layoutName(), r.FPRate, sizeName(r.Size))
 			for _, x := range get(r) {
 				fmt.Fprintf(w, " %s |", pct(x))
 			}

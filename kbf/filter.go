@@ -174,6 +174,10 @@ func (f *Filter) K() int { return f.k }
 // Capacity is the p-capacity of the filter (Section IV).
 func (f *Filter) Capacity() int { return f.capacity }
 
+// BlockLines is the number of cache lines a key's cells use (Blocked), 0
+// for Standard.
+func (f *Filter) BlockLines() int { return f.groups }
+
 // CodeBits is the width of the codes in use.
 func (f *Filter) CodeBits() int { return f.enc.bits() }
 
