@@ -273,3 +273,21 @@ func TestFloodKeepsMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepEnded: with KeepEnded the last ACK after both FINs does not
+// start a new flow, and a new SYN on the ended 5-tuple does (Zeek's reuse).
+func TestKeepEnded(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		tr, _ := New(Config{Backend: BackendExact, Capacity: 10, KeepEnded: keep})
+		run(t, tr, capture.ProtoTCP, cli, srv, []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0},
+			{true, finack, 0}, {false, finack, 0}, {true, ack, 0}})
+		newFlows := tr.Counts().NewFlows
+		if want := map[bool]uint64{false: 2, true: 1}[keep]; newFlows != want {
+			t.Errorf("keep=%v: %d flows after the straggler ACK, want %d", keep, newFlows, want)
+		}
+		ev, _ := run(t, tr, capture.ProtoTCP, cli, srv, []step{{true, syn, 0}})
+		if keep && (!ev.New || ev.State != S0) {
+			t.Errorf("keep=%v: SYN on an ended flow gives %+v, want a new S0 flow", keep, ev)
+		}
+	}
+}
