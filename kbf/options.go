@@ -205,10 +205,8 @@ func (o Options) shape() (m, k int, err error) {
 	switch o.Layout {
 	case Blocked:
 		per := lineCells(o.CellBits)
-		lines := nextPrime(uint64(math.Ceil(raw / float64(per))))
-		if lines < 2 {
-			lines = 2
-		}
+		// at least 5 lines, so that the up to 4 lines of a key differ
+		lines := nextPrime(uint64(math.Max(math.Ceil(raw/float64(per)), 5)))
 		m = int(lines) * per
 	default:
 		m = int(nextPrime(uint64(math.Ceil(raw))))

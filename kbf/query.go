@@ -59,6 +59,11 @@ func (f *Filter) verify(cells *[MaxK]uint32, x uint32) bool {
 //     in the pairwise-XOR filter L (the opportunistic three-way decode);
 //  5. cells with higher counters, or saturated: Unknown.
 //
+// Steps 2 and 3 cost O(k) cell checks (Sidon: O(1) each; Greedy: a pair
+// decode scans the N codes). Step 4 scans all N codes, so a query that
+// reaches it costs O(N k): rare at the p-capacity (every one of the k
+// cells must hold three or more codes) but the worst case.
+//
 // A candidate survives when it is consistent with every cell. Exactly one
 // survivor: Found. None: Absent (a stored key is always consistent with its
 // own cells, so no survivor proves absence). Two or more: Unknown. The
