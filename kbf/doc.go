@@ -88,13 +88,17 @@
 // # Layouts
 //
 // Standard spreads a key's k cells over the whole array (m prime, so double
-// hashing gives k distinct cells): up to k cache misses. Blocked places
-// them in g = max(2, ceil(2k/L)) cache lines of L cells (at most 4): two
-// misses for k <= L/2 instead of k, at the price of a more uneven load
-// (one line per key was measured too uneven; Options.BlockLines = 1 selects
-// it anyway). The lines are chosen by
-// double hashing over a prime number of lines, and the cells inside a line
-// (L a power of two) by an offset and an odd stride.
+// hashing gives k distinct cells): k cache misses, issued in parallel.
+// Blocked places them in g = max(3, ceil(2k/L)) cache lines of L cells (at
+// most 4; Options.BlockLines overrides): g misses instead of k. The lines
+// are chosen by double hashing over a prime number of lines, the cells
+// inside a line (L a power of two) by an offset and an odd stride. Fewer
+// lines load a line too unevenly: at n = 1e6, p = 1e-3 two lines leave
+// 3e-5 don't-know answers, still 6e-6 with 50% more cells, where the
+// standard layout and three lines have none (docs/results/kbf.md).
+//
+// Large cell arrays are advised to use transparent huge pages (Linux), so
+// a random cell access is a cache miss without a 4 KiB TLB miss.
 //
 // A Filter is not safe for concurrent use. Per-operation methods allocate
 // nothing.

@@ -103,10 +103,10 @@ func evalShapes() []evalShape {
 		s = append(s, evalShape{enc, Standard, 1, 0}, evalShape{enc, Standard, 0.5, 0},
 			evalShape{enc, Blocked, 1, 0}, evalShape{enc, Blocked, 0.5, 0})
 	}
-	// what memory the blocked layout needs for the standard one's error
-	// rates: two lines with 25% and 50% more cells, and three lines.
-	return append(s, evalShape{Sidon, Blocked, 1.25, 0}, evalShape{Sidon, Blocked, 1.5, 0},
-		evalShape{Sidon, Blocked, 1, 3})
+	// what memory two lines per key need for the standard layout's error
+	// rates: the same, 25% and 50% more cells.
+	return append(s, evalShape{Sidon, Blocked, 1, 2}, evalShape{Sidon, Blocked, 1.25, 2},
+		evalShape{Sidon, Blocked, 1.5, 2})
 }
 
 // EvalRun measures one configuration: insert N keys and query them (false
@@ -268,8 +268,8 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 		c.N, keys, c.Values, c.N, c.Seed)
 	fmt.Fprintf(w, "32-bit cells with 3-bit counters. m = -n ln p / (ln 2)^2 and k = round(-ln p / ln 2) (Section IV); "+
 		"size m/2 is the paper's overloaded filter. "+
-		"blocked/L puts a key's k cells in L 64-byte lines (L = 2 by default); blocked/2 at 1.25m and 1.5m and blocked/3 at m show "+
-		"what the blocked layout needs to match the standard layout's error rates.\n\n")
+		"blocked/L puts a key's k cells in L 64-byte lines (L = max(3, ceil(2k/16)) by default); blocked/2 at m, 1.25m and 1.5m shows "+
+		"what two lines per key would need to match the standard layout's error rates.\n\n")
 	fmt.Fprintf(w, "Rates are fractions. FN: stored keys answered absent or \"don't know\" (the unknown column is the don't-know part); "+
 		"incorrect: stored keys answered with a wrong value; FP: never-inserted keys answered with a value. "+
 		"ns/insert and ns/query are wall-clock means of this run on a shared machine, indicative only (benchmarks: see the report).\n\n")

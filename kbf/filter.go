@@ -135,12 +135,15 @@ func New(o Options) (*Filter, error) {
 }
 
 // blockGroups is the number of cache lines a key's k cells are split over
-// in the blocked layout: at least two (one line per key makes the load of a
-// line too uneven: measured 7x the false positives at 16-bit cells), and
-// enough that a key takes at most half of each line; at most four.
+// in the blocked layout by default: at least three, enough that a key takes
+// at most half of each line, at most four. Measured at n = 1e6, p = 1e-3
+// (docs/results/kbf.md): two lines per key leave 3e-5 don't-know answers
+// and still 6e-6 with 50% more cells, where the standard layout has none;
+// three lines have none at the same memory and cost the same time per
+// query (the lines are fetched in parallel). One line is worse again.
 func blockGroups(k, perLine int) int {
 	g := (2*k + perLine - 1) / perLine
-	return min(max(g, 2, 1), 4, k)
+	return min(max(g, 3), 4, k)
 }
 
 // alignedU32 returns a zeroed slice whose first element starts a cache line.

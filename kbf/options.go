@@ -102,7 +102,7 @@ type Options struct {
 	// Layout selects the cell placement (Standard by default).
 	Layout LayoutKind
 	// BlockLines is the number of 64-byte lines a key's cells use in the
-	// Blocked layout, 1..4; 0 means max(2, ceil(2k/L)) for L cells a line.
+	// Blocked layout, 1..4; 0 means max(3, ceil(2k/L)) for L cells a line.
 	// It must give at least k cells (BlockLines * L >= k).
 	BlockLines int
 	// SizeFactor scales the cell count m (0 means 1): 0.5 builds the paper's
