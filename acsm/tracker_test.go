@@ -1,6 +1,7 @@
 package acsm
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -288,6 +289,49 @@ func TestKeepEnded(t *testing.T) {
 		ev, _ := run(t, tr, capture.ProtoTCP, cli, srv, []step{{true, syn, 0}})
 		if keep && (!ev.New || ev.State != S0) {
 			t.Errorf("keep=%v: SYN on an ended flow gives %+v, want a new S0 flow", keep, ev)
+		}
+	}
+}
+
+// TestDifferentialRandomFlows drives random flag sequences over 300 flows
+// through every backend at a generous size and checks each event against
+// the exact backend's.
+func TestDifferentialRandomFlows(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	type pk struct {
+		c  netip.AddrPort
+		st step
+	}
+	var seq []pk
+	for i := 0; i < 300; i++ {
+		c := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)}), uint16(1024+r.IntN(60000)))
+		for j := r.IntN(12); j >= 0; j-- {
+			f := capture.TCPFlags(r.IntN(64))
+			if r.IntN(3) > 0 {
+				f = []capture.TCPFlags{syn, synack, ack, psh, finack, rst}[r.IntN(6)]
+			}
+			seq = append(seq, pk{c, step{r.IntN(2) == 0, f, uint32(r.IntN(2) * 100)}})
+		}
+	}
+	r.Shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
+	for _, keep := range []bool{false, true} {
+		ref, _ := New(Config{Backend: BackendExact, Capacity: 1000, KeepEnded: keep, ShadowRate: -1})
+		var trs []*Tracker
+		for _, k := range []BackendKind{BackendKBF, BackendSBF, BackendFCF} {
+			tr, err := New(Config{Backend: k, Capacity: 1000, FPRate: 1e-6, KeepEnded: keep, ShadowRate: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			trs = append(trs, tr)
+		}
+		for i, x := range seq {
+			p := mkPacket(capture.ProtoTCP, x.c, srv, x.st, t0.Add(time.Duration(i)*time.Microsecond))
+			want := ref.Observe(&p)
+			for _, tr := range trs {
+				if got := tr.Observe(&p); got != want {
+					t.Fatalf("keep=%v packet %d (%s %s): %s gives %+v, exact %+v", keep, i, p.Key, x.st.f, tr.cfg.Backend, got, want)
+				}
+			}
 		}
 	}
 }
