@@ -166,25 +166,12 @@ func readZeekTruth(name, trace string) ([]truthRow, error) {
 	return rows, sc.Err()
 }
 
-// icmp6Reply maps an ICMPv6 request type to its reply type.
-var icmp6Reply = map[uint16]uint16{128: 129, 130: 131, 133: 134, 135: 136}
-
 // compare scores a run's answers against truth rows.
 func compare(rows []truthRow, tf *traceFlows, tr *acsm.Tracker, ans []uint16, keepMismatch bool) agreement {
 	a := agreement{rows: uint64(len(rows))}
 	for _, r := range rows {
 		c, rev := r.key.Canonical()
 		idx, ok := tf.index[c]
-		if !ok && r.key.Proto == capture.ProtoICMPv6 {
-			// The decoder gives an ICMPv6 echo the ports (128, 129), as
-			// Zeek does; a truth that writes resp_p 0 still matches.
-			if reply, ok2 := icmp6Reply[r.key.SrcPort]; ok2 {
-				k := r.key
-				k.DstPort = reply
-				c, rev = k.Canonical()
-				idx, ok = tf.index[c]
-			}
-		}
 		if !ok {
 			continue
 		}

@@ -126,9 +126,12 @@ func (g *Generator) endpoints(f *flow) {
 		f.sAddr, f.sPort = src.target, src.scanPort(idx-src.first)
 	}
 	if f.proto == protoICMP {
-		f.cPort, f.sPort = 8, 0 // Zeek: orig_p = echo request type, resp_p = code
+		// Zeek's ICMP "ports": orig_p the request type, resp_p the type of
+		// its reply (echo reply 0 for ICMP, 129 for ICMPv6), as the
+		// capture decoder keys them too.
+		f.cPort, f.sPort = 8, 0
 		if f.v6 {
-			f.proto, f.cPort = protoICMPv6, 128
+			f.proto, f.cPort, f.sPort = protoICMPv6, 128, 129
 		}
 		f.icmpID = uint16(r.Uint32())
 	}

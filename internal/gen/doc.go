@@ -88,7 +88,7 @@
 // port heuristics agree. UDP is SF when both sides send, S0 when only the
 // originator does and SHR when only the responder (from port 53 or 123)
 // does; ICMP echo is OTH, with orig_p the request type (8, or 128 for
-// ICMPv6) and resp_p the code (0), as Zeek logs it.
+// ICMPv6) and resp_p the reply type (0, or 129), as Zeek logs it.
 //
 // 5-tuples are unique in either direction by construction (see addr.go),
 // so the ground truth is per 5-tuple.

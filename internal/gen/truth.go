@@ -20,7 +20,7 @@ type Truth struct {
 	OrigH      netip.Addr `json:"orig_h"`
 	OrigP      uint16     `json:"orig_p"` // ICMP: the echo request type
 	RespH      netip.Addr `json:"resp_h"`
-	RespP      uint16     `json:"resp_p"` // ICMP: the code (0)
+	RespP      uint16     `json:"resp_p"` // ICMP: the reply type (0, ICMPv6 129)
 	Proto      string     `json:"proto"`  // tcp, udp, icmp, icmp6
 	ConnState  string     `json:"conn_state"`
 	OrigPkts   int64      `json:"orig_pkts"`
