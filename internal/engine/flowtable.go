@@ -22,6 +22,7 @@ type flowTable struct {
 	// ended flows wait linger (packet time) for their stragglers before
 	// their record is written, oldest first.
 	ended  []endedFlow
+	head   int // ended[:head] are written
 	linger time.Duration
 	log    *bufio.Writer
 	enc    *json.Encoder
@@ -90,13 +91,17 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) string {
 // flushEnded writes the records of flows that ended more than linger
 // before now.
 func (t *flowTable) flushEnded(now time.Time) {
-	n := 0
-	for n < len(t.ended) && now.Sub(t.ended[n].at) >= t.linger {
-		t.writeOnce(t.ended[n].key, t.ended[n].e)
-		n++
+	for t.head < len(t.ended) && now.Sub(t.ended[t.head].at) >= t.linger {
+		f := &t.ended[t.head]
+		t.writeOnce(f.key, f.e)
+		*f = endedFlow{}
+		t.head++
 	}
-	if n > 0 {
-		t.ended = t.ended[:copy(t.ended, t.ended[n:])]
+	// Compact once the written prefix is most of the queue, so each entry
+	// is moved O(1) times.
+	if t.head > 1024 && t.head*2 > len(t.ended) {
+		t.ended = t.ended[:copy(t.ended, t.ended[t.head:])]
+		t.head = 0
 	}
 }
 
@@ -110,10 +115,10 @@ func (t *flowTable) writeOnce(k capture.Key, e *flowEntry) {
 // finish writes a record for every flow still open, oldest first, with the
 // state query gives for it, and calls count with each state.
 func (t *flowTable) finish(query func(capture.Key) (acsm.ConnState, bool), count func(string)) error {
-	for _, f := range t.ended {
+	for _, f := range t.ended[t.head:] {
 		t.writeOnce(f.key, f.e)
 	}
-	t.ended = nil
+	t.ended, t.head = nil, 0
 	keys := make([]capture.Key, 0, len(t.m))
 	for k, e := range t.m {
 		if !e.ended {
