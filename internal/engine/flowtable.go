@@ -80,10 +80,16 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) string {
 	} else {
 		e.pkts[0]++
 	}
-	if !ev.Ended || e.ended {
-		return "" // still open, or a straggler after the end (the last ACK)
+	if e.ended {
+		return "" // a straggler after the end (the last ACK)
 	}
-	e.ended, e.state, e.origIsDst = true, ev.State, ev.OrigIsDst
+	// The state as the backend answered it at the flow's latest packet: an
+	// open flow's record carries it, even if the flow has aged out since.
+	e.state, e.origIsDst = ev.State, ev.OrigIsDst
+	if !ev.Ended {
+		return ""
+	}
+	e.ended = true
 	t.ended = append(t.ended, endedFlow{key: p.Key, e: e, at: p.Timestamp})
 	return ev.State.String()
 }
@@ -112,9 +118,9 @@ func (t *flowTable) writeOnce(k capture.Key, e *flowEntry) {
 	}
 }
 
-// finish writes a record for every flow still open, oldest first, with the
-// state query gives for it, and calls count with each state.
-func (t *flowTable) finish(query func(capture.Key) (acsm.ConnState, bool), count func(string)) error {
+// finish writes a record for every flow still open, oldest first, with its
+// latest state, and calls count with each state.
+func (t *flowTable) finish(count func(string)) error {
 	for _, f := range t.ended[t.head:] {
 		t.writeOnce(f.key, f.e)
 	}
@@ -132,9 +138,9 @@ func (t *flowTable) finish(query func(capture.Key) (acsm.ConnState, bool), count
 		return a.Compare(b)
 	})
 	for _, k := range keys {
-		st, origIsDst := query(k)
-		count(st.String())
-		t.write(k, t.m[k], st, origIsDst)
+		e := t.m[k]
+		count(e.state.String())
+		t.write(k, e, e.state, e.origIsDst)
 	}
 	if t.log != nil {
 		if err := t.log.Flush(); err != nil && t.err == nil {

@@ -142,13 +142,8 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	if p.decodeOnly {
 		return nil
 	}
-	err := p.flows.finish(func(k capture.Key) (acsm.ConnState, bool) {
-		st, origIsDst, r := p.tracker.Query(k)
-		if r != acsm.Found {
-			return acsm.ConnUnknown, false
-		}
-		return st, origIsDst
-	}, func(state string) { p.connStates[state]++ })
+	err := p.flows.finish(func(state string) { p.connStates[state]++ })
+	p.tracker.Flush(end) // ages to the trace's end and publishes the counters
 	s.Flows = p.flows.distinct
 	s.UniquePackets = p.unique
 	s.Duplicates = p.duplicates
@@ -158,15 +153,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	c := p.tracker.Counts()
 	st := p.tracker.Stats()
 	s.Anomalies = c.Anomalies
-	s.ACSM = &ACSMSummary{
-		Backend:     st.Backend,
-		Machine:     st.Machine,
-		MemoryBytes: st.MemoryBytes,
-		NewFlows:    c.NewFlows,
-		Unknown:     c.Unknown,
-		Stats:       st.BackendStats,
-		Shadow:      st.Shadow,
-	}
+	s.ACSM = acsmSummary(st, c)
 	if p.dedup != nil {
 		s.DedupMemoryBytes = p.dedup.MemoryBytes()
 	}

@@ -39,13 +39,47 @@ type Summary struct {
 
 // ACSMSummary is the state tracker's part of the summary.
 type ACSMSummary struct {
-	Backend     string            `json:"backend"`
-	Machine     string            `json:"machine"`
-	MemoryBytes int64             `json:"memory_bytes"`
-	NewFlows    uint64            `json:"new_flows"`
-	Unknown     uint64            `json:"unknown_packets"`
-	Stats       acsm.BackendStats `json:"backend_counters"`
-	Shadow      acsm.ShadowStats  `json:"shadow"`
+	Backend     string        `json:"backend"`
+	Machine     string        `json:"machine"`
+	MemoryBytes int64         `json:"memory_bytes"`
+	NewFlows    uint64        `json:"new_flows"`
+	Unknown     uint64        `json:"unknown_packets"`
+	Counters    ACSMCounters  `json:"backend_counters"`
+	Shadow      ShadowSummary `json:"shadow"`
+}
+
+// ACSMCounters are the backend's own counters (acsm.BackendStats).
+type ACSMCounters struct {
+	Inserts        uint64 `json:"inserts"`
+	InsertFailures uint64 `json:"insert_failures"`
+	Updates        uint64 `json:"updates"`
+	Deletes        uint64 `json:"deletes"`
+	DontKnow       uint64 `json:"dont_know"`
+	DecodeFailures uint64 `json:"decode_failures"`
+	Expired        uint64 `json:"expired"`
+}
+
+// ShadowSummary is the shadow exact tracker's measured disagreement with
+// the approximate backend (acsm.ShadowStats).
+type ShadowSummary struct {
+	Rate           int     `json:"sample_one_in"`
+	Checks         uint64  `json:"checks"`
+	FalsePositives uint64  `json:"false_positives"`
+	FalseNegatives uint64  `json:"false_negatives"`
+	WrongState     uint64  `json:"wrong_state"`
+	ErrorRate      float64 `json:"error_rate"`
+}
+
+func acsmSummary(st acsm.Stats, c acsm.Counts) *ACSMSummary {
+	b, sh := st.BackendStats, st.Shadow
+	return &ACSMSummary{
+		Backend: st.Backend, Machine: st.Machine, MemoryBytes: st.MemoryBytes,
+		NewFlows: c.NewFlows, Unknown: c.Unknown,
+		Counters: ACSMCounters{Inserts: b.Inserts, InsertFailures: b.InsertFailures, Updates: b.Updates,
+			Deletes: b.Deletes, DontKnow: b.DontKnow, DecodeFailures: b.DecodeFailures, Expired: b.Expired},
+		Shadow: ShadowSummary{Rate: sh.Rate, Checks: sh.Checks, FalsePositives: sh.FalsePositives,
+			FalseNegatives: sh.FalseNegatives, WrongState: sh.WrongState, ErrorRate: sh.ErrorRate()},
+	}
 }
 
 func (s *Summary) fill(st *capture.Stats) {
