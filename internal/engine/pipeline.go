@@ -39,8 +39,8 @@ func DefaultConfig() Config {
 		Dedup: dedup.DefaultConfig(),
 		// KeepEnded: a flow's last ACK after both FINs must not start a
 		// new flow (Zeek keeps a closed connection until it times out).
-		ACSM:      acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 20, FPRate: 1e-3, KeepEnded: true},
-		FlowCount: flowcount.Options{ExpectedFlows: 1 << 20, FPRate: 1e-4},
+		ACSM:      acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true},
+		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
 	}
 }
 
