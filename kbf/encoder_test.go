@@ -126,7 +126,7 @@ func TestGreedyFigure2(t *testing.T) {
 	if os.Getenv("FLOWMON_LONG") == "" {
 		t.Skip("set FLOWMON_LONG=1")
 	}
-	for _, n := range []int{100, 256, 512, 1024, 2048, 3000, 4096} {
+	for _, n := range []int{100, 256, 512, 1024, 2048, 3000, 4096, 8192} {
 		b, err := GreedyBits(n)
 		if err != nil {
 			t.Fatal(err)

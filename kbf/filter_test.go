@@ -422,3 +422,31 @@ func TestLayoutShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryPaper: the paper's rules find stored keys and let absent keys
+// through at about the Bloom rate p, where Query's checked decode lets
+// (almost) none through.
+func TestQueryPaper(t *testing.T) {
+	const n = 20000
+	o := Options{Capacity: n, FPRate: 1e-2, Values: 3000, Encoder: Sidon}
+	f := newT(t, o)
+	for i := 0; i < n; i++ {
+		f.Insert(mix64(uint64(i)), uint32(i%3000))
+	}
+	fn, paperFP, fp := 0, 0, 0
+	for i := 0; i < n; i++ {
+		if v, r := f.QueryPaper(mix64(uint64(i))); r != Found || v != uint32(i%3000) {
+			fn++
+		}
+		if _, r := f.QueryPaper(mix64(uint64(i + n))); r == Found {
+			paperFP++
+		}
+		if _, r := f.Query(mix64(uint64(i + n))); r == Found {
+			fp++
+		}
+	}
+	t.Logf("paper rules: %d misses, %d false positives of %d (p n = %.0f); checked decode: %d", fn, paperFP, n, o.FPRate*n, fp)
+	if fn > n/100 || float64(paperFP) < o.FPRate*n/3 || float64(paperFP) > 3*o.FPRate*n || fp > paperFP/10 {
+		t.Errorf("paper rules: %d misses, %d fp; checked: %d fp", fn, paperFP, fp)
+	}
+}

@@ -165,3 +165,98 @@ func (f *Filter) decode(cells *[MaxK]uint32) (uint32, Result) {
 	}
 	return 0, Unknown
 }
+
+// QueryPaper decodes as Algorithm 3 and Section III-E/F print it, for
+// comparison with Query: an empty cell gives Absent; otherwise the first
+// cell with counter 1 gives its code, unchecked (rule 1); otherwise the
+// candidate sets of the cells with counter 2 (the unique pair) and 3 (the
+// triples found through L) are intersected, cells with more codes being
+// non-decodable, and a unique member is the answer (rule 2). Anything else
+// is Unknown. Rule 1 can return a wrong value when cells disagree, and an
+// absent key passes as soon as its cells are occupied: the false-positive
+// rate is that of the Bloom filter, about p. It does not update Stats.
+func (f *Filter) QueryPaper(key uint64) (v uint32, r Result) {
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	var cells [MaxK]uint32
+	for j := 0; j < f.k; j++ {
+		w := f.cell(idx[j])
+		if w&f.ctrMask == 0 {
+			return 0, Absent
+		}
+		cells[j] = w
+	}
+	code, r := f.decodePaper(&cells)
+	if r != Found {
+		return 0, r
+	}
+	if v, ok := f.enc.value(code); ok {
+		return v, Found
+	}
+	return 0, Unknown
+}
+
+// inPaperSets reports whether x is in the candidate set of every cell with
+// counter 2 or 3 (the cells the paper can decode).
+func (f *Filter) inPaperSets(cells *[MaxK]uint32, x uint32) bool {
+	for j := 0; j < f.k; j++ {
+		if c := cells[j] & f.ctrMask; (c == 2 || c == 3) && c != f.ctrMax && !f.consistent(cells[j], x) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *Filter) decodePaper(cells *[MaxK]uint32) (uint32, Result) {
+	for j := 0; j < f.k; j++ { // rule 1
+		if cells[j]&f.ctrMask == 1 {
+			return cells[j] >> f.ctrBits, Found
+		}
+	}
+	for j := 0; j < f.k; j++ { // rule 2, candidates from a pair
+		w := cells[j]
+		if w&f.ctrMask != 2 || f.ctrMax == 2 {
+			continue
+		}
+		a, b, ok := f.enc.pair(w >> f.ctrBits)
+		if !ok {
+			continue
+		}
+		ia, ib := f.inPaperSets(cells, a), f.inPaperSets(cells, b)
+		if ia != ib {
+			if ia {
+				return a, Found
+			}
+			return b, Found
+		}
+		return 0, Unknown
+	}
+	if f.ctrMax > 3 { // rule 2, candidates from the triples of a cell
+		for j := 0; j < f.k; j++ {
+			w := cells[j]
+			if w&f.ctrMask != 3 {
+				continue
+			}
+			r := w >> f.ctrBits
+			var found uint32
+			n := 0
+			for v := 0; v < f.enc.n(); v++ {
+				e := f.enc.code(uint32(v))
+				if x := r ^ e; x != 0 && !f.enc.isPair(x) {
+					continue
+				}
+				if f.inPaperSets(cells, e) {
+					if n++; n > 1 {
+						return 0, Unknown
+					}
+					found = e
+				}
+			}
+			if n == 1 {
+				return found, Found
+			}
+			return 0, Unknown
+		}
+	}
+	return 0, Unknown
+}
