@@ -21,10 +21,11 @@
 //     conventional Bloom filter; here it is a bitmap over the 2^P code
 //     space, the same structure with one identity hash and no false
 //     positives, so no admissible candidate is rejected by a false hit.
-//     Measured: 100 codes need 15 bits (bound 13), 1000 need 24 (bound 19),
-//     3000 need 28 (bound 23), 4096 need 29 (bound 24). The paper reports 30
-//     bits for 2^14 codes; the exact search grows by 2-3 bits per doubling,
-//     which points to about 33-35 bits for 2^14, more than a 32-bit cell.
+//     Measured (TestGreedyFigure2): 100 codes need 15 bits (bound 13), 256
+//     need 18 (16), 512 need 21 (18), 1024 need 24 (20), 2048 need 27 (22),
+//     3000 need 28 (23), 4096 need 29 (24). The paper reports 30 bits for
+//     2^14 codes; the exact search grows by 2-3 bits per doubling, which
+//     points to about 33-35 bits for 2^14, more than a 32-bit cell holds.
 //     Decoding a pair scans the N codes (O(N)); the three-way decode scans
 //     them against the pairwise-XOR bitmap (the paper's filter L).
 //     Codes are increasing, so the reverse (encoding, value) table is the
@@ -57,6 +58,11 @@
 // know"). The paper's first rule (return a singleton's code) does not look
 // at the other cells; here a singleton is checked against them, so
 // disagreeing cells give Absent or Unknown and never a silent wrong value.
+// QueryPaper keeps the rules as printed, for comparison: its false-positive
+// rate is the Bloom rate p (paper Fig. 7), while the checked decode lets
+// almost no absent key through (none of 10^6 at n = 10^6 in
+// docs/results/kbf.md), because a wrong candidate must also fit the XOR
+// contents of the other k-1 cells.
 //
 // # Counter saturation
 //
