@@ -190,6 +190,17 @@ func (f *Filter) CodeBits() int { return f.enc.bits() }
 // filters with the same encoder and value count) is not included.
 func (f *Filter) MemoryBytes() int { return f.m * f.opt.CellBits / 8 }
 
+// CodebookBytes is the size of the shared code tables: for Greedy the code
+// table and the two bitmaps over the 2^P code space (64 MiB at P = 28), for
+// Sidon the field's log, antilog and cube tables.
+func (f *Filter) CodebookBytes() int {
+	if f.gr != nil {
+		return 4*len(f.gr.codes) + 8*(len(f.gr.codeSet)+len(f.gr.pairSet))
+	}
+	g := f.sid.f
+	return 2*(len(g.exp)+len(g.log)+len(g.cube)) + 4*len(g.solW[0])*2
+}
+
 // Stats returns the counters.
 func (f *Filter) Stats() Stats { return f.st }
 

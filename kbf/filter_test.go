@@ -377,6 +377,9 @@ func TestLayoutShapes(t *testing.T) {
 	f32 := newT(t, o)
 	o.CellBits = 16
 	f16 := newT(t, o)
+	if cb := f32.CodebookBytes(); cb < 3*2*(1<<14) || cb > 1<<20 {
+		t.Errorf("sidon codebook %d bytes", cb)
+	}
 	if 2*f16.MemoryBytes() > f32.MemoryBytes()+64 {
 		t.Errorf("16-bit cells: %d bytes vs %d", f16.MemoryBytes(), f32.MemoryBytes())
 	}
