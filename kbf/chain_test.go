@@ -141,10 +141,14 @@ func TestMergeKeepsAndLoses(t *testing.T) {
 }
 
 func TestMarshalRoundTrip(t *testing.T) {
-	for _, c := range configs {
+	cs := append(configs[:len(configs):len(configs)], struct {
+		name string
+		o    Options
+	}{"sidon/blocked1/32", Options{Values: 100, Encoder: Sidon, Layout: Blocked, BlockLines: 1, SizeFactor: 1.5}})
+	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.o
-			o.Capacity, o.FPRate, o.Seed = 3000, 1e-4, 3
+			o.Capacity, o.FPRate, o.Seed = 3000, 1e-3, 3
 			f := newT(t, o)
 			for i := 0; i < 3000; i++ {
 				f.Insert(mix64(uint64(i)), uint32(i%o.Values))
@@ -158,7 +162,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			again, _ := g.MarshalBinary()
-			if !bytes.Equal(data, again) || g.Stats() != f.Stats() {
+			if !bytes.Equal(data, again) || g.Stats() != f.Stats() || g.Options() != f.Options() || g.groups != f.groups {
 				t.Fatal("round trip differs")
 			}
 			for i := 0; i < 3000; i++ {

@@ -17,7 +17,8 @@ import (
 //	7       1     encoder (0 greedy, 1 sidon)
 //	8       1     layout (0 standard, 1 blocked)
 //	9       1     k, cells per key
-//	10      2     zero
+//	10      1     block lines option (0 = default)
+//	11      1     zero
 //	12      4     values
 //	16      8     capacity
 //	24      8     false-positive rate, IEEE 754 float64 bits
@@ -53,7 +54,8 @@ func (f *Filter) AppendBinary(b []byte) ([]byte, error) {
 	start := len(b)
 	o := f.opt
 	b = append(b, magic[:]...)
-	b = append(b, formatVersion, byte(o.CellBits), byte(o.CounterBits), byte(o.Encoder), byte(o.Layout), byte(f.k), 0, 0)
+	b = append(b, formatVersion, byte(o.CellBits), byte(o.CounterBits), byte(o.Encoder), byte(o.Layout), byte(f.k),
+		byte(o.BlockLines), 0)
 	b = binary.LittleEndian.AppendUint32(b, uint32(o.Values))
 	for _, x := range []uint64{uint64(o.Capacity), math.Float64bits(o.FPRate), math.Float64bits(o.SizeFactor), o.Seed,
 		uint64(f.m), f.st.Keys, f.st.Inserts, f.st.Deletes, f.st.Updates, f.st.Saturated, f.st.Rejected} {
@@ -87,7 +89,7 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 	if data[4] != formatVersion {
 		return bad("version %d, want %d", data[4], formatVersion)
 	}
-	if data[10] != 0 || data[11] != 0 {
+	if data[11] != 0 {
 		return bad("nonzero padding")
 	}
 	u64 := func(off int) uint64 { return binary.LittleEndian.Uint64(data[off:]) }
@@ -111,7 +113,7 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 		Capacity: int(capacity), FPRate: math.Float64frombits(u64(24)),
 		Values: int(binary.LittleEndian.Uint32(data[12:])), CellBits: cellBits, CounterBits: int(data[6]),
 		Encoder: EncoderKind(data[7]), Layout: LayoutKind(data[8]),
-		SizeFactor: math.Float64frombits(u64(32)), Seed: u64(40),
+		SizeFactor: math.Float64frombits(u64(32)), Seed: u64(40), BlockLines: int(data[10]),
 	}
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("decoding kbf: %w", err)
