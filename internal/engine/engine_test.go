@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -106,5 +109,34 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 				t.Errorf("conn_states sum to %d, flows %d", sum, s.Flows)
 			}
 		})
+	}
+}
+
+// TestWorkersGiveTheSameResult replays the sample on one and on three
+// shards: the summary's counts and the set of flow records must agree.
+func TestWorkersGiveTheSameResult(t *testing.T) {
+	run := func(workers int) (*Summary, []string) {
+		cfg := DefaultConfig()
+		cfg.ACSM.Backend = acsm.BackendExact
+		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
+		cfg.Workers = workers
+		var log bytes.Buffer
+		cfg.FlowLog = &log
+		s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+		slices.Sort(lines)
+		return s, lines
+	}
+	s1, l1 := run(1)
+	s3, l3 := run(3)
+	if s1.Flows != s3.Flows || s1.UniquePackets != s3.UniquePackets || !maps.Equal(s1.ConnStates, s3.ConnStates) ||
+		s1.ACSM.NewFlows != s3.ACSM.NewFlows || s3.Workers != 3 {
+		t.Errorf("1 worker: %d flows %v; 3 workers: %d flows %v", s1.Flows, s1.ConnStates, s3.Flows, s3.ConnStates)
+	}
+	if !slices.Equal(l1, l3) {
+		t.Errorf("flow records differ: %d vs %d lines", len(l1), len(l3))
 	}
 }

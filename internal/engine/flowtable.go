@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/netip"
@@ -24,7 +23,6 @@ type flowTable struct {
 	ended  []endedFlow
 	head   int // ended[:head] are written
 	linger time.Duration
-	log    *bufio.Writer
 	enc    *json.Encoder
 	err    error
 }
@@ -52,8 +50,7 @@ const recordLinger = 2 * time.Second
 func newFlowTable(w io.Writer) *flowTable {
 	t := &flowTable{m: map[capture.Key]*flowEntry{}, linger: recordLinger}
 	if w != nil {
-		t.log = bufio.NewWriterSize(w, 1<<16)
-		t.enc = json.NewEncoder(t.log)
+		t.enc = json.NewEncoder(w) // one Write per record: see syncWriter
 	}
 	return t
 }
@@ -141,11 +138,6 @@ func (t *flowTable) finish(count func(string)) error {
 		e := t.m[k]
 		count(e.state.String())
 		t.write(k, e, e.state, e.origIsDst)
-	}
-	if t.log != nil {
-		if err := t.log.Flush(); err != nil && t.err == nil {
-			t.err = err
-		}
 	}
 	return t.err
 }

@@ -20,7 +20,6 @@ type published struct {
 	unique          uint64
 	duplicates      uint64
 	retransmissions uint64
-	flowcount       flowcount.Stats
 }
 
 const publishEvery = 8192
@@ -28,7 +27,8 @@ const publishEvery = 8192
 // collector exports the pipeline's metrics at scrape time. Names follow
 // flowmon_<subsystem>_<name>_<unit>; label values come from fixed sets.
 type collector struct {
-	pub *published
+	pub    *published
+	shards []*shard
 }
 
 var (
@@ -55,8 +55,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.pub.mu.Lock()
 	st := c.pub.capture
 	unique := c.pub.unique
-	fc := c.pub.flowcount
 	c.pub.mu.Unlock()
+	var fc flowcount.Stats
+	for _, s := range c.shards {
+		st := s.flowcountStats()
+		fc.Flows += st.Flows
+		fc.Dropped += st.Dropped
+		fc.Bytes += st.Bytes
+		fc.Windows = max(fc.Windows, st.Windows)
+	}
 
 	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
@@ -89,8 +96,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // do not import the Prometheus client). It is unchecked: its metric set is
 // the stages' to define.
 type stageCollector struct {
-	dedup   *dedup.Dedup
-	tracker *acsm.Tracker
+	dedup  *dedup.Dedup
+	shards []*shard
 }
 
 func (c *stageCollector) Describe(chan<- *prometheus.Desc) {}
@@ -101,9 +108,30 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 			constMetric(ch, m.Name, m.Help, m.Counter, "window", m.Window, m.Value)
 		}
 	}
-	c.tracker.Samples(func(s acsm.Sample) {
-		constMetric(ch, "flowmon_acsm_"+s.Name, s.Help, s.Counter, s.Label, s.LabelValue, s.Value)
-	})
+	// The shards' trackers export the same samples: sum them (memory,
+	// flows, counters all add up over disjoint shards).
+	type key struct{ name, label, value string }
+	type sum struct {
+		help    string
+		counter bool
+		v       float64
+	}
+	var order []key
+	sums := map[key]*sum{}
+	for _, sh := range c.shards {
+		sh.tracker.Samples(func(s acsm.Sample) {
+			k := key{s.Name, s.Label, s.LabelValue}
+			if sums[k] == nil {
+				sums[k] = &sum{help: s.Help, counter: s.Counter}
+				order = append(order, k)
+			}
+			sums[k].v += s.Value
+		})
+	}
+	for _, k := range order {
+		s := sums[k]
+		constMetric(ch, "flowmon_acsm_"+k.name, s.help, s.counter, k.label, k.value, s.v)
+	}
 }
 
 func constMetric(ch chan<- prometheus.Metric, name, help string, isCounter bool, label, value string, v float64) {

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,10 +22,16 @@ type Config struct {
 	// the stage off).
 	Dedup   dedup.Config
 	NoDedup bool
-	// ACSM tracks every flow's TCP state.
+	// ACSM tracks every flow's TCP state; Capacity is split over the
+	// workers.
 	ACSM acsm.Config
 	// FlowCount counts packets per flow per window.
 	FlowCount flowcount.Options
+	// Workers is the number of goroutines the per-flow stages are sharded
+	// over by flow hash (0 or 1: all on the reading goroutine). Results do
+	// not depend on it, except the order in which flow records of
+	// different shards interleave (one worker gives a byte-identical log).
+	Workers int
 	// DecodeOnly runs no stage at all: the replay reads, decodes and
 	// counts packets by type (flows and conn_states stay empty). It
 	// measures the packet path's floor.
@@ -41,28 +49,29 @@ func DefaultConfig() Config {
 		// new flow (Zeek keeps a closed connection until it times out).
 		ACSM:      acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
+		Workers:   runtime.GOMAXPROCS(0),
 	}
 }
 
-// Pipeline runs one packet at a time through dedup, the ACSM and the flow
-// counter. It is owned by one goroutine.
+// Pipeline runs packets through dedup (on the calling goroutine, which
+// sees every packet) and then through the shard that owns the packet's
+// flow. Packet, Finish and the publishing belong to one goroutine.
 type Pipeline struct {
-	dedup   *dedup.Dedup
-	tracker *acsm.Tracker
-	counter *flowcount.Counter
-	flows   *flowTable
+	dedup  *dedup.Dedup
+	shards []*shard
+	cur    []*batch // per shard, the batch being filled
+	log    *syncWriter
 
 	duplicates      uint64
 	retransmissions uint64
 	unique          uint64
-	connStates      map[string]uint64
 	pub             published
 	decodeOnly      bool
 }
 
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{connStates: map[string]uint64{}, decodeOnly: cfg.DecodeOnly}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly}
 	if cfg.DecodeOnly {
 		return p, nil
 	}
@@ -72,17 +81,34 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 			return nil, fmt.Errorf("build dedup stage: %w", err)
 		}
 	}
-	if p.tracker, err = acsm.New(cfg.ACSM); err != nil {
-		return nil, fmt.Errorf("build acsm stage: %w", err)
+	if cfg.FlowLog != nil {
+		p.log = &syncWriter{w: bufio.NewWriterSize(cfg.FlowLog, 1<<16)}
 	}
-	if p.counter, err = flowcount.New(cfg.FlowCount); err != nil {
-		return nil, fmt.Errorf("build flow counter: %w", err)
+	workers := max(cfg.Workers, 1)
+	for range workers {
+		var w io.Writer
+		if p.log != nil {
+			w = p.log
+		}
+		s, err := newShard(cfg, workers, w)
+		if err != nil {
+			return nil, err
+		}
+		p.shards = append(p.shards, s)
 	}
-	p.flows = newFlowTable(cfg.FlowLog)
+	if workers > 1 {
+		p.cur = make([]*batch, workers)
+		for i, s := range p.shards {
+			s.start()
+			p.cur[i] = <-s.free
+		}
+	}
 	return p, nil
 }
 
-// Packet runs one decoded packet through the stages.
+// Packet runs one decoded packet through the stages. With workers the
+// packet is copied into a batch (without its payload, which points into
+// the reader's buffer and which no per-flow stage reads).
 func (p *Pipeline) Packet(pk *capture.Packet) {
 	if p.decodeOnly {
 		return
@@ -97,11 +123,33 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 		}
 	}
 	p.unique++
-	ev := p.tracker.Observe(pk)
-	p.counter.Add(pk.Hash, pk.Timestamp)
-	if ended := p.flows.packet(pk, &ev); ended != "" {
-		p.connStates[ended]++
+	if p.cur == nil {
+		p.shards[0].packet(pk)
+		return
 	}
+	i := shardOf(pk.Hash, len(p.shards))
+	b := p.cur[i]
+	b.pkts[b.n] = *pk
+	b.pkts[b.n].Payload = nil
+	if b.n++; b.n == batchSize {
+		p.shards[i].in <- b
+		p.cur[i] = <-p.shards[i].free
+	}
+}
+
+// drain hands the partial batches over and waits for the workers.
+func (p *Pipeline) drain() {
+	if p.cur == nil {
+		return
+	}
+	for i, s := range p.shards {
+		if p.cur[i].n > 0 {
+			s.in <- p.cur[i]
+		}
+		close(s.in)
+		<-s.done
+	}
+	p.cur = nil
 }
 
 // Register registers the pipeline's metrics on reg.
@@ -109,51 +157,80 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if p.decodeOnly {
 		return fmt.Errorf("register pipeline metrics: a decode-only pipeline has none")
 	}
-	if err := reg.Register(&collector{pub: &p.pub}); err != nil {
+	if err := reg.Register(&collector{pub: &p.pub, shards: p.shards}); err != nil {
 		return fmt.Errorf("register pipeline metrics: %w", err)
 	}
-	if err := reg.Register(&stageCollector{dedup: p.dedup, tracker: p.tracker}); err != nil {
+	if err := reg.Register(&stageCollector{dedup: p.dedup, shards: p.shards}); err != nil {
 		return fmt.Errorf("register stage metrics: %w", err)
 	}
 	return nil
 }
 
-// CCFHandler serves the flow counter's last complete window (GET
-// /api/v1/ccf).
-func (p *Pipeline) CCFHandler() http.Handler { return flowcount.Handler(p.counter) }
+// CCFHandler serves the merge of the shards' last complete flow-count
+// windows (GET /api/v1/ccf).
+func (p *Pipeline) CCFHandler() http.Handler {
+	cs := make([]*flowcount.Counter, len(p.shards))
+	for i, s := range p.shards {
+		cs[i] = s.counter
+	}
+	return flowcount.Handler(cs...)
+}
 
 // publish copies the counters metrics read; st is the capture counts so far.
 func (p *Pipeline) publish(st *capture.Stats) {
 	p.pub.mu.Lock()
 	p.pub.capture = *st
 	p.pub.unique, p.pub.duplicates, p.pub.retransmissions = p.unique, p.duplicates, p.retransmissions
-	if p.counter != nil {
-		p.pub.flowcount = p.counter.Stats()
-	}
 	p.pub.mu.Unlock()
 	if p.dedup != nil {
 		p.dedup.Publish()
 	}
+	if p.cur == nil {
+		for _, s := range p.shards {
+			s.publish()
+		}
+	}
 }
 
-// Finish reports the flows still open at the end of the trace (their
-// state as the ACSM answers it now) and fills the summary's stage keys.
+// Finish waits for the workers, writes the records of the flows still
+// open, and fills the summary's stage keys. end is the trace's last
+// packet time.
 func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	if p.decodeOnly {
 		return nil
 	}
-	err := p.flows.finish(func(state string) { p.connStates[state]++ })
-	p.tracker.Flush(end) // ages to the trace's end and publishes the counters
-	s.Flows = p.flows.distinct
+	p.drain()
+	s.ConnStates = map[string]uint64{}
+	s.Anomalies = map[string]uint64{}
+	var err error
+	var ac *ACSMSummary
+	for _, sh := range p.shards {
+		for k, v := range sh.connStates {
+			s.ConnStates[k] += v
+		}
+		if ferr := sh.flows.finish(func(state string) { s.ConnStates[state]++ }); ferr != nil && err == nil {
+			err = ferr
+		}
+		s.Flows += sh.flows.distinct
+		sh.tracker.Flush(end) // ages to the trace's end and publishes its counters
+		sh.counter.Flush()    // the last, partial window becomes the served one
+		sh.publish()
+		c := sh.tracker.Counts()
+		for k, v := range c.Anomalies {
+			s.Anomalies[k] += v
+		}
+		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
+	}
+	if p.log != nil {
+		if ferr := p.log.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	s.ACSM = ac
+	s.Workers = len(p.shards)
 	s.UniquePackets = p.unique
 	s.Duplicates = p.duplicates
 	s.Retransmissions = p.retransmissions
-	s.ConnStates = p.connStates
-	p.counter.Flush() // the last, partial window becomes the served one
-	c := p.tracker.Counts()
-	st := p.tracker.Stats()
-	s.Anomalies = c.Anomalies
-	s.ACSM = acsmSummary(st, c)
 	if p.dedup != nil {
 		s.DedupMemoryBytes = p.dedup.MemoryBytes()
 	}

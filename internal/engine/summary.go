@@ -35,6 +35,7 @@ type Summary struct {
 	ConnStates       map[string]uint64 `json:"conn_states"`
 	Anomalies        map[string]uint64 `json:"anomalies"`
 	ACSM             *ACSMSummary      `json:"acsm,omitempty"`
+	Workers          int               `json:"workers,omitempty"`
 }
 
 // ACSMSummary is the state tracker's part of the summary.
@@ -97,4 +98,31 @@ func (s *Summary) fill(st *capture.Stats) {
 	if !s.TraceStart.IsZero() {
 		s.TraceSeconds = s.TraceEnd.Sub(s.TraceStart).Seconds()
 	}
+}
+
+// add sums two shards' summaries (nil is the empty one).
+func (a *ACSMSummary) add(b *ACSMSummary) *ACSMSummary {
+	if a == nil {
+		return b
+	}
+	a.MemoryBytes += b.MemoryBytes
+	a.NewFlows += b.NewFlows
+	a.Unknown += b.Unknown
+	c, d := &a.Counters, b.Counters
+	c.Inserts += d.Inserts
+	c.InsertFailures += d.InsertFailures
+	c.Updates += d.Updates
+	c.Deletes += d.Deletes
+	c.DontKnow += d.DontKnow
+	c.DecodeFailures += d.DecodeFailures
+	c.Expired += d.Expired
+	sh, e := &a.Shadow, b.Shadow
+	sh.Checks += e.Checks
+	sh.FalsePositives += e.FalsePositives
+	sh.FalseNegatives += e.FalseNegatives
+	sh.WrongState += e.WrongState
+	if sh.Checks > 0 {
+		sh.ErrorRate = float64(sh.FalsePositives+sh.FalseNegatives+sh.WrongState) / float64(sh.Checks)
+	}
+	return a
 }
