@@ -43,8 +43,9 @@ generate:
 	$(GO) generate $(PKGS)
 
 # End-to-end tests that need real services or the kernel.
-e2e: build
-	FLOWMON_E2E=1 $(GO) test -timeout 20m -run E2E $(PKGS)
+e2e:
+	scripts/install-deps.sh e2e
+	FLOWMON_E2E=1 $(GO) test -count 1 -timeout 20m -run E2E $(PKGS)
 
 # Reproduce the papers' tables under docs/results/.
 eval: build

@@ -2,12 +2,14 @@
 # Installs what a flowmon target needs beyond Go, on Debian, as root.
 #   install-deps.sh test    what `make test` needs
 #   install-deps.sh bench   tcpdump, for scripts/bench-replay.sh
+#   install-deps.sh e2e     prometheus and promtool, for make e2e
 set -euo pipefail
 need=()
 case "${1:-test}" in
 test) ;;
 bench) command -v tcpdump >/dev/null || need+=(tcpdump) ;;
-*) echo "usage: $0 test|bench" >&2; exit 2 ;;
+e2e) command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus) ;;
+*) echo "usage: $0 test|bench|e2e" >&2; exit 2 ;;
 esac
 if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
 	need+=(golang-go)
@@ -15,5 +17,5 @@ fi
 if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq "${need[@]}"
+	apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
