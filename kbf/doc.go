@@ -23,9 +23,10 @@
 //     positives, so no admissible candidate is rejected by a false hit.
 //     Measured (TestGreedyFigure2): 100 codes need 15 bits (bound 13), 256
 //     need 18 (16), 512 need 21 (18), 1024 need 24 (20), 2048 need 27 (22),
-//     3000 need 28 (23), 4096 need 29 (24). The paper reports 30 bits for
-//     2^14 codes; the exact search grows by 2-3 bits per doubling, which
-//     points to about 33-35 bits for 2^14, more than a 32-bit cell holds.
+//     3000 need 28 (23), 4096 need 29 (24), 8192 need 32 (26). The paper
+//     reports 30 bits for 2^14 codes (bound 28); the exact search already
+//     needs 32 for 2^13 and grows by 2-3 bits per doubling, so 2^14 codes
+//     would need about 34, more than a 32-bit cell holds.
 //     Decoding a pair scans the N codes (O(N)); the three-way decode scans
 //     them against the pairwise-XOR bitmap (the paper's filter L).
 //     Codes are increasing, so the reverse (encoding, value) table is the

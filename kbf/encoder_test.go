@@ -121,7 +121,9 @@ func TestGreedyCodes(t *testing.T) {
 }
 
 // TestGreedyFigure2 measures the greedy search against the counting bound
-// (paper Fig. 2). Slow: FLOWMON_LONG=1.
+// (paper Fig. 2). Slow (about 20 minutes, 8192 codes need 2^32-bit maps,
+// 1 GiB): FLOWMON_LONG=1. Measured: 100:15, 256:18, 512:21, 1024:24,
+// 2048:27, 3000:28, 4096:29, 8192:32 bits.
 func TestGreedyFigure2(t *testing.T) {
 	if os.Getenv("FLOWMON_LONG") == "" {
 		t.Skip("set FLOWMON_LONG=1")
