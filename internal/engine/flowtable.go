@@ -11,13 +11,23 @@ import (
 	"github.com/flowmon/flowmon/capture"
 )
 
-// flowTable is the replay's exact view of its flows: first and last packet
-// time and packets each way, for the flow records and the exact flow count.
-// It grows with the number of flows in the trace, which is fine for a
-// replay of a file and is why the live agent does not keep one.
+// flowTable is the replay's exact view of its open flows: first and last
+// packet time and packets each way, for the flow records, the flow count
+// and conn_states by flow. Like Zeek's connection table it holds the flows
+// that are open: an ended flow leaves once its record is written, an open
+// one when it has been idle past its timeout (its record then carries the
+// state it had), and the table never holds more than maxFlows: at the cap
+// the longest-idle flows are timed out early. So memory follows the
+// configured capacity, not the trace's length or a flood.
 type flowTable struct {
 	m        map[capture.Key]*flowEntry
-	distinct uint64
+	distinct uint64            // flows started (records, as Zeek counts connections)
+	states   map[string]uint64 // flows by final conn_state
+	evicted  uint64            // open flows timed out by the table
+	maxFlows int
+	idleNew  time.Duration // timeout of a flow in S0, SH, SHR or unknown
+	idleEst  time.Duration // timeout of the others
+	sweepAt  time.Time     // next periodic sweep, in packet time
 	// ended flows wait linger (packet time) for their stragglers before
 	// their record is written, oldest first.
 	ended  []endedFlow
@@ -47,20 +57,33 @@ type endedFlow struct {
 // tcp_close_delay is 5 s) because it also reassembles; counting needs less.
 const recordLinger = 2 * time.Second
 
-func newFlowTable(w io.Writer) *flowTable {
-	t := &flowTable{m: map[capture.Key]*flowEntry{}, linger: recordLinger}
+// sweepEvery is how often (packet time) the table looks for idle flows.
+const sweepEvery = 10 * time.Second
+
+func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
+	t := &flowTable{m: map[capture.Key]*flowEntry{}, states: map[string]uint64{}, linger: recordLinger,
+		maxFlows: max(maxFlows, 1), idleNew: idleNew, idleEst: idleEst}
 	if w != nil {
 		t.enc = json.NewEncoder(w) // one Write per record: see syncWriter
 	}
 	return t
 }
 
-// packet records one packet and the ACSM's event for it; it returns the
-// flow's final conn_state when the packet ended the flow.
-func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) string {
-	t.flushEnded(p.Timestamp)
+// packet records one packet and the ACSM's event for it.
+func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
+	now := p.Timestamp
+	t.flushEnded(now)
+	if !now.Before(t.sweepAt) {
+		t.sweep(now, 1)
+		t.sweepAt = now.Add(sweepEvery)
+	}
 	e := t.m[p.Key]
 	if e == nil {
+		// At the cap, time out idle flows early: half the timeouts, then a
+		// quarter, ... until there is room again.
+		for div := time.Duration(2); len(t.m) >= t.maxFlows && div <= 1<<20; div *= 2 {
+			t.sweep(now, div)
+		}
 		e = &flowEntry{first: p.Timestamp}
 		t.m[p.Key] = e
 		t.distinct++
@@ -78,17 +101,52 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) string {
 		e.pkts[0]++
 	}
 	if e.ended {
-		return "" // a straggler after the end (the last ACK)
+		return // a straggler after the end (the last ACK)
 	}
 	// The state as the backend answered it at the flow's latest packet: an
 	// open flow's record carries it, even if the flow has aged out since.
 	e.state, e.origIsDst = ev.State, ev.OrigIsDst
 	if !ev.Ended {
-		return ""
+		return
 	}
 	e.ended = true
+	t.states[ev.State.String()]++
 	t.ended = append(t.ended, endedFlow{key: p.Key, e: e, at: p.Timestamp})
-	return ev.State.String()
+}
+
+// sweep times out the open flows idle longer than their timeout divided
+// by div, writing their records oldest first.
+func (t *flowTable) sweep(now time.Time, div time.Duration) {
+	var idle []capture.Key
+	for k, e := range t.m {
+		// As the ACSM's tiers: a handshake still open or one side only
+		// times out fast, a flow both sides spoke in slowly.
+		timeout := t.idleEst
+		switch e.state {
+		case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
+			timeout = t.idleNew
+		}
+		if !e.ended && now.Sub(e.last) >= timeout/div {
+			idle = append(idle, k)
+		}
+	}
+	t.sortOldestFirst(idle)
+	for _, k := range idle {
+		e := t.m[k]
+		t.states[e.state.String()]++
+		t.writeOnce(k, e)
+		delete(t.m, k)
+		t.evicted++
+	}
+}
+
+func (t *flowTable) sortOldestFirst(keys []capture.Key) {
+	slices.SortFunc(keys, func(a, b capture.Key) int {
+		if c := t.m[a].first.Compare(t.m[b].first); c != 0 {
+			return c
+		}
+		return a.Compare(b)
+	})
 }
 
 // flushEnded writes the records of flows that ended more than linger
@@ -97,6 +155,9 @@ func (t *flowTable) flushEnded(now time.Time) {
 	for t.head < len(t.ended) && now.Sub(t.ended[t.head].at) >= t.linger {
 		f := &t.ended[t.head]
 		t.writeOnce(f.key, f.e)
+		if t.m[f.key] == f.e {
+			delete(t.m, f.key) // its stragglers are in; the flow is done
+		}
 		*f = endedFlow{}
 		t.head++
 	}
@@ -116,8 +177,8 @@ func (t *flowTable) writeOnce(k capture.Key, e *flowEntry) {
 }
 
 // finish writes a record for every flow still open, oldest first, with its
-// latest state, and calls count with each state.
-func (t *flowTable) finish(count func(string)) error {
+// latest state.
+func (t *flowTable) finish() error {
 	for _, f := range t.ended[t.head:] {
 		t.writeOnce(f.key, f.e)
 	}
@@ -128,15 +189,10 @@ func (t *flowTable) finish(count func(string)) error {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b capture.Key) int {
-		if c := t.m[a].first.Compare(t.m[b].first); c != 0 {
-			return c
-		}
-		return a.Compare(b)
-	})
+	t.sortOldestFirst(keys)
 	for _, k := range keys {
 		e := t.m[k]
-		count(e.state.String())
+		t.states[e.state.String()]++
 		t.write(k, e, e.state, e.origIsDst)
 	}
 	return t.err

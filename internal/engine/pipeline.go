@@ -27,6 +27,9 @@ type Config struct {
 	ACSM acsm.Config
 	// FlowCount counts packets per flow per window.
 	FlowCount flowcount.Options
+	// MaxFlows bounds the replay's table of open flows (records and
+	// counts); past it the longest-idle flows are timed out early.
+	MaxFlows int
 	// Workers is the number of goroutines the per-flow stages are sharded
 	// over by flow hash (0 or 1: all on the reading goroutine). Results do
 	// not depend on it, except the order in which flow records of
@@ -49,6 +52,7 @@ func DefaultConfig() Config {
 		// new flow (Zeek keeps a closed connection until it times out).
 		ACSM:      acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
+		MaxFlows:  1 << 20,
 		Workers:   runtime.GOMAXPROCS(0),
 	}
 }
@@ -205,13 +209,14 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	var err error
 	var ac *ACSMSummary
 	for _, sh := range p.shards {
-		for k, v := range sh.connStates {
-			s.ConnStates[k] += v
-		}
-		if ferr := sh.flows.finish(func(state string) { s.ConnStates[state]++ }); ferr != nil && err == nil {
+		if ferr := sh.flows.finish(); ferr != nil && err == nil {
 			err = ferr
 		}
+		for k, v := range sh.flows.states {
+			s.ConnStates[k] += v
+		}
 		s.Flows += sh.flows.distinct
+		s.FlowsTimedOut += sh.flows.evicted
 		sh.tracker.Flush(end) // ages to the trace's end and publishes its counters
 		sh.counter.Flush()    // the last, partial window becomes the served one
 		sh.publish()

@@ -15,10 +15,9 @@ import (
 // (its worker, or the reader when there is one shard), so nothing in it
 // takes a lock on the packet path.
 type shard struct {
-	tracker    *acsm.Tracker
-	counter    *flowcount.Counter
-	flows      *flowTable
-	connStates map[string]uint64
+	tracker *acsm.Tracker
+	counter *flowcount.Counter
+	flows   *flowTable
 
 	in   chan *batch // nil for an inline shard
 	free chan *batch
@@ -46,7 +45,7 @@ func newShard(cfg Config, workers int, log io.Writer) (*shard, error) {
 	// filter with another, and the handler merges the shards' filters,
 	// which needs equal shapes. The shards hold disjoint flows, so the
 	// merge has the load of one.
-	s := &shard{connStates: map[string]uint64{}}
+	s := &shard{}
 	var err error
 	if s.tracker, err = acsm.New(ac); err != nil {
 		return nil, fmt.Errorf("build acsm stage: %w", err)
@@ -54,16 +53,21 @@ func newShard(cfg Config, workers int, log io.Writer) (*shard, error) {
 	if s.counter, err = flowcount.New(fo); err != nil {
 		return nil, fmt.Errorf("build flow counter: %w", err)
 	}
-	s.flows = newFlowTable(log)
+	to := ac.Timeouts
+	if to.New == 0 {
+		to.New = acsm.DefaultTimeouts.New
+	}
+	if to.Established == 0 {
+		to.Established = acsm.DefaultTimeouts.Established
+	}
+	s.flows = newFlowTable(log, max(1, cfg.MaxFlows/workers), to.New, to.Established)
 	return s, nil
 }
 
 func (s *shard) packet(p *capture.Packet) {
 	ev := s.tracker.Observe(p)
 	s.counter.Add(p.Hash, p.Timestamp)
-	if ended := s.flows.packet(p, &ev); ended != "" {
-		s.connStates[ended]++
-	}
+	s.flows.packet(p, &ev)
 }
 
 // start runs the shard on its own goroutine, fed through in.

@@ -36,6 +36,7 @@ type Summary struct {
 	Anomalies        map[string]uint64 `json:"anomalies"`
 	ACSM             *ACSMSummary      `json:"acsm,omitempty"`
 	Workers          int               `json:"workers,omitempty"`
+	FlowsTimedOut    uint64            `json:"flows_timed_out"` // records written for flows idle past their timeout
 }
 
 // ACSMSummary is the state tracker's part of the summary.
