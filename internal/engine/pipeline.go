@@ -50,7 +50,11 @@ func DefaultConfig() Config {
 		Dedup: dedup.DefaultConfig(),
 		// KeepEnded: a flow's last ACK after both FINs must not start a
 		// new flow (Zeek keeps a closed connection until it times out).
-		ACSM:      acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true},
+		// The closed tier then holds every ended flow for its timeout, so
+		// that timeout is Zeek's short close delay scale (10 s), not
+		// Suricata's 120 s, which would keep two minutes of ended flows.
+		ACSM: acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true,
+			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
 		MaxFlows:  1 << 20,
 		Workers:   runtime.GOMAXPROCS(0),
