@@ -137,33 +137,47 @@ func (f *Filter) decode(cells *[MaxK]uint32) (uint32, Result) {
 		return 0, Absent
 	}
 	if f.ctrMax > 3 { // step 4: the three-way decode of one cell
-		for j := 0; j < k; j++ {
-			w := cells[j]
-			if w&f.ctrMask != 3 {
-				continue
+		if e, n, ok := f.threeWay(cells, false); ok {
+			switch n {
+			case 1:
+				return e, Found
+			case 0:
+				return 0, Absent
 			}
-			r := w >> f.ctrBits
-			var found uint32
-			n := 0
-			for v := 0; v < f.enc.n(); v++ {
-				e := f.enc.code(uint32(v))
-				if x := r ^ e; x != 0 && !f.enc.isPair(x) {
-					continue
-				}
-				if f.verify(cells, e) {
-					if n++; n > 1 {
-						return 0, Unknown
-					}
-					found = e
-				}
-			}
-			if n == 1 {
-				return found, Found
-			}
-			return 0, Absent
+			return 0, Unknown
 		}
 	}
 	return 0, Unknown
+}
+
+// threeWay finds the first cell holding three codes and counts the codes e
+// whose XOR with it is a pair code (the opportunistic decode through the
+// pairwise-XOR filter L) and that the cells admit, up to two: checked
+// against every cell (verify), or by the paper's candidate sets. It returns
+// the last admitted code, how many there were, and whether such a cell
+// exists. (A flag, not a func value: a method value would allocate.)
+func (f *Filter) threeWay(cells *[MaxK]uint32, paper bool) (found uint32, n int, ok bool) {
+	for j := 0; j < f.k; j++ {
+		w := cells[j]
+		if w&f.ctrMask != 3 {
+			continue
+		}
+		r := w >> f.ctrBits
+		for v := 0; v < f.enc.n(); v++ {
+			e := f.enc.code(uint32(v))
+			if x := r ^ e; x != 0 && !f.enc.isPair(x) {
+				continue
+			}
+			if (paper && f.inPaperSets(cells, e)) || (!paper && f.verify(cells, e)) {
+				if n++; n > 1 {
+					return 0, n, true
+				}
+				found = e
+			}
+		}
+		return found, n, true
+	}
+	return 0, 0, false
 }
 
 // QueryPaper decodes as Algorithm 3 and Section III-E/F print it, for
@@ -232,30 +246,8 @@ func (f *Filter) decodePaper(cells *[MaxK]uint32) (uint32, Result) {
 		return 0, Unknown
 	}
 	if f.ctrMax > 3 { // rule 2, candidates from the triples of a cell
-		for j := 0; j < f.k; j++ {
-			w := cells[j]
-			if w&f.ctrMask != 3 {
-				continue
-			}
-			r := w >> f.ctrBits
-			var found uint32
-			n := 0
-			for v := 0; v < f.enc.n(); v++ {
-				e := f.enc.code(uint32(v))
-				if x := r ^ e; x != 0 && !f.enc.isPair(x) {
-					continue
-				}
-				if f.inPaperSets(cells, e) {
-					if n++; n > 1 {
-						return 0, Unknown
-					}
-					found = e
-				}
-			}
-			if n == 1 {
-				return found, Found
-			}
-			return 0, Unknown
+		if e, n, ok := f.threeWay(cells, true); ok && n == 1 {
+			return e, Found
 		}
 	}
 	return 0, Unknown
