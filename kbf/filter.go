@@ -328,7 +328,9 @@ func (f *Filter) check(idx *[MaxK]int, code uint32) error {
 // the code XORed out. The paper reports an error at the first empty cell
 // after having changed the earlier ones; here every cell is checked first,
 // so a delete of an absent key (ErrNotFound) or with a value the cells
-// cannot hold (ErrMismatch) changes nothing. Saturated cells are skipped.
+// cannot hold (ErrMismatch) changes nothing; those two come back as the
+// bare sentinels, so a refused call allocates nothing. Saturated cells
+// are skipped.
 func (f *Filter) Delete(key uint64, v uint32) error {
 	if v >= uint32(f.enc.n()) {
 		return fmt.Errorf("deleting value %d: %w", v, ErrValueRange)
@@ -338,7 +340,7 @@ func (f *Filter) Delete(key uint64, v uint32) error {
 	f.locate(key, &idx)
 	if err := f.check(&idx, code); err != nil {
 		f.st.Rejected++
-		return fmt.Errorf("deleting key %#x value %d: %w", key, v, err)
+		return err // bare sentinel: a refused delete on the packet path allocates nothing
 	}
 	sc := code << f.ctrBits
 	for j := 0; j < f.k; j++ {
@@ -367,7 +369,7 @@ func (f *Filter) Update(key uint64, old, new uint32) error {
 	f.locate(key, &idx)
 	if err := f.check(&idx, oc); err != nil {
 		f.st.Rejected++
-		return fmt.Errorf("updating key %#x from value %d: %w", key, old, err)
+		return err // bare sentinel: a refused update on the packet path allocates nothing
 	}
 	d := (oc ^ f.enc.code(new)) << f.ctrBits
 	for j := 0; j < f.k; j++ {

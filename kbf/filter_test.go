@@ -453,3 +453,19 @@ func TestQueryPaper(t *testing.T) {
 		t.Errorf("paper rules: %d misses, %d fp; checked: %d fp", fn, paperFP, fp)
 	}
 }
+
+// TestRefusedOpsNoAllocs: a delete or update the cells refuse (the ACSM
+// meets these under a flood, on the packet path) allocates nothing.
+func TestRefusedOpsNoAllocs(t *testing.T) {
+	f, err := New(Options{Capacity: 1000, FPRate: 0.01, Values: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if f.Delete(12345, 3) == nil || f.Update(12345, 3, 4) == nil {
+			t.Fatal("absent key accepted")
+		}
+	}); n != 0 {
+		t.Errorf("refused Delete/Update allocate %v times", n)
+	}
+}
