@@ -65,8 +65,10 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 	}
 	o := Options{CounterBits: int(data[5]), Hashes: int(data[6]),
 		Cells: binary.LittleEndian.Uint64(data[8:]), Seed: binary.LittleEndian.Uint64(data[16:])}
-	if o.Hashes == 0 {
-		return corrupt("zero hashes")
+	// Options fill zero fields with defaults; a marshalled filter always
+	// states both, so zero is corruption (and 64/0 would panic below).
+	if o.Hashes == 0 || o.CounterBits == 0 {
+		return corrupt("zero hashes or counter bits")
 	}
 	if err := o.Validate(); err != nil {
 		return corrupt("%v", err)
