@@ -61,10 +61,11 @@ type Filter struct {
 	c32      []uint32
 	c16      []uint16
 	seed     uint64
-	lines    uint64 // blocked layout: number of cache lines (prime)
-	perLine  int    // blocked: cells per line (power of two)
-	groups   int    // blocked: lines per key
-	capacity int    // p-capacity of m cells
+	lines    uint64     // blocked layout: number of cache lines (prime)
+	perLine  int        // blocked: cells per line (power of two)
+	groups   int        // blocked: lines per key
+	capacity int        // p-capacity of m cells
+	rules    [256]uint8 // by counter: which test consistent applies (fastpath.go)
 	st       Stats
 }
 
@@ -115,6 +116,7 @@ func New(o Options) (*Filter, error) {
 		ctrMax:  1<<o.CounterBits - 1,
 		encMask: 1<<(o.CellBits-o.CounterBits) - 1,
 	}
+	f.setRules()
 	f.sid, _ = enc.(*sidonEncoder)
 	f.gr, _ = enc.(*greedyEncoder)
 	f.capacity = PCapacity(m, o.FPRate)
@@ -192,13 +194,14 @@ func (f *Filter) MemoryBytes() int { return f.m * f.opt.CellBits / 8 }
 
 // CodebookBytes is the size of the shared code tables: for Greedy the code
 // table and the two bitmaps over the 2^P code space (64 MiB at P = 28), for
-// Sidon the field's log, antilog and cube tables.
+// Sidon the field's log, antilog and cube tables and the fast path's table
+// of high halves.
 func (f *Filter) CodebookBytes() int {
 	if f.gr != nil {
 		return 4*len(f.gr.codes) + 8*(len(f.gr.codeSet)+len(f.gr.pairSet))
 	}
 	g := f.sid.f
-	return 2*(len(g.exp)+len(g.log)+len(g.cube)) + 4*len(g.solW[0])*2
+	return 2*(len(g.exp)+len(g.log)+len(g.cube)) + 4*len(g.solW[0])*2 + 4*len(f.sid.high)
 }
 
 // Stats returns the counters.

@@ -70,9 +70,15 @@ func (f *Filter) verify(cells *[MaxK]uint32, x uint32) bool {
 // paper's rule 1 returns a singleton's code without looking at the other
 // cells; checking them removes silent wrong answers when cells disagree.
 func (f *Filter) Query(key uint64) (v uint32, r Result) {
-	f.st.Queries++
 	var idx [MaxK]int
 	f.locate(key, &idx)
+	return f.queryAt(&idx)
+}
+
+// queryAt answers a query for the key whose cells are idx (Query after
+// locate), counting it in Stats.
+func (f *Filter) queryAt(idx *[MaxK]int) (v uint32, r Result) {
+	f.st.Queries++
 	var cells [MaxK]uint32
 	for j := 0; j < f.k; j++ {
 		w := f.cell(idx[j])
@@ -82,7 +88,14 @@ func (f *Filter) Query(key uint64) (v uint32, r Result) {
 		}
 		cells[j] = w
 	}
-	code, r := f.decode(&cells)
+	var code uint32
+	fast := false
+	if f.sid != nil {
+		code, r, fast = f.decodeSidon(&cells)
+	}
+	if !fast {
+		code, r = f.decode(&cells)
+	}
 	if r == Found {
 		var ok bool
 		if v, ok = f.enc.value(code); !ok {

@@ -140,6 +140,11 @@ type sidonEncoder struct {
 	f      *gf
 	values uint32
 	mask   uint32
+	// high[x] is the high half x^3 of the code whose low half is x, for
+	// the assigned x (1..values), and 2^32-1 for x = 0: with x = c&mask
+	// mapped to 0 when above values, c is a code when high[x] == c>>q, one
+	// lookup in a table of 4(values+1) bytes (the fast path's isCode).
+	high []uint32
 }
 
 // newSidon builds codes for values in GF(2^q) with q the widest field whose
@@ -155,7 +160,12 @@ func newSidon(values, width int) (*sidonEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sidonEncoder{f: f, values: uint32(values), mask: f.ord}, nil
+	e := &sidonEncoder{f: f, values: uint32(values), mask: f.ord, high: make([]uint32, values+1)}
+	e.high[0] = 1<<32 - 1 // above any cell's high half: 0 is no code's low half
+	for x := 1; x <= values; x++ {
+		e.high[x] = uint32(f.cube[x])
+	}
+	return e, nil
 }
 
 func (s *sidonEncoder) n() int    { return int(s.values) }

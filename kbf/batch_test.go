@@ -1,0 +1,154 @@
+package kbf
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestQueryBatchMatchesQuery checks that QueryBatch gives Query's answers
+// and Stats, for stored and absent keys, both layouts and cell widths, an
+// overloaded filter (Unknown answers) and every batch length up to past
+// the prefetch distance.
+func TestQueryBatchMatchesQuery(t *testing.T) {
+	for _, o := range []Options{
+		{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
+		{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
+		{Capacity: 3000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
+		{Capacity: 3000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, SizeFactor: 0.4},
+	} {
+		a, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := New(o)
+		for j := 0; j < o.Capacity; j++ {
+			a.Insert(benchKey(j), uint32(j%o.Values))
+			b.Insert(benchKey(j), uint32(j%o.Values))
+		}
+		keys := make([]uint64, 0, 2*o.Capacity)
+		for j := 0; j < 2*o.Capacity; j++ {
+			keys = append(keys, benchKey(j*7%(2*o.Capacity)))
+		}
+		vals := make([]uint32, len(keys))
+		res := make([]Result, len(keys))
+		for start, size := 0, 0; start < len(keys); start, size = start+size, size%(2*batchAhead+3)+1 {
+			end := min(start+size, len(keys))
+			if n := b.QueryBatch(keys[start:end], vals[start:end], res[start:end]); n != end-start {
+				t.Fatalf("QueryBatch answered %d of %d", n, end-start)
+			}
+		}
+		counts := [3]int{}
+		for i, key := range keys {
+			v, r := a.Query(key)
+			if r != res[i] || (r == Found && v != vals[i]) {
+				t.Fatalf("%+v key %d: Query %v %d, QueryBatch %v %d", o, i, r, v, res[i], vals[i])
+			}
+			counts[r]++
+		}
+		if a.Stats() != b.Stats() {
+			t.Errorf("%+v: stats differ: Query %+v, QueryBatch %+v", o, a.Stats(), b.Stats())
+		}
+		t.Logf("%v/%d bits/size %g: absent %d found %d unknown %d", o.Layout, o.CellBits, o.SizeFactor, counts[Absent], counts[Found], counts[Unknown])
+	}
+}
+
+func TestQueryBatchShortSlices(t *testing.T) {
+	f, err := New(Options{Capacity: 100, FPRate: 1e-3, Values: 10, Encoder: Sidon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.QueryBatch(make([]uint64, 20), make([]uint32, 5), make([]Result, 30)); n != 5 {
+		t.Errorf("answered %d, want 5", n)
+	}
+	if n := f.QueryBatch(nil, nil, nil); n != 0 {
+		t.Errorf("answered %d, want 0", n)
+	}
+}
+
+func TestQueryBatchNoAllocs(t *testing.T) {
+	for _, lay := range []LayoutKind{Standard, Blocked} {
+		f, err := New(Options{Capacity: 1000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: lay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]uint64, 256)
+		for j := range keys {
+			keys[j] = benchKey(j)
+			f.Insert(keys[j], uint32(j%100))
+		}
+		vals, res := make([]uint32, len(keys)), make([]Result, len(keys))
+		if a := testing.AllocsPerRun(100, func() { f.QueryBatch(keys, vals, res) }); a != 0 {
+			t.Errorf("%v: QueryBatch allocates %v times", lay, a)
+		}
+	}
+}
+
+// BenchmarkQueryBatch queries stored keys in batches of 256 (a worker's
+// packet batch) with QueryBatch.
+func BenchmarkQueryBatch(b *testing.B) {
+	forLayouts(b, func(b *testing.B, f *Filter, n int) {
+		var keys [256]uint64
+		var vals [256]uint32
+		var res [256]Result
+		j := 0
+		for b.Loop() {
+			for q := range keys {
+				keys[q] = benchKey(j)
+				if j++; j == n {
+					j = 0
+				}
+			}
+			f.QueryBatch(keys[:], vals[:], res[:])
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/key")
+	})
+}
+
+// BenchmarkQueryBatchRatio compares the standard and the blocked layout
+// (three lines, the default) on the same keys with the same API, one key
+// at a time (Query) and in batches of 256 (QueryBatch), interleaved in
+// rounds of 4096 stored keys as in BenchmarkQueryRatio and timed by the
+// thread's CPU clock. The keys of a round are generated before the timers
+// start, so only the queries are timed.
+func BenchmarkQueryBatchRatio(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			fs := []*Filter{benchSetup(b, s.n, Standard, 0), benchSetup(b, s.n, Blocked, 0)}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			const round, batch = 4096, 256
+			keys := make([]uint64, round)
+			vals := make([]uint32, batch)
+			res := make([]Result, batch)
+			var single, batched [2]time.Duration
+			j, rounds := 0, 0
+			for b.Loop() {
+				for q := range keys {
+					keys[q] = benchKey((j + q) % s.n)
+				}
+				for i, f := range fs {
+					c := threadCPU()
+					for _, key := range keys {
+						sinkV, sinkR = f.Query(key)
+					}
+					single[i] += threadCPU() - c
+					c = threadCPU()
+					for q := 0; q < round; q += batch {
+						f.QueryBatch(keys[q:q+batch], vals, res)
+					}
+					batched[i] += threadCPU() - c
+				}
+				j, rounds = (j+round)%s.n, rounds+1
+			}
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(rounds*round) }
+			b.ReportMetric(per(single[0]), "cpu-ns/q-standard")
+			b.ReportMetric(per(single[1]), "cpu-ns/q-blocked")
+			b.ReportMetric(per(batched[0]), "cpu-ns/q-batch-standard")
+			b.ReportMetric(per(batched[1]), "cpu-ns/q-batch-blocked")
+			b.ReportMetric(per(single[0])/per(single[1]), "x-single")
+			b.ReportMetric(per(batched[0])/per(batched[1]), "x-batch")
+		})
+	}
+}

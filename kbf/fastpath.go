@@ -1,0 +1,126 @@
+package kbf
+
+// The singleton fast path of Query for Sidon codes. A stored key at the
+// p-capacity finds a cell with counter 1 in all but about 2^-k of queries
+// (each of its cells holds it alone with probability e^-ln2 = 1/2), so
+// this path is nearly every query. It gives exactly the answers of
+// decode's step 2 and is only faster:
+//
+//   - the k cells are checked without a branch on each cell's counter (a
+//     mispredicted branch costs more than the check): e = cell XOR x is
+//     tested for zero (counter 1) and for being a code (counter 2, one
+//     lookup in the cube table) for every cell, and the test the counter
+//     asks for is kept;
+//   - the cells with counter 3, whose test is a pair decode, are tested
+//     last, only when the cheap tests passed, by isPair on logarithms
+//     (pairLog), which skips what pair computes for the codes themselves.
+
+// b2u is 1 for true, 0 for false (compiled to a SETcc, not a branch).
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// decodeSidon is decode for the Sidon encoder. ok is false when no cell
+// has counter 1; the caller then runs decode (steps 3-5).
+func (f *Filter) decodeSidon(cells *[MaxK]uint32) (code uint32, r Result, ok bool) {
+	s := f.sid
+	k := f.k
+	j := 0
+	for j < k && cells[j]&f.ctrMask != 1 {
+		j++
+	}
+	if j == k {
+		return 0, Unknown, false
+	}
+	x := cells[j] >> f.ctrBits
+	if !s.isCode(x) {
+		return 0, Unknown, true // malformed cell: only misuse makes one
+	}
+	q, mask, values := uint(s.f.q)&31, s.mask, s.values
+	high, rules := s.high, &f.rules
+	sh, cm := f.ctrBits&31, f.ctrMask
+	xs := x << sh
+	var bad, np uint32
+	var pairs [MaxK + 1]uint8 // the cells with counter 3, in order
+	for j := 0; j < k; j++ {
+		d := cells[j] ^ xs // counter bits unchanged, code bits e = cell XOR x
+		e := d >> sh
+		lo := e & mask
+		if lo > values {
+			lo = 0 // high[0] matches no code
+		}
+		// failures: bit 0 e != 0 (counter 1), bit 1 e not a code
+		// (counter 2), bit 2 e != 0 (counter 3: a pair decode to
+		// follow), bit 3 always (counter 0)
+		fail := b2u(e != 0)*5 | b2u(high[lo] != e>>q)<<1 | 8
+		m := uint32(rules[uint8(d&cm)]) & fail
+		bad |= m
+		pairs[np] = uint8(j) // kept when m says counter 3 and e != 0
+		np += m >> 2
+	}
+	if bad&0xb != 0 {
+		return 0, Absent, true
+	}
+	for _, j := range pairs[:np] {
+		if !s.isPairLog(cells[j]>>sh ^ x) {
+			return 0, Absent, true
+		}
+	}
+	return x, Found, true
+}
+
+// isPairLog is isPair computed on logarithms: with l = log s, s^2 =
+// g^(2l), t/s = g^(log t - l) and xy/s^2 = g^(log(xy) - 2l), so each
+// product or quotient is one antilog lookup. It solves for x and y as pair
+// does and applies the same checks, without building their codes.
+func (s *sidonEncoder) isPairLog(r uint32) bool {
+	g := s.f
+	sum, t := r&s.mask, r>>g.q
+	if sum == 0 || t > s.mask {
+		return false
+	}
+	ord := g.ord
+	ls := uint32(g.log[sum])
+	l2 := 2 * ls
+	if l2 >= ord {
+		l2 -= ord
+	}
+	prod := uint32(g.exp[l2])
+	if t != 0 {
+		prod ^= uint32(g.exp[uint32(g.log[t])+ord-ls])
+	}
+	if prod == 0 {
+		return false
+	}
+	w, ok := g.solveQuad(uint32(g.exp[uint32(g.log[prod])+ord-l2]))
+	if !ok || w == 0 {
+		return false // w = 0 gives x = 0, no code
+	}
+	x := uint32(g.exp[uint32(g.log[w])+ls])
+	y := x ^ sum
+	return y != 0 && x <= s.values && y <= s.values
+}
+
+// setRules fills f.rules: for each counter value, a bit mask of the tests
+// of consistent that apply (bit 0: equal, 1: XOR is a code, 2: XOR is a
+// pair or 0, 3: never consistent; none: no information).
+func (f *Filter) setRules() {
+	for c := uint32(0); c <= f.ctrMask; c++ {
+		var r uint8
+		switch {
+		case c == f.ctrMax:
+		case c == 0:
+			r = 8
+		case c == 1:
+			r = 1
+		case c == 2:
+			r = 2
+		case c == 3:
+			r = 4
+		}
+		f.rules[c] = r
+	}
+}
