@@ -35,11 +35,21 @@ func (f *Filter) QueryBatch(keys []uint64, vals []uint32, res []Result) int {
 	return n
 }
 
-// prefetch starts loading the cache lines of the k cells idx.
+// prefetch starts loading the cache lines of the k cells idx: one
+// prefetch per cell in the standard layout, one per line (the line's
+// first cell, f.firsts) in the blocked one.
 func (f *Filter) prefetch(idx *[MaxK]int) {
+	n := f.k
+	if f.groups > 0 {
+		var firsts [MaxK]int
+		for g, j := range f.firsts[:f.groups] {
+			firsts[g] = idx[j]
+		}
+		idx, n = &firsts, f.groups
+	}
 	if f.c16 != nil {
-		prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c16)), idx, f.k, 2)
+		prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c16)), idx, n, 2)
 		return
 	}
-	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), idx, f.k, 4)
+	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), idx, n, 4)
 }

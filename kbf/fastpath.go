@@ -49,9 +49,7 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32) (code uint32, r Result, ok boo
 		d := cells[j] ^ xs // counter bits unchanged, code bits e = cell XOR x
 		e := d >> sh
 		lo := e & mask
-		if lo > values {
-			lo = 0 // high[0] matches no code
-		}
+		lo &= -b2u(lo <= values) // above values: 0, whose high[0] matches no code
 		// failures: bit 0 e != 0 (counter 1), bit 1 e not a code
 		// (counter 2), bit 2 e != 0 (counter 3: a pair decode to
 		// follow), bit 3 always (counter 0)

@@ -64,6 +64,7 @@ type Filter struct {
 	lines    uint64     // blocked layout: number of cache lines (prime)
 	perLine  int        // blocked: cells per line (power of two)
 	groups   int        // blocked: lines per key
+	firsts   [4]int     // blocked: where each line's first cell is in locate's output
 	capacity int        // p-capacity of m cells
 	rules    [256]uint8 // by counter: which test consistent applies (fastpath.go)
 	st       Stats
@@ -126,6 +127,10 @@ func New(o Options) (*Filter, error) {
 		f.groups = blockGroups(k, f.perLine)
 		if o.BlockLines > 0 {
 			f.groups = o.BlockLines
+		}
+		for g, j := 0, 0; g < f.groups; g++ { // as locate splits the k cells
+			f.firsts[g] = j
+			j += (k - j) / (f.groups - g)
 		}
 	}
 	if o.CellBits == 16 {
