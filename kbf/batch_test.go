@@ -184,3 +184,48 @@ func batchReads(f *Filter, keys []uint64) uint32 {
 	}
 	return sum
 }
+
+// TestLocateBlockedSplit pins the blocked layout's placement: locate's
+// precomputed split of the k cells over the lines gives the cells of the
+// formula it replaced, cnt = (k - j) / (groups - g) cells in line g.
+func TestLocateBlockedSplit(t *testing.T) {
+	for _, p := range []float64{1e-1, 1e-3, 1e-6, 1e-9} {
+		for lines := 0; lines <= 4; lines++ {
+			o := Options{Capacity: 5000, FPRate: p, Values: 100, Encoder: Sidon, Layout: Blocked, BlockLines: lines}
+			if o.Validate() != nil {
+				continue
+			}
+			f, err := New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key := uint64(0); key < 2000; key++ {
+				var got, want [MaxK]int
+				f.locate(key, &got)
+				h1 := mix64(key ^ f.seed)
+				h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
+				L := uint64(f.perLine)
+				line := fastrange(h1, f.lines)
+				step := 1 + fastrange(h2, f.lines-1)
+				h3 := mix64(h2)
+				j := 0
+				for g := 0; g < f.groups; g++ {
+					bitsg := h3 >> (16 * g)
+					off, s := bitsg&(L-1), (bitsg>>6)&(L-1)|1
+					cnt := (f.k - j) / (f.groups - g)
+					for c := 0; c < cnt; c++ {
+						want[j] = int(line*L + off)
+						j++
+						off = (off + s) & (L - 1)
+					}
+					if line += step; line >= f.lines {
+						line -= f.lines
+					}
+				}
+				if got != want {
+					t.Fatalf("p %g lines %d key %d: locate %v, want %v", p, lines, key, got[:f.k], want[:f.k])
+				}
+			}
+		}
+	}
+}

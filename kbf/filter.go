@@ -64,7 +64,7 @@ type Filter struct {
 	lines    uint64     // blocked layout: number of cache lines (prime)
 	perLine  int        // blocked: cells per line (power of two)
 	groups   int        // blocked: lines per key
-	firsts   [4]int     // blocked: where each line's first cell is in locate's output
+	firsts   [5]int     // blocked: where each line's first cell is in locate's output, then k
 	capacity int        // p-capacity of m cells
 	rules    [256]uint8 // by counter: which test consistent applies (fastpath.go)
 	st       Stats
@@ -128,10 +128,12 @@ func New(o Options) (*Filter, error) {
 		if o.BlockLines > 0 {
 			f.groups = o.BlockLines
 		}
-		for g, j := 0, 0; g < f.groups; g++ { // as locate splits the k cells
+		j := 0
+		for g := 0; g < f.groups; g++ { // the k cells split evenly, earlier lines fewer
 			f.firsts[g] = j
 			j += (k - j) / (f.groups - g)
 		}
+		f.firsts[f.groups] = k
 	}
 	if o.CellBits == 16 {
 		f.c16 = alignedU16(m)
@@ -270,7 +272,7 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 	h3 := mix64(h2)
 	j := 0
 	for g := 0; g < f.groups; g++ {
-		cnt := (f.k - j) / (f.groups - g)
+		cnt := f.firsts[g+1] - f.firsts[g] // (k - j) / (groups - g), precomputed
 		bitsg := h3 >> (16 * g)
 		off := bitsg & (L - 1)
 		s := (bitsg>>6)&(L-1) | 1
