@@ -120,16 +120,19 @@
 // from it, the standard one as much as the blocked one: the standard
 // layout's ten lines were already in flight together. Measured at 10M keys
 // (BenchmarkQueryBatchRatio, both layouts interleaved in one run, thread
-// CPU clock, four runs on a 2-vCPU KVM guest): a batched query costs
+// CPU clock, seven runs on a 2-vCPU KVM guest): a batched query costs
 // 177-281 ns with three lines and 224-368 ns with the standard layout,
 // 1.25-1.31x; the reads alone (locate, prefetch, read the cells, no
 // decode) 100-141 ns against 109-211 ns, 1.09-1.49x; single queries
-// 1.19-1.23x. A decoded query costs about 80-110 ns of computation (hash,
-// decode, checks) whatever the layout, on top of the memory time, and on
-// this machine a key's lines cost about 100 ns even when they are few and
-// prefetched far ahead, so the blocked layout is not 3x faster here; its
-// gain is the same error rates at the same memory (three lines) and
-// 1.2-1.3x less time per query.
+// 1.19-1.23x. In one run of the seven the blocked array was slower
+// throughout (0.98x batched, 0.94x reads, 1.02x single): where an array
+// lands in the host's memory matters as much as the layout. A decoded
+// query costs
+// about 80-110 ns of computation (hash, decode, checks) whatever the
+// layout, on top of the memory time, and on this machine a key's lines
+// cost about 100 ns even when they are few and prefetched far ahead, so
+// the blocked layout is not 3x faster here; its gain is the same error
+// rates at the same memory (three lines) and 1.2-1.3x less time per query.
 //
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
