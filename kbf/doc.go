@@ -127,12 +127,12 @@
 // 1.19-1.23x. In one run of the seven the blocked array was slower
 // throughout (0.98x batched, 0.94x reads, 1.02x single): where an array
 // lands in the host's memory matters as much as the layout. A decoded
-// query costs
-// about 80-110 ns of computation (hash, decode, checks) whatever the
-// layout, on top of the memory time, and on this machine a key's lines
-// cost about 100 ns even when they are few and prefetched far ahead, so
-// the blocked layout is not 3x faster here; its gain is the same error
-// rates at the same memory (three lines) and 1.2-1.3x less time per query.
+// query costs about 80-110 ns of computation (hash, decode, checks)
+// whatever the layout, on top of the memory time, and on this machine a
+// key's lines cost about 100 ns even when they are few and prefetched far
+// ahead, so the blocked layout is not 3x faster here; its gain is the
+// same error rates at the same memory (three lines) and 1.2-1.3x less
+// time per query.
 //
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
