@@ -54,6 +54,9 @@ type BackendSpec struct {
 	Seed        uint64
 	// ExactCap bounds the exact backend (0 means 4*Capacity).
 	ExactCap int
+	// KBFEncoder picks kbf's value codes: kbf.Greedy (the paper's
+	// Algorithm 1, the default) or kbf.Sidon (algebraic, faster to decode).
+	KBFEncoder kbf.EncoderKind
 }
 
 // NewBackend builds the backend spec describes.
@@ -78,7 +81,7 @@ func NewBackend(s BackendSpec) (Backend, error) {
 		}
 		return &fcfBackend{f: f}, nil
 	case BackendKBF:
-		opt := kbf.Options{Capacity: s.Capacity, FPRate: s.FPRate, Values: s.Values, Seed: s.Seed}
+		opt := kbf.Options{Capacity: s.Capacity, FPRate: s.FPRate, Values: s.Values, Seed: s.Seed, Encoder: s.KBFEncoder}
 		f, err := kbf.New(opt)
 		if err != nil {
 			return nil, fmt.Errorf("new backend: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm/internal/hashx"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/kbf"
 )
 
 // Config builds a Tracker.
@@ -34,6 +35,10 @@ type Config struct {
 	// 0 means 1024; a negative value turns the shadow off. The exact
 	// backend has no shadow.
 	ShadowRate int
+	// KBFEncoder picks the kbf backend's value codes: kbf.Greedy, the
+	// paper's (the default, so evaluations reproduce it), or kbf.Sidon,
+	// which decodes faster (the replay pipeline's choice).
+	KBFEncoder kbf.EncoderKind
 	// ExactCap bounds the exact backend (0 means 4*Capacity).
 	ExactCap int
 	Seed     uint64

@@ -18,6 +18,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/kbf"
 )
 
 func init() {
@@ -34,6 +35,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	noProgress := fs.Bool("no-progress", false, "never draw the progress bar")
 	cfg := engine.DefaultConfig()
 	backend := fs.String("backend", "kbf", "ACSM backend: kbf, sbf, fcf or exact")
+	encoder := fs.String("kbf-encoder", "sidon", "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
 	machine := fs.String("machine", "zeek", "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
 	fs.IntVar(&cfg.ACSM.Capacity, "capacity", cfg.ACSM.Capacity, "expected concurrent flows (sizes the ACSM and the flow counter)")
 	fs.Float64Var(&cfg.ACSM.FPRate, "p", cfg.ACSM.FPRate, "target error rate of the ACSM")
@@ -64,6 +66,14 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.ACSM.Machine, err = acsm.ParseMachine(*machine); err != nil {
 		return err
+	}
+	switch *encoder {
+	case "sidon":
+		cfg.ACSM.KBFEncoder = kbf.Sidon
+	case "greedy":
+		cfg.ACSM.KBFEncoder = kbf.Greedy
+	default:
+		return fmt.Errorf("--kbf-encoder %q: want sidon or greedy", *encoder)
 	}
 	cfg.FlowCount.ExpectedFlows = uint64(max(cfg.ACSM.Capacity, 1))
 	if *retrans > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/flowcount"
+	"github.com/flowmon/flowmon/kbf"
 )
 
 // Config configures the stages of a pipeline.
@@ -53,8 +54,10 @@ func DefaultConfig() Config {
 		// The closed tier then holds every ended flow for its timeout, so
 		// that timeout is Zeek's short close delay scale (10 s), not
 		// Suricata's 120 s, which would keep two minutes of ended flows.
+		// Sidon codes: same memory and error as the paper's greedy codes
+		// (docs/results/kbf.md), and a replay runs 1.28x faster with them.
 		ACSM: acsm.Config{Backend: acsm.BackendKBF, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true,
-			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}},
+			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}, KBFEncoder: kbf.Sidon},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
 		MaxFlows:  1 << 20,
 		Workers:   runtime.GOMAXPROCS(0),
