@@ -93,6 +93,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		t.writeOnce(p.Key, e)
 		e = &flowEntry{first: p.Timestamp}
 		t.m[p.Key] = e
+		t.distinct++
 	}
 	e.last = p.Timestamp
 	if p.Reversed {
