@@ -1,6 +1,8 @@
 package ccf
 
 import (
+	"flag"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -15,6 +17,9 @@ var benchFilters sync.Map // size -> *Filter, built on first use
 // benchFilter returns a filter holding n keys with count 1, built lazily
 // so the 10M filter is only built when a 10M benchmark is selected.
 func benchFilter(b *testing.B, n uint64) *Filter {
+	if n >= 10_000_000 && !strings.Contains(flag.Lookup("test.bench").Value.String(), "10M") {
+		b.Skip("10M-key filters only when -bench names 10M")
+	}
 	if f, ok := benchFilters.Load(n); ok {
 		return f.(*Filter)
 	}

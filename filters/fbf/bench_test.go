@@ -1,8 +1,10 @@
 package fbf
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -13,6 +15,9 @@ import (
 // TestAndAdd (Algorithm 1: the check, plus the insertion of the absent) of
 // fresh elements at a fixed time inside the period.
 func benchFBF(b *testing.B, size int, blocked bool) {
+	if size >= 10_000_000 && !strings.Contains(flag.Lookup("test.bench").Value.String(), "10M") {
+		b.Skip("10M-element filters only when -bench names 10M")
+	}
 	const period = time.Second
 	f, err := NewWithOptions(Options{ElementsPerPeriod: uint64(size / 2), FPRate: 0.01, Refresh: period, Blocked: blocked})
 	if err != nil {
