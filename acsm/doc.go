@@ -96,7 +96,8 @@
 // flows (chosen by hash) beside the approximate one; every packet of those
 // flows is compared, and false positives, false negatives and wrong
 // states are counted (Stats().Shadow, and flowmon_acsm_shadow_* through
-// acsm/promacsm). The agent measures its own accuracy while it runs.
+// the engine's metrics collector). The agent measures its own accuracy
+// while it runs.
 //
 // # Concurrency
 //

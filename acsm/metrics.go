@@ -104,8 +104,8 @@ func (t *Tracker) Stats() Stats {
 	return s
 }
 
-// Sample is one metric value, for exporters: acsm/promacsm turns samples
-// into Prometheus metrics named flowmon_acsm_<Name>.
+// Sample is one metric value, for exporters: the engine's collector turns
+// samples into Prometheus metrics named flowmon_acsm_<Name>.
 type Sample struct {
 	Name       string // without the flowmon_acsm_ prefix
 	Help       string

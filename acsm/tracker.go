@@ -136,8 +136,8 @@ type counters struct {
 	expired                             atomic.Uint64
 }
 
-// New builds a Tracker. Its metrics are read with Samples (acsm/promacsm
-// registers them on a Prometheus registry).
+// New builds a Tracker. Its metrics are read with Samples (the engine
+// exports them on its Prometheus registry).
 func New(cfg Config) (*Tracker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new acsm tracker: %w", err)
