@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowmon/flowmon/internal/engine"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestProgressBar draws the bar from a replay's published progress and
+// clears the line when stopped; a non-terminal gets none.
+func TestProgressBar(t *testing.T) {
+	var p engine.Progress
+	p.Packets.Store(123456)
+	p.BytesRead.Store(50)
+	p.BytesAll.Store(200)
+	var w lockedBuffer
+	stop := drawProgress(&w, &p)
+	time.Sleep(450 * time.Millisecond)
+	stop()
+	out := w.String()
+	if !strings.Contains(out, " 25.0% 123456 packets") || !strings.HasSuffix(out, "\r\033[K") {
+		t.Errorf("progress output %q", out)
+	}
+	if isTerminal(&w) {
+		t.Error("a buffer is not a terminal")
+	}
+}
