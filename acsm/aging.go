@@ -204,7 +204,7 @@ func (s *store) memoryBytes() int {
 
 func (s *store) stats() BackendStats {
 	var st BackendStats
-	s.each(func(b Backend) { st.add(b.Stats()) })
+	s.each(func(b Backend) { st.Add(b.Stats()) })
 	st.Expired = s.expired
 	return st
 }

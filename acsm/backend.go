@@ -35,18 +35,20 @@ type Backend interface {
 	Stats() BackendStats
 }
 
-// BackendStats are a backend's own counters.
+// BackendStats are a backend's own counters (the JSON names are those of
+// the replay summary's acsm.backend_counters).
 type BackendStats struct {
-	Inserts        uint64 // successful inserts
-	InsertFailures uint64 // inserts refused (full)
-	Updates        uint64
-	Deletes        uint64
-	DontKnow       uint64 // queries answered Unknown
-	DecodeFailures uint64 // updates/deletes refused because the stored value did not match
-	Expired        uint64 // flows dropped by aging (filled in by the tracker)
+	Inserts        uint64 `json:"inserts"`         // successful inserts
+	InsertFailures uint64 `json:"insert_failures"` // inserts refused (full)
+	Updates        uint64 `json:"updates"`
+	Deletes        uint64 `json:"deletes"`
+	DontKnow       uint64 `json:"dont_know"`       // queries answered Unknown
+	DecodeFailures uint64 `json:"decode_failures"` // updates/deletes refused because the stored value did not match
+	Expired        uint64 `json:"expired"`         // flows dropped by aging (filled in by the tracker)
 }
 
-func (s *BackendStats) add(o BackendStats) {
+// Add adds o's counters to s (backends of several generations or shards).
+func (s *BackendStats) Add(o BackendStats) {
 	s.Inserts += o.Inserts
 	s.InsertFailures += o.InsertFailures
 	s.Updates += o.Updates

@@ -41,24 +41,13 @@ type Summary struct {
 
 // ACSMSummary is the state tracker's part of the summary.
 type ACSMSummary struct {
-	Backend     string        `json:"backend"`
-	Machine     string        `json:"machine"`
-	MemoryBytes int64         `json:"memory_bytes"`
-	NewFlows    uint64        `json:"new_flows"`
-	Unknown     uint64        `json:"unknown_packets"`
-	Counters    ACSMCounters  `json:"backend_counters"`
-	Shadow      ShadowSummary `json:"shadow"`
-}
-
-// ACSMCounters are the backend's own counters (acsm.BackendStats).
-type ACSMCounters struct {
-	Inserts        uint64 `json:"inserts"`
-	InsertFailures uint64 `json:"insert_failures"`
-	Updates        uint64 `json:"updates"`
-	Deletes        uint64 `json:"deletes"`
-	DontKnow       uint64 `json:"dont_know"`
-	DecodeFailures uint64 `json:"decode_failures"`
-	Expired        uint64 `json:"expired"`
+	Backend     string            `json:"backend"`
+	Machine     string            `json:"machine"`
+	MemoryBytes int64             `json:"memory_bytes"`
+	NewFlows    uint64            `json:"new_flows"`
+	Unknown     uint64            `json:"unknown_packets"`
+	Counters    acsm.BackendStats `json:"backend_counters"`
+	Shadow      ShadowSummary     `json:"shadow"`
 }
 
 // ShadowSummary is the shadow exact tracker's measured disagreement with
@@ -73,12 +62,10 @@ type ShadowSummary struct {
 }
 
 func acsmSummary(st acsm.Stats, c acsm.Counts) *ACSMSummary {
-	b, sh := st.BackendStats, st.Shadow
+	sh := st.Shadow
 	return &ACSMSummary{
 		Backend: st.Backend, Machine: st.Machine, MemoryBytes: st.MemoryBytes,
-		NewFlows: c.NewFlows, Unknown: c.Unknown,
-		Counters: ACSMCounters{Inserts: b.Inserts, InsertFailures: b.InsertFailures, Updates: b.Updates,
-			Deletes: b.Deletes, DontKnow: b.DontKnow, DecodeFailures: b.DecodeFailures, Expired: b.Expired},
+		NewFlows: c.NewFlows, Unknown: c.Unknown, Counters: st.BackendStats,
 		Shadow: ShadowSummary{Rate: sh.Rate, Checks: sh.Checks, FalsePositives: sh.FalsePositives,
 			FalseNegatives: sh.FalseNegatives, WrongState: sh.WrongState, ErrorRate: sh.ErrorRate()},
 	}
@@ -109,14 +96,7 @@ func (a *ACSMSummary) add(b *ACSMSummary) *ACSMSummary {
 	a.MemoryBytes += b.MemoryBytes
 	a.NewFlows += b.NewFlows
 	a.Unknown += b.Unknown
-	c, d := &a.Counters, b.Counters
-	c.Inserts += d.Inserts
-	c.InsertFailures += d.InsertFailures
-	c.Updates += d.Updates
-	c.Deletes += d.Deletes
-	c.DontKnow += d.DontKnow
-	c.DecodeFailures += d.DecodeFailures
-	c.Expired += d.Expired
+	a.Counters.Add(b.Counters)
 	sh, e := &a.Shadow, b.Shadow
 	sh.Checks += e.Checks
 	sh.FalsePositives += e.FalsePositives
