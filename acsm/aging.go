@@ -15,6 +15,21 @@ type Timeouts struct {
 // DefaultTimeouts are Suricata's defaults.
 var DefaultTimeouts = Timeouts{New: 60 * time.Second, Established: 3600 * time.Second, Closed: 120 * time.Second}
 
+// WithDefaults fills the zero timeouts from DefaultTimeouts.
+func (t Timeouts) WithDefaults() Timeouts {
+	d := DefaultTimeouts
+	if t.New == 0 {
+		t.New = d.New
+	}
+	if t.Established == 0 {
+		t.Established = d.Established
+	}
+	if t.Closed == 0 {
+		t.Closed = d.Closed
+	}
+	return t
+}
+
 func (t Timeouts) of(x Tier) time.Duration {
 	switch x {
 	case TierNew:

@@ -68,16 +68,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	d := DefaultTimeouts
-	if c.Timeouts.New == 0 {
-		c.Timeouts.New = d.New
-	}
-	if c.Timeouts.Established == 0 {
-		c.Timeouts.Established = d.Established
-	}
-	if c.Timeouts.Closed == 0 {
-		c.Timeouts.Closed = d.Closed
-	}
+	c.Timeouts = c.Timeouts.WithDefaults()
 	if c.ShadowRate == 0 {
 		c.ShadowRate = 1024
 	}

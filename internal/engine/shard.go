@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"sync"
@@ -53,13 +54,7 @@ func newShard(cfg Config, workers int, log io.Writer) (*shard, error) {
 	if s.counter, err = flowcount.New(fo); err != nil {
 		return nil, fmt.Errorf("build flow counter: %w", err)
 	}
-	to := ac.Timeouts
-	if to.New == 0 {
-		to.New = acsm.DefaultTimeouts.New
-	}
-	if to.Established == 0 {
-		to.Established = acsm.DefaultTimeouts.Established
-	}
+	to := ac.Timeouts.WithDefaults()
 	s.flows = newFlowTable(log, max(1, cfg.MaxFlows/workers), to.New, to.Established)
 	return s, nil
 }
@@ -114,10 +109,7 @@ func shardOf(h uint64, n int) int {
 // json.Encoder writes each record in one Write call.
 type syncWriter struct {
 	mu sync.Mutex
-	w  interface {
-		Write([]byte) (int, error)
-		Flush() error
-	}
+	w  *bufio.Writer
 }
 
 func (w *syncWriter) Write(b []byte) (int, error) {
