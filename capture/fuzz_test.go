@@ -31,7 +31,7 @@ func addSeeds(f *testing.F) {
 		ip6("2001:db8::1", "2001:db8::2", layers.IPProtocolUDP), udp(53, 5353), gopacket.Payload("x")))
 	f.Add(uint8(1), frame(f, ip4("1.2.3.4", "5.6.7.8", layers.IPProtocolICMPv4), &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}))
 	// Real frames from a few shared captures, when they are there.
-	dir := filepath.Join("..", "..", "shared", "pcaps", "real")
+	dir := filepath.Join("..", "..", "shared", "pcaps", "real") // seeds only when present
 	for _, name := range []string{"zeek/wikipedia.pcap", "zeek/tcp/truncated-header.pcap", "tcpreplay/test.pcap", "zeek/mixed-vlan-mpls.pcap", "zeek/tunnels/Teredo.pcap"} {
 		r, err := Open(filepath.Join(dir, name))
 		if err != nil {

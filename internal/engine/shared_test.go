@@ -1,14 +1,11 @@
 package engine
 
 import (
-	"bufio"
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/sharedpcaps"
 )
 
 // TestReplayEverySharedCapture runs every capture in ../shared/pcaps/real
@@ -16,20 +13,9 @@ import (
 // nothing may panic, a damaged file must end in a ReadError, and the flow
 // records must account for every flow.
 func TestReplayEverySharedCapture(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "pcaps", "real")
-	f, err := os.Open(filepath.Join(dir, "MANIFEST.tsv"))
-	if err != nil {
-		t.Skipf("shared captures not found: %v", err)
-	}
-	defer f.Close()
 	var files []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		c := strings.Split(sc.Text(), "\t")
-		if len(c) > 6 && c[5] == "capture" {
-			files = append(files, filepath.Join(dir, c[0]))
-		}
+	for _, c := range sharedpcaps.Captures(t) {
+		files = append(files, c.Path)
 	}
 	if len(files) < 1000 {
 		t.Fatalf("manifest lists %d captures", len(files))
