@@ -332,3 +332,50 @@ func BenchmarkCellReads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLineReads measures the machine rather than the filter: the
+// fastest a key touching L random 64-byte lines of the 10M-key filter's
+// cell array can go, for L = 10 (the standard layout at k = 10), 3 and 2
+// (the blocked layout's default and its two-line option) and 1, with no
+// hashing beyond one multiply per line and no decode. Keys are
+// independent, so the CPU overlaps their misses as far as it can; the
+// x-10/L ratios are the ceiling on what any blocked layout of L lines can
+// gain over the standard one on this machine, interleaved in rounds and
+// timed by the thread's CPU clock as in BenchmarkQueryRatio.
+func BenchmarkLineReads(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			cells := benchSetup(b, s.n, Standard, 0).c32
+			lines := uint64(len(cells) / 16)
+			ls := []int{10, 3, 2, 1}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			cpu := make([]time.Duration, len(ls))
+			var sum uint32
+			const round = 4096
+			j, rounds := 0, 0
+			for b.Loop() {
+				for i, l := range ls {
+					c := threadCPU()
+					for q := 0; q < round; q++ {
+						h := mix64(uint64(j+q) ^ uint64(l)<<48) // other keys for each L: no line read twice
+						for x := 0; x < l; x++ {
+							sum += cells[16*fastrange(h^uint64(x)*0x9e3779b97f4a7c15, lines)]
+						}
+					}
+					cpu[i] += threadCPU() - c
+				}
+				j, rounds = j+round, rounds+1
+			}
+			sinkV = sum
+			per := func(i int) float64 { return float64(cpu[i].Nanoseconds()) / float64(rounds*round) }
+			for i, l := range ls {
+				b.ReportMetric(per(i), fmt.Sprintf("cpu-ns/key-%dlines", l))
+			}
+			for i, l := range ls[1:] {
+				b.ReportMetric(per(0)/per(i+1), fmt.Sprintf("x-10/%d", l))
+			}
+		})
+	}
+}
