@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // Layout benchmarks: filters of n keys at p = 1e-3 (k = 10), 3000 values,
@@ -336,45 +337,68 @@ func BenchmarkCellReads(b *testing.B) {
 // BenchmarkLineReads measures the machine rather than the filter: the
 // fastest a key touching L random 64-byte lines of the 10M-key filter's
 // cell array can go, for L = 10 (the standard layout at k = 10), 3 and 2
-// (the blocked layout's default and its two-line option) and 1, with no
-// hashing beyond one multiply per line and no decode. Keys are
-// independent, so the CPU overlaps their misses as far as it can; the
-// x-10/L ratios are the ceiling on what any blocked layout of L lines can
-// gain over the standard one on this machine, interleaved in rounds and
-// timed by the thread's CPU clock as in BenchmarkQueryRatio.
+// (the blocked layout's default and its two-line option) and 1, with one
+// multiply per line for hashing and no decode. Keys are independent, so
+// the CPU overlaps their misses as far as its window allows ("plain"),
+// and further when each key's lines are prefetched 16 keys ahead
+// ("prefetch", as QueryBatch does). The x-10/L ratios are the ceiling on
+// what a blocked layout of L lines can gain over the standard one on this
+// machine; runs are interleaved in rounds and timed by the thread's CPU
+// clock as in BenchmarkQueryRatio.
 func BenchmarkLineReads(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
 			cells := benchSetup(b, s.n, Standard, 0).c32
+			base := unsafe.Pointer(unsafe.SliceData(cells))
 			lines := uint64(len(cells) / 16)
+			// line x of key j: other keys for each L, so no line is read twice
+			at := func(j, l, x int) int {
+				h := mix64(uint64(j) ^ uint64(l)<<48)
+				return int(16 * fastrange(h^uint64(x)*0x9e3779b97f4a7c15, lines))
+			}
 			ls := []int{10, 3, 2, 1}
+			const ahead = 16
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
-			cpu := make([]time.Duration, len(ls))
+			plain := make([]time.Duration, len(ls))
+			pre := make([]time.Duration, len(ls))
 			var sum uint32
+			var idx [MaxK]int
 			const round = 4096
 			j, rounds := 0, 0
 			for b.Loop() {
 				for i, l := range ls {
 					c := threadCPU()
-					for q := 0; q < round; q++ {
-						h := mix64(uint64(j+q) ^ uint64(l)<<48) // other keys for each L: no line read twice
+					for q := j; q < j+round; q++ {
 						for x := 0; x < l; x++ {
-							sum += cells[16*fastrange(h^uint64(x)*0x9e3779b97f4a7c15, lines)]
+							sum += cells[at(q, l, x)]
 						}
 					}
-					cpu[i] += threadCPU() - c
+					plain[i] += threadCPU() - c
+					c = threadCPU()
+					for q := j + round; q < j+2*round; q++ {
+						for x := 0; x < l; x++ {
+							idx[x] = at(q+ahead, l, x)
+						}
+						prefetchCells(base, &idx, l, 4)
+						for x := 0; x < l; x++ {
+							sum += cells[at(q, l, x)]
+						}
+					}
+					pre[i] += threadCPU() - c
 				}
-				j, rounds = j+round, rounds+1
+				j, rounds = j+2*round, rounds+1
 			}
 			sinkV = sum
-			per := func(i int) float64 { return float64(cpu[i].Nanoseconds()) / float64(rounds*round) }
+			per := func(d []time.Duration, i int) float64 { return float64(d[i].Nanoseconds()) / float64(rounds*round) }
 			for i, l := range ls {
-				b.ReportMetric(per(i), fmt.Sprintf("cpu-ns/key-%dlines", l))
+				b.ReportMetric(per(plain, i), fmt.Sprintf("cpu-ns/key-%dlines", l))
+				b.ReportMetric(per(pre, i), fmt.Sprintf("cpu-ns/key-%dlines-prefetch", l))
 			}
 			for i, l := range ls[1:] {
-				b.ReportMetric(per(0)/per(i+1), fmt.Sprintf("x-10/%d", l))
+				b.ReportMetric(per(plain, 0)/per(plain, i+1), fmt.Sprintf("x-10/%d", l))
+				b.ReportMetric(per(pre, 0)/per(pre, i+1), fmt.Sprintf("x-10/%d-prefetch", l))
 			}
 		})
 	}
