@@ -65,8 +65,9 @@ func TestDecodeSidonMatchesDecode(t *testing.T) {
 // of single codes, of triples and on random words.
 func TestIsPairLog(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, values := range []int{40, 3000, MaxSidonValues} {
-		e, err := newSidon(values, 29)
+	for _, c := range []struct{ values, width int }{{40, 29}, {3000, 29}, {MaxSidonValues, 29}, {3000, 24}, {50, 13}} {
+		values := c.values
+		e, err := newSidon(values, c.width)
 		if err != nil {
 			t.Fatal(err)
 		}
