@@ -104,12 +104,34 @@
 // 3e-5 don't-know answers, still 6e-6 with 50% more cells, where the
 // standard layout and three lines have none (docs/results/kbf.md).
 //
-// The blocked layout gains less time than the count of misses suggests:
-// the standard layout's k reads are independent and the CPU overlaps them.
-// Measured at 10M keys (BenchmarkCellReads, thread CPU clock, huge pages)
-// reading one line costs 257 ns, the standard layout's ten cells 313 ns,
-// so no blocked layout can be much more than 1.2x faster on this machine;
-// a whole query (BenchmarkQueryRatio) is 1.14x faster with three lines.
+// The blocked layout gains less time than the count of misses suggests.
+// The standard layout's k reads are independent and the CPU overlaps them,
+// and a query spends as long computing (hash, locate, decode, checks:
+// about 100-120 ns, the same in both layouts) as waiting for memory.
+// Measured at 10M keys on a 2-vCPU KVM guest, all figures of one run,
+// interleaved in rounds, thread CPU clock, huge pages:
+//
+//   - the machine's ceiling (BenchmarkLineReads: random lines of the same
+//     array, no decode): ten lines per key cost 3.25x what three lines
+//     cost (288-374 ns against 89-114 ns), 3.0-3.3x with the lines
+//     prefetched 16 keys ahead (197-236 ns against 60-80 ns); two lines
+//     4.7-5.2x, one line 8.5-9.3x;
+//   - a key's cells located and read (BenchmarkCellReads, no decode):
+//     1.10-1.14x with three lines; reading the k cells, not one word per
+//     line, keeps more loads waiting on each miss and so fewer misses in
+//     flight;
+//   - a query (BenchmarkQueryRatio): 1.18-1.19x with three lines, 1.25x
+//     with two (at more don't-know answers, above);
+//   - a batched query (BenchmarkQueryBatchRatio, QueryBatch below):
+//     1.25-1.28x; the standard layout is then memory-bound (214-239 ns,
+//     its lines' floor) and the blocked one compute-bound (167-189 ns
+//     against a 60-80 ns floor).
+//
+// So on this machine three lines cannot be 3x faster than ten even with
+// no computation at all (the ceiling is 3.0-3.3x), and with the decode a
+// blocked query is 1.2-1.3x faster. Two lines would have the room (4.7x)
+// but not the standard layout's error rates: 1e-5 don't-know answers at
+// 25% more cells, 6e-6 at 50% more, where the standard layout has none.
 //
 // # Batched queries
 //
@@ -117,22 +139,7 @@
 // prefetches the lines of the key batchAhead places ahead (PREFETCHT0; one
 // per cell in the standard layout, one per line in the blocked one) while
 // a key decodes, so the misses of several keys overlap. Both layouts gain
-// from it, the standard one as much as the blocked one: the standard
-// layout's ten lines were already in flight together. Measured at 10M keys
-// (BenchmarkQueryBatchRatio, both layouts interleaved in one run, thread
-// CPU clock, seven runs on a 2-vCPU KVM guest): a batched query costs
-// 177-281 ns with three lines and 224-368 ns with the standard layout,
-// 1.25-1.31x; the reads alone (locate, prefetch, read the cells, no
-// decode) 100-141 ns against 109-211 ns, 1.09-1.49x; single queries
-// 1.19-1.23x. In one run of the seven the blocked array was slower
-// throughout (0.98x batched, 0.94x reads, 1.02x single): where an array
-// lands in the host's memory matters as much as the layout. A decoded
-// query costs about 80-110 ns of computation (hash, decode, checks)
-// whatever the layout, on top of the memory time, and on this machine a
-// key's lines cost about 100 ns even when they are few and prefetched far
-// ahead, so the blocked layout is not 3x faster here; its gain is the
-// same error rates at the same memory (three lines) and 1.2-1.3x less
-// time per query.
+// from it: a batched query costs about half a single one.
 //
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
