@@ -127,9 +127,10 @@
 //     its lines' floor) and the blocked one compute-bound (167-189 ns
 //     against a 60-80 ns floor).
 //
-// So on this machine three lines cannot be 3x faster than ten even with
-// no computation at all (the ceiling is 3.0-3.3x), and with the decode a
-// blocked query is 1.2-1.3x faster. Two lines would have the room (4.7x)
+// So on this machine three lines are at most 3.0-3.3x faster than ten
+// with no computation at all, and the computation both layouts share
+// brings a blocked query down to 1.2-1.3x faster; 3x would need the
+// computation to cost next to nothing. Two lines would have the room (4.7x)
 // but not the standard layout's error rates: 1e-5 don't-know answers at
 // 25% more cells, 6e-6 at 50% more, where the standard layout has none.
 //
