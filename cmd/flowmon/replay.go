@@ -42,7 +42,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Dedup.Window, "dedup-window", cfg.Dedup.Window, "how long a packet is remembered to drop its duplicates")
 	fs.BoolVar(&cfg.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
 	fs.IntVar(&cfg.MaxFlows, "max-flows", cfg.MaxFlows, "most open flows the replay's flow table holds (records, counts); past it idle flows time out early")
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines the per-flow stages are sharded over by flow hash (1 gives a byte-identical flow log)")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines the per-flow stages are sharded over by flow hash (the flow log's order depends on it, and is the same every run for a given count)")
 	fs.BoolVar(&cfg.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
 	retrans := fs.Duration("retrans-window", 0, "also mark TCP retransmissions seen within this window (0: off)")
 	flowLog := fs.String("flows-out", "", "write one JSON line per flow to this file (- for stdout)")

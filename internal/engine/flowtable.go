@@ -64,7 +64,7 @@ func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *fl
 	t := &flowTable{m: map[capture.Key]*flowEntry{}, states: map[string]uint64{}, linger: recordLinger,
 		maxFlows: max(maxFlows, 1), idleNew: idleNew, idleEst: idleEst}
 	if w != nil {
-		t.enc = json.NewEncoder(w) // one Write per record: see syncWriter
+		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
 	}
 	return t
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,8 +34,9 @@ type Config struct {
 	MaxFlows int
 	// Workers is the number of goroutines the per-flow stages are sharded
 	// over by flow hash (0 or 1: all on the reading goroutine). Results do
-	// not depend on it, except the order in which flow records of
-	// different shards interleave (one worker gives a byte-identical log).
+	// not depend on it, except the order of the flow records; for a given
+	// number of workers the flow log is byte-identical from run to run
+	// (recordlog.go).
 	Workers int
 	// DecodeOnly runs no stage at all: the replay reads, decodes and
 	// counts packets by type (flows and conn_states stay empty). It
@@ -71,7 +73,10 @@ type Pipeline struct {
 	dedup  *dedup.Dedup
 	shards []*shard
 	cur    []*batch // per shard, the batch being filled
-	log    *syncWriter
+	sent   []uint64 // per shard, batches handed over
+	seq    uint64   // packets handed to the shards
+	log    *bufio.Writer
+	logErr error
 
 	duplicates      uint64
 	retransmissions uint64
@@ -93,13 +98,17 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		}
 	}
 	if cfg.FlowLog != nil {
-		p.log = &syncWriter{w: bufio.NewWriterSize(cfg.FlowLog, 1<<16)}
+		p.log = bufio.NewWriterSize(cfg.FlowLog, 1<<16)
 	}
 	workers := max(cfg.Workers, 1)
 	for range workers {
 		var w io.Writer
-		if p.log != nil {
-			w = p.log
+		switch {
+		case p.log == nil:
+		case workers == 1:
+			w = p.log // one shard on this goroutine: records in the order written
+		default:
+			w = &recordLog{}
 		}
 		s, err := newShard(cfg, workers, w)
 		if err != nil {
@@ -109,6 +118,7 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 	}
 	if workers > 1 {
 		p.cur = make([]*batch, workers)
+		p.sent = make([]uint64, workers)
 		for i, s := range p.shards {
 			s.start()
 			p.cur[i] = <-s.free
@@ -142,9 +152,45 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	b := p.cur[i]
 	b.pkts[b.n] = *pk
 	b.pkts[b.n].Payload = nil
+	b.seq[b.n] = p.seq
+	p.seq++
 	if b.n++; b.n == batchSize {
-		p.shards[i].in <- b
-		p.cur[i] = <-p.shards[i].free
+		p.send(i)
+	}
+	if p.log != nil && p.seq%logSyncEvery == 0 {
+		p.syncLog()
+	}
+}
+
+// send hands shard i its batch and takes an empty one.
+func (p *Pipeline) send(i int) {
+	s := p.shards[i]
+	s.in <- p.cur[i]
+	p.sent[i]++
+	p.cur[i] = <-s.free
+}
+
+// syncLog hands the partial batches over, waits until every shard has
+// processed all it was given, and writes their records merged.
+func (p *Pipeline) syncLog() {
+	for i := range p.shards {
+		if p.cur[i].n > 0 {
+			p.send(i)
+		}
+	}
+	for i, s := range p.shards {
+		s.waitProcessed(p.sent[i])
+	}
+	p.mergeLog()
+}
+
+func (p *Pipeline) mergeLog() {
+	logs := make([]*recordLog, len(p.shards))
+	for i, s := range p.shards {
+		logs[i] = s.log
+	}
+	if err := mergeRecords(p.log, logs); err != nil && p.logErr == nil {
+		p.logErr = err
 	}
 }
 
@@ -216,6 +262,9 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	var err error
 	var ac *ACSMSummary
 	for _, sh := range p.shards {
+		if sh.log != nil {
+			sh.log.seq = finishSeq
+		}
 		if ferr := sh.flows.finish(); ferr != nil && err == nil {
 			err = ferr
 		}
@@ -234,8 +283,11 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
 	}
 	if p.log != nil {
-		if ferr := p.log.Flush(); ferr != nil && err == nil {
-			err = ferr
+		if p.shards[0].log != nil {
+			p.mergeLog()
+		}
+		if ferr := p.log.Flush(); err == nil {
+			err = cmp.Or(p.logErr, ferr)
 		}
 	}
 	s.ACSM = ac

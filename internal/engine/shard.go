@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"sync"
@@ -23,10 +22,14 @@ type shard struct {
 	in   chan *batch // nil for an inline shard
 	free chan *batch
 	done chan struct{}
+	// log holds the flow records for the pipeline's merge (a worker
+	// shard with a flow log; nil otherwise).
+	log *recordLog
 
-	mu  sync.Mutex // guards fc, published after each batch
-	fc  flowcount.Stats
-	err error
+	mu        sync.Mutex // guards fc and processed, published after each batch
+	processed sync.Cond  // signalled when batches grows
+	batches   uint64     // batches processed
+	fc        flowcount.Stats
 }
 
 // batchSize packets go to a worker in one channel send, so the hand-over
@@ -35,6 +38,7 @@ const batchSize = 256
 
 type batch struct {
 	pkts [batchSize]capture.Packet
+	seq  [batchSize]uint64 // each packet's number in the pipeline (recordlog.go)
 	n    int
 }
 
@@ -47,6 +51,8 @@ func newShard(cfg Config, workers int, log io.Writer) (*shard, error) {
 	// which needs equal shapes. The shards hold disjoint flows, so the
 	// merge has the load of one.
 	s := &shard{}
+	s.processed.L = &s.mu
+	s.log, _ = log.(*recordLog)
 	var err error
 	if s.tracker, err = acsm.New(ac); err != nil {
 		return nil, fmt.Errorf("build acsm stage: %w", err)
@@ -77,10 +83,17 @@ func (s *shard) start() {
 		defer close(s.done)
 		for b := range s.in {
 			for i := range b.n {
+				if s.log != nil {
+					s.log.seq = b.seq[i]
+				}
 				s.packet(&b.pkts[i])
 			}
 			b.n = 0
 			s.publish()
+			s.mu.Lock()
+			s.batches++
+			s.processed.Signal()
+			s.mu.Unlock()
 			s.free <- b
 		}
 	}()
@@ -90,6 +103,15 @@ func (s *shard) publish() {
 	st := s.counter.Stats()
 	s.mu.Lock()
 	s.fc = st
+	s.mu.Unlock()
+}
+
+// waitProcessed returns once the shard has processed n batches.
+func (s *shard) waitProcessed(n uint64) {
+	s.mu.Lock()
+	for s.batches < n {
+		s.processed.Wait()
+	}
 	s.mu.Unlock()
 }
 
@@ -103,23 +125,4 @@ func (s *shard) flowcountStats() flowcount.Stats {
 // index with the low bits (remixed), so the shards stay evenly loaded.
 func shardOf(h uint64, n int) int {
 	return int((h >> 32) * uint64(n) >> 32)
-}
-
-// syncWriter lets the shards write whole flow records to one writer: a
-// json.Encoder writes each record in one Write call.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-}
-
-func (w *syncWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(b)
-}
-
-func (w *syncWriter) Flush() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Flush()
 }
