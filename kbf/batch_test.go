@@ -185,9 +185,10 @@ func batchReads(f *Filter, keys []uint64) uint32 {
 	return sum
 }
 
-// TestLocateBlockedSplit pins the blocked layout's placement: locate's
-// precomputed split of the k cells over the lines gives the cells of the
-// formula it replaced, cnt = (k - j) / (groups - g) cells in line g.
+// TestLocateBlockedSplit pins the blocked layout's placement (32-bit
+// cells): locate's precomputed split of the k cells over the lines gives
+// the cells of the formula it replaced, cnt = (k - j) / (groups - g)
+// cells in line g, the first cnt of the line's permutation.
 func TestLocateBlockedSplit(t *testing.T) {
 	for _, p := range []float64{1e-1, 1e-3, 1e-6, 1e-9} {
 		for lines := 0; lines <= 4; lines++ {
@@ -210,13 +211,12 @@ func TestLocateBlockedSplit(t *testing.T) {
 				h3 := mix64(h2)
 				j := 0
 				for g := 0; g < f.groups; g++ {
-					bitsg := h3 >> (16 * g)
-					off, s := bitsg&(L-1), (bitsg>>6)&(L-1)|1
+					perm := linePerms[(h3>>(permBits*g))%permCount]
 					cnt := (f.k - j) / (f.groups - g)
 					for c := 0; c < cnt; c++ {
-						want[j] = int(line*L + off)
+						want[j] = int(line*L + perm%16)
 						j++
-						off = (off + s) & (L - 1)
+						perm /= 16
 					}
 					if line += step; line >= f.lines {
 						line -= f.lines

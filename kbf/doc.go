@@ -99,10 +99,13 @@
 // Blocked places them in g = max(3, ceil(2k/L)) cache lines of L cells (at
 // most 4; Options.BlockLines overrides): g misses instead of k. The lines
 // are chosen by double hashing over a prime number of lines, the cells
-// inside a line (L a power of two) by an offset and an odd stride. Fewer
-// lines load a line too unevenly: at n = 1e6, p = 1e-3 two lines leave
-// 3e-5 don't-know answers, still 6e-6 with 50% more cells, where the
-// standard layout and three lines have none (docs/results/kbf.md).
+// inside a line as a random subset of it (lineperm.go: the first cells of
+// one of 1024 fixed random permutations), so that keys sharing a line
+// share cells only by chance. At n = 1e6, p = 1e-3 (docs/results/kbf.md)
+// three lines leave no don't-know answers, as the standard layout; two
+// lines leave a few in a million at the same memory and none with 25%
+// more cells. (An offset and an odd stride inside the line, the first
+// placement, left 3e-5 with two lines, and 6e-6 with 50% more cells.)
 //
 // The blocked layout gains less time than the count of misses suggests.
 // The standard layout's k reads are independent and the CPU overlaps them,

@@ -248,8 +248,8 @@ func fastrange(h, n uint64) uint64 {
 // hashing are both derived from the 64-bit key: h1 = mix(key^seed), h2 =
 // mix(h1). Standard: i_j = (a + j b) mod m with m prime and b in [1, m),
 // so all k cells differ. Blocked: the k cells are split over g cache lines
-// chosen the same way over the (prime) number of lines; inside a line of L
-// cells (a power of two) the offsets are o + j s mod L with s odd.
+// chosen the same way over the (prime) number of lines; inside a line the
+// cells are a random subset (lineperm.go).
 func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 	h1 := mix64(key ^ f.seed)
 	h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
@@ -273,14 +273,26 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 	j := 0
 	for g := 0; g < f.groups; g++ {
 		cnt := f.firsts[g+1] - f.firsts[g] // (k - j) / (groups - g), precomputed
-		bitsg := h3 >> (16 * g)
-		off := bitsg & (L - 1)
-		s := (bitsg>>6)&(L-1) | 1
 		base := line * L
-		for c := 0; c < cnt; c++ {
-			idx[j] = int(base + off)
-			j++
-			off = (off + s) & (L - 1)
+		if L == 16 {
+			p := linePerms[h3>>(permBits*g)&permMask]
+			for c := 0; c < cnt; c++ {
+				idx[j] = int(base + p&15)
+				j++
+				p >>= 4
+			}
+		} else { // 32 cells: the two halves in turn, a permutation each
+			bits := h3 >> (2 * permBits * g)
+			if g >= 3 {
+				bits = mix64(h3) // 6 x 10 bits used up
+			}
+			p := [2]uint64{linePerms[bits&permMask], linePerms[bits>>permBits&permMask]}
+			for c := 0; c < cnt; c++ {
+				half := c & 1
+				idx[j] = int(base + uint64(16*half) + p[half]&15)
+				j++
+				p[half] >>= 4
+			}
 		}
 		line += step
 		if line >= f.lines {

@@ -385,7 +385,8 @@ func TestLayoutShapes(t *testing.T) {
 	}
 	for _, c := range []struct {
 		bits, k, lines, want int
-	}{{32, 10, 0, 3}, {32, 20, 0, 3}, {32, 30, 0, 4}, {16, 10, 0, 3}, {16, 20, 0, 3}, {32, 10, 2, 2}, {32, 10, 1, 1}} {
+	}{{32, 10, 0, 3}, {32, 20, 0, 3}, {32, 30, 0, 4}, {16, 10, 0, 3}, {16, 20, 0, 3}, {32, 10, 2, 2}, {32, 10, 1, 1},
+		{32, 10, 4, 4}, {16, 10, 4, 4}, {16, 20, 1, 1}, {32, 16, 1, 1}} {
 		o := Options{Capacity: 1000, FPRate: math.Exp2(-float64(c.k)), Values: 12, Encoder: Sidon,
 			Layout: Blocked, CellBits: c.bits, BlockLines: c.lines}
 		f := newT(t, o)

@@ -7,11 +7,13 @@ import (
 	"math"
 )
 
-// Binary format, version 1 (all integers little-endian):
+// Binary format, version 2 (all integers little-endian; version 1 placed
+// the blocked layout's cells inside a line by offset and stride, so its
+// blocked filters would read wrong and it is refused):
 //
 //	offset  size  field
 //	0       4     magic "kBF\x00"
-//	4       1     version (1)
+//	4       1     version (2)
 //	5       1     cell bits (16 or 32)
 //	6       1     counter bits
 //	7       1     encoder (0 greedy, 1 sidon)
@@ -38,7 +40,7 @@ import (
 // from them (both encoders are deterministic).
 const (
 	headerSize    = 104
-	formatVersion = 1
+	formatVersion = 2
 )
 
 var (
