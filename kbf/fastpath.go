@@ -23,19 +23,16 @@ func b2u(b bool) uint32 {
 	return 0
 }
 
-// decodeSidon is decode for the Sidon encoder. ok is false when no cell
-// has counter 1; the caller then runs decode (steps 3-5).
-func (f *Filter) decodeSidon(cells *[MaxK]uint32) (code uint32, r Result, ok bool) {
+// decodeSidon is decode's step 2 for the Sidon encoder, from the first
+// cell with counter 1, cells[first] (the caller found it; without one it
+// runs decode, steps 3-5). ok is false only when first is out of range.
+func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Result, ok bool) {
 	s := f.sid
 	k := f.k
-	j := 0
-	for j < k && cells[j]&f.ctrMask != 1 {
-		j++
-	}
-	if j == k {
+	if first >= k {
 		return 0, Unknown, false
 	}
-	x := cells[j] >> f.ctrBits
+	x := cells[first] >> f.ctrBits
 	if !s.isCode(x) {
 		return 0, Unknown, true // malformed cell: only misuse makes one
 	}
@@ -70,10 +67,12 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32) (code uint32, r Result, ok boo
 	return x, Found, true
 }
 
-// isPairLog is isPair computed on logarithms: with l = log s, s^2 =
-// g^(2l), t/s = g^(log t - l) and xy/s^2 = g^(log(xy) - 2l), so each
-// product or quotient is one antilog lookup. It solves for x and y as pair
-// does and applies the same checks, without building their codes.
+// isPairLog is isPair computed on logarithms, with the quadratic's
+// constant taken directly: xy = t/s + s^2, so the w of x = s w solves
+// w^2 + w = xy/s^2 = t/s^3 + 1, one antilog lookup from log t and log s
+// (looked up together), where isPair computes s^2, t/s and their quotient
+// one after the other. It applies isPair's checks without building the
+// codes.
 func (s *sidonEncoder) isPairLog(r uint32) bool {
 	g := s.f
 	sum, t := r&s.mask, r>>g.q
@@ -82,18 +81,21 @@ func (s *sidonEncoder) isPairLog(r uint32) bool {
 	}
 	ord := g.ord
 	ls := uint32(g.log[sum])
-	l2 := 2 * ls
-	if l2 >= ord {
-		l2 -= ord
-	}
-	prod := uint32(g.exp[l2])
+	c := uint32(1)
 	if t != 0 {
-		prod ^= uint32(g.exp[uint32(g.log[t])+ord-ls])
+		l3 := 3 * ls // log s^3, reduced below ord
+		if l3 >= ord {
+			l3 -= ord
+		}
+		if l3 >= ord {
+			l3 -= ord
+		}
+		c ^= uint32(g.exp[uint32(g.log[t])+ord-l3])
 	}
-	if prod == 0 {
-		return false
+	if c == 0 {
+		return false // xy = 0: x or y is 0, no code
 	}
-	w, ok := g.solveQuad(uint32(g.exp[uint32(g.log[prod])+ord-l2]))
+	w, ok := g.solveQuad(c)
 	if !ok || w == 0 {
 		return false // w = 0 gives x = 0, no code
 	}

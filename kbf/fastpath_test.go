@@ -45,7 +45,11 @@ func TestDecodeSidonMatchesDecode(t *testing.T) {
 				cells[j] = e<<f.ctrBits | c
 			}
 			want, wr := f.decode(&cells)
-			got, gr, ok := f.decodeSidon(&cells)
+			first := 0
+			for first < f.k && cells[first]&f.ctrMask != 1 {
+				first++
+			}
+			got, gr, ok := f.decodeSidon(&cells, first)
 			if !ok {
 				continue
 			}

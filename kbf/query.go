@@ -1,5 +1,7 @@
 package kbf
 
+import "math/bits"
+
 // consistent reports whether a cell w can hold code x among its contents
 // (x is in the cell's candidate set, Section III-E/F):
 //
@@ -79,26 +81,47 @@ func (f *Filter) Query(key uint64) (v uint32, r Result) {
 // locate), counting it in Stats.
 func (f *Filter) queryAt(idx *[MaxK]int) (v uint32, r Result) {
 	f.st.Queries++
+	// Read all k cells, noting empty ones and those with counter 1
+	// without a branch: the loads of a key then all start together.
 	var cells [MaxK]uint32
-	for j := 0; j < f.k; j++ {
-		w := f.cell(idx[j])
-		if w&f.ctrMask == 0 {
-			f.st.AbsentAnswers++
-			return 0, Absent
+	var empty, ones uint32
+	k, cm := f.k, f.ctrMask
+	if f.c16 != nil {
+		for j := 0; j < k; j++ {
+			w := uint32(f.c16[idx[j]])
+			cells[j] = w
+			empty |= b2u(w&cm == 0)
+			ones |= b2u(w&cm == 1) << (j & 31)
 		}
-		cells[j] = w
+	} else {
+		c32 := f.c32
+		for j := 0; j < k; j++ {
+			w := c32[idx[j]]
+			cells[j] = w
+			empty |= b2u(w&cm == 0)
+			ones |= b2u(w&cm == 1) << (j & 31)
+		}
+	}
+	if empty != 0 {
+		f.st.AbsentAnswers++
+		return 0, Absent
 	}
 	var code uint32
 	fast := false
-	if f.sid != nil {
-		code, r, fast = f.decodeSidon(&cells)
+	if f.sid != nil && ones != 0 {
+		code, r, fast = f.decodeSidon(&cells, bits.TrailingZeros32(ones))
 	}
 	if !fast {
 		code, r = f.decode(&cells)
 	}
 	if r == Found {
 		var ok bool
-		if v, ok = f.enc.value(code); !ok {
+		if f.sid != nil {
+			v, ok = f.sid.value(code)
+		} else {
+			v, ok = f.enc.value(code)
+		}
+		if !ok {
 			r = Unknown
 		}
 	}
