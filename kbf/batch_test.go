@@ -105,18 +105,20 @@ func BenchmarkQueryBatch(b *testing.B) {
 	})
 }
 
-// BenchmarkQueryBatchRatio compares the standard and the blocked layout
-// (three lines, the default) on the same keys with the same API, one key
-// at a time (Query) and in batches of 256 (QueryBatch), interleaved in
-// rounds of 4096 stored keys as in BenchmarkQueryRatio and timed by the
-// thread's CPU clock. The keys of a round are generated before the timers
-// start, so only the queries are timed. The reads figures run QueryBatch's
-// pipeline without the decode (locate, prefetch, read the k cells): the
-// memory-bound part, the most any layout could gain.
+// BenchmarkQueryBatchRatio compares the layouts of benchLayouts on the
+// same keys with the same API, one key at a time (Query) and in batches of
+// 256 (QueryBatch), interleaved in rounds of 4096 stored keys as in
+// BenchmarkQueryRatio and timed by the thread's CPU clock. The keys of a
+// round are generated before the timers start, so only the queries are
+// timed. The reads figures run QueryBatch's pipeline without the decode
+// (locate, prefetch, read the k cells): the memory-bound part.
 func BenchmarkQueryBatchRatio(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			fs := []*Filter{benchSetup(b, s.n, Standard, 0), benchSetup(b, s.n, Blocked, 0)}
+			fs := make([]*Filter, len(benchLayouts))
+			for i, l := range benchLayouts {
+				fs[i] = benchSetup(b, s.n, l)
+			}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
@@ -124,7 +126,9 @@ func BenchmarkQueryBatchRatio(b *testing.B) {
 			keys := make([]uint64, round)
 			vals := make([]uint32, batch)
 			res := make([]Result, batch)
-			var single, batched, reads [2]time.Duration
+			single := make([]time.Duration, len(fs))
+			batched := make([]time.Duration, len(fs))
+			reads := make([]time.Duration, len(fs))
 			j, rounds := 0, 0
 			for b.Loop() {
 				for q := range keys {
@@ -150,15 +154,16 @@ func BenchmarkQueryBatchRatio(b *testing.B) {
 				j, rounds = (j+round)%s.n, rounds+1
 			}
 			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(rounds*round) }
-			b.ReportMetric(per(single[0]), "cpu-ns/q-standard")
-			b.ReportMetric(per(single[1]), "cpu-ns/q-blocked")
-			b.ReportMetric(per(batched[0]), "cpu-ns/q-batch-standard")
-			b.ReportMetric(per(batched[1]), "cpu-ns/q-batch-blocked")
-			b.ReportMetric(per(reads[0]), "cpu-ns/q-reads-standard")
-			b.ReportMetric(per(reads[1]), "cpu-ns/q-reads-blocked")
-			b.ReportMetric(per(single[0])/per(single[1]), "x-single")
-			b.ReportMetric(per(batched[0])/per(batched[1]), "x-batch")
-			b.ReportMetric(per(reads[0])/per(reads[1]), "x-reads")
+			for i, l := range benchLayouts {
+				b.ReportMetric(per(single[i]), "cpu-ns/q-"+l.name)
+				b.ReportMetric(per(batched[i]), "cpu-ns/q-batch-"+l.name)
+				b.ReportMetric(per(reads[i]), "cpu-ns/q-reads-"+l.name)
+			}
+			for i, l := range benchLayouts[1:] {
+				b.ReportMetric(per(single[0])/per(single[i+1]), "x-single-"+l.name)
+				b.ReportMetric(per(batched[0])/per(batched[i+1]), "x-batch-"+l.name)
+				b.ReportMetric(per(reads[0])/per(reads[i+1]), "x-reads-"+l.name)
+			}
 		})
 	}
 }
