@@ -109,33 +109,22 @@
 //
 // The blocked layout gains less time than the count of misses suggests.
 // The standard layout's k reads are independent and the CPU overlaps them,
-// and a query spends as long computing (hash, locate, decode, checks:
-// about 100-120 ns, the same in both layouts) as waiting for memory.
-// Measured at 10M keys on a 2-vCPU KVM guest, all figures of one run,
-// interleaved in rounds, thread CPU clock, huge pages:
+// and a query spends about as long computing (hash, locate, decode, the
+// checks: 100-150 ns, the same in both layouts) as waiting for memory.
+// Measured at 10M keys on a 2-vCPU KVM guest, all in one run,
+// interleaved, thread CPU clock (docs/results/kbf-layouts.md):
 //
 //   - the machine's ceiling (BenchmarkLineReads: random lines of the same
-//     array, no decode): ten lines per key cost 3.25x what three lines
-//     cost (288-374 ns against 89-114 ns), 3.0-3.3x with the lines
-//     prefetched 16 keys ahead (197-236 ns against 60-80 ns); two lines
-//     4.7-5.2x, one line 8.5-9.3x;
-//   - a key's cells located and read (BenchmarkCellReads, no decode):
-//     1.10-1.14x with three lines; reading the k cells, not one word per
-//     line, keeps more loads waiting on each miss and so fewer misses in
-//     flight;
-//   - a query (BenchmarkQueryRatio): 1.18-1.19x with three lines, 1.25x
-//     with two (at more don't-know answers, above);
-//   - a batched query (BenchmarkQueryBatchRatio, QueryBatch below):
-//     1.25-1.28x; the standard layout is then memory-bound (214-239 ns,
-//     its lines' floor) and the blocked one compute-bound (167-189 ns
-//     against a 60-80 ns floor).
+//     array, no decode): ten lines per key cost 3.2-3.3x what three lines
+//     cost, 2.8-2.9x when prefetched ahead; 4.7-4.9x what two lines cost;
+//   - a query (BenchmarkQueryRatio) is 1.21-1.22x faster with three lines
+//     at the same memory, 1.28-1.33x with two lines at 1.25m cells, both
+//     at the standard layout's error rates;
+//   - a batched query (BenchmarkQueryBatchRatio, QueryBatch below) is
+//     1.19-1.23x and 1.31-1.35x faster: the standard layout is then near
+//     its memory floor and the blocked ones are compute-bound.
 //
-// So on this machine three lines are at most 3.0-3.3x faster than ten
-// with no computation at all, and the computation both layouts share
-// brings a blocked query down to 1.2-1.3x faster; 3x would need the
-// computation to cost next to nothing. Two lines would have the room (4.7x)
-// but not the standard layout's error rates: 1e-5 don't-know answers at
-// 25% more cells, 6e-6 at 50% more, where the standard layout has none.
+// 3x would need a query's computation to cost next to nothing.
 //
 // # Batched queries
 //
