@@ -146,10 +146,11 @@ func New(o Options) (*Filter, error) {
 // blockGroups is the number of cache lines a key's k cells are split over
 // in the blocked layout by default: at least three, enough that a key takes
 // at most half of each line, at most four. Measured at n = 1e6, p = 1e-3
-// (docs/results/kbf.md): two lines per key leave 3e-5 don't-know answers
-// and still 6e-6 with 50% more cells, where the standard layout has none;
-// three lines have none at the same memory and cost the same time per
-// query (the lines are fetched in parallel). One line is worse again.
+// (docs/results/kbf.md): three lines leave no don't-know answers at the
+// same memory, as the standard layout; two lines leave 4e-6 and need 25%
+// more cells (SizeFactor 1.25) for none, for a query about 8% faster
+// than three lines (docs/results/kbf-layouts.md). One line leaves 0.6%
+// even with 50% more cells.
 func blockGroups(k, perLine int) int {
 	g := (2*k + perLine - 1) / perLine
 	return min(max(g, 3), 4, k)
