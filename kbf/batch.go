@@ -39,17 +39,17 @@ func (f *Filter) QueryBatch(keys []uint64, vals []uint32, res []Result) int {
 // prefetch per cell in the standard layout, one per line (the line's
 // first cell, f.firsts) in the blocked one.
 func (f *Filter) prefetch(idx *[MaxK]int) {
-	n := f.k
+	p, n := &idx[0], f.k
+	var lines [4]int
 	if f.groups > 0 {
-		var firsts [MaxK]int
-		for g, j := range f.firsts[:f.groups] {
-			firsts[g] = idx[j]
+		for g := range f.groups {
+			lines[g&3] = idx[f.firsts[g]]
 		}
-		idx, n = &firsts, f.groups
+		p, n = &lines[0], f.groups
 	}
 	if f.c16 != nil {
-		prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c16)), idx, n, 2)
+		prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c16)), p, n, 2)
 		return
 	}
-	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), idx, n, 4)
+	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), p, n, 4)
 }

@@ -388,7 +388,7 @@ func BenchmarkLineReads(b *testing.B) {
 						for x := 0; x < l; x++ {
 							idx[x] = at(q+ahead, l, x)
 						}
-						prefetchCells(base, &idx, l, 4)
+						prefetchCells(base, &idx[0], l, 4)
 						for x := 0; x < l; x++ {
 							sum += cells[at(q, l, x)]
 						}

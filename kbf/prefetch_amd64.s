@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// func prefetchCells(base unsafe.Pointer, idx *[MaxK]int, n int, size int)
+// func prefetchCells(base unsafe.Pointer, idx *int, n int, size int)
 TEXT ·prefetchCells(SB), NOSPLIT|NOFRAME, $0-32
 	MOVQ base+0(FP), AX
 	MOVQ idx+8(FP), BX

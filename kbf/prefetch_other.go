@@ -6,4 +6,4 @@ import "unsafe"
 
 // prefetchCells is a no-op where no prefetch instruction is wired up:
 // QueryBatch then runs as a loop of Query.
-func prefetchCells(base unsafe.Pointer, idx *[MaxK]int, n int, size int) {}
+func prefetchCells(base unsafe.Pointer, idx *int, n int, size int) {}
