@@ -78,7 +78,7 @@ type store struct {
 func newStore(m *machine, cfg *Config, kind BackendKind, seed uint64) (*store, error) {
 	s := &store{m: m, aging: !cfg.NoAging}
 	spec := BackendSpec{Kind: kind, Capacity: cfg.Capacity, FPRate: cfg.FPRate, MemoryBytes: cfg.MemoryBytes,
-		Values: m.values, Seed: seed, ExactCap: cfg.ExactCap, KBFEncoder: cfg.KBFEncoder}
+		Values: m.values, Seed: seed, ExactCap: cfg.ExactCap, KBFEncoder: cfg.KBFEncoder, KBFLayout: cfg.KBFLayout}
 	if !s.aging {
 		b, err := NewBackend(spec)
 		if err != nil {

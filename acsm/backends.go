@@ -57,6 +57,9 @@ type BackendSpec struct {
 	// KBFEncoder picks kbf's value codes: kbf.Greedy (the paper's
 	// Algorithm 1, the default) or kbf.Sidon (algebraic, faster to decode).
 	KBFEncoder kbf.EncoderKind
+	// KBFLayout places kbf's cells: kbf.Standard (the default) or
+	// kbf.Blocked.
+	KBFLayout kbf.LayoutKind
 }
 
 // NewBackend builds the backend spec describes.
@@ -81,7 +84,7 @@ func NewBackend(s BackendSpec) (Backend, error) {
 		}
 		return &fcfBackend{f: f}, nil
 	case BackendKBF:
-		opt := kbf.Options{Capacity: s.Capacity, FPRate: s.FPRate, Values: s.Values, Seed: s.Seed, Encoder: s.KBFEncoder}
+		opt := kbf.Options{Capacity: s.Capacity, FPRate: s.FPRate, Values: s.Values, Seed: s.Seed, Encoder: s.KBFEncoder, Layout: s.KBFLayout}
 		f, err := kbf.New(opt)
 		if err != nil {
 			return nil, fmt.Errorf("new backend: %w", err)

@@ -39,6 +39,10 @@ type Config struct {
 	// paper's (the default, so evaluations reproduce it), or kbf.Sidon,
 	// which decodes faster (the replay pipeline's choice).
 	KBFEncoder kbf.EncoderKind
+	// KBFLayout places the kbf backend's cells: kbf.Standard (the paper's,
+	// the default) or kbf.Blocked (a key's cells in three cache lines: the
+	// same error rates at the same memory, fewer cache misses).
+	KBFLayout kbf.LayoutKind
 	// ExactCap bounds the exact backend (0 means 4*Capacity).
 	ExactCap int
 	Seed     uint64

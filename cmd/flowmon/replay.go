@@ -36,6 +36,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	cfg := engine.DefaultConfig()
 	backend := fs.String("backend", "kbf", "ACSM backend: kbf, sbf, fcf or exact")
 	encoder := fs.String("kbf-encoder", "sidon", "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
+	layout := fs.String("kbf-layout", "standard", "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines)")
 	machine := fs.String("machine", "zeek", "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
 	fs.IntVar(&cfg.ACSM.Capacity, "capacity", cfg.ACSM.Capacity, "expected concurrent flows (sizes the ACSM and the flow counter)")
 	fs.Float64Var(&cfg.ACSM.FPRate, "p", cfg.ACSM.FPRate, "target error rate of the ACSM")
@@ -74,6 +75,14 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 		cfg.ACSM.KBFEncoder = kbf.Greedy
 	default:
 		return fmt.Errorf("--kbf-encoder %q: want sidon or greedy", *encoder)
+	}
+	switch *layout {
+	case "standard":
+		cfg.ACSM.KBFLayout = kbf.Standard
+	case "blocked":
+		cfg.ACSM.KBFLayout = kbf.Blocked
+	default:
+		return fmt.Errorf("--kbf-layout %q: want standard or blocked", *layout)
 	}
 	cfg.FlowCount.ExpectedFlows = uint64(max(cfg.ACSM.Capacity, 1))
 	if *retrans > 0 {

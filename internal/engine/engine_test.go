@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/kbf"
 )
 
 type truthFlow struct {
@@ -58,10 +59,15 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 		truth[f.id()] = f
 		dups += f.DupPkts
 	}
-	for _, backend := range []acsm.BackendKind{acsm.BackendExact, acsm.BackendKBF} {
-		t.Run(backend.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		backend acsm.BackendKind
+		layout  kbf.LayoutKind
+	}{{acsm.BackendExact, kbf.Standard}, {acsm.BackendKBF, kbf.Standard}, {acsm.BackendKBF, kbf.Blocked}} {
+		backend := c.backend
+		t.Run(backend.String()+"/"+c.layout.String(), func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.ACSM.Backend = backend
+			cfg.ACSM.KBFLayout = c.layout
 			cfg.ACSM.Capacity = 4096
 			cfg.FlowCount.ExpectedFlows = 4096
 			var log bytes.Buffer
