@@ -293,7 +293,7 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 		c.N, keys, c.Values, c.N, c.Seed)
 	fmt.Fprintf(w, "32-bit cells with 3-bit counters. m = -n ln p / (ln 2)^2 and k = round(-ln p / ln 2) (Section IV); "+
 		"size m/2 is the paper's overloaded filter. "+
-		"blocked/L puts a key's k cells in L 64-byte lines (L = max(3, ceil(2k/16)) by default); blocked/2 at m, 1.25m and 1.5m shows "+
+		"blocked/L puts a key's k cells in L 64-byte lines (L = max(3, ceil(2k/16)) by default), a random subset of each line; blocked/2 at m, 1.25m and 1.5m shows "+
 		"what two lines per key would need to match the standard layout's error rates.\n\n")
 	fmt.Fprintf(w, "Rates are fractions. FN: stored keys answered absent or \"don't know\" (the unknown column is the don't-know part); "+
 		"incorrect: stored keys answered with a wrong value; FP: never-inserted keys answered with a value. "+
