@@ -101,11 +101,12 @@
 // are chosen by double hashing over a prime number of lines, the cells
 // inside a line as a random subset of it (lineperm.go: the first cells of
 // one of 1024 fixed random permutations), so that keys sharing a line
-// share cells only by chance. At n = 1e6, p = 1e-3 (docs/results/kbf.md)
-// three lines leave no don't-know answers, as the standard layout; two
-// lines leave a few in a million at the same memory and none with 25%
-// more cells. (An offset and an odd stride inside the line, the first
-// placement, left 3e-5 with two lines, and 6e-6 with 50% more cells.)
+// share cells only by chance. At p = 1e-3 (docs/results/kbf.md and
+// kbf-10m.md) three lines leave no don't-know answers, as the standard
+// layout, at 1M and at 10M keys; two lines leave 2.6e-6 at the same
+// memory, and with 25% more cells none at 1M keys and 5e-7 at 10M. (An
+// offset and an odd stride inside the line, the first placement, left
+// 3e-5 with two lines, and 8.6e-6 with 25% more cells.)
 //
 // The blocked layout gains less time than the count of misses suggests.
 // The standard layout's k reads are independent and the CPU overlaps them,
@@ -118,8 +119,8 @@
 //     array, no decode): ten lines per key cost 3.2-3.3x what three lines
 //     cost, 2.8-2.9x when prefetched ahead; 4.7-4.9x what two lines cost;
 //   - a query (BenchmarkQueryRatio) is 1.21-1.22x faster with three lines
-//     at the same memory, 1.28-1.33x with two lines at 1.25m cells, both
-//     at the standard layout's error rates;
+//     at the same memory and error rates, 1.28-1.33x with two lines at
+//     1.25m cells (5e-7 don't-know answers at 10M keys against none);
 //   - a batched query (BenchmarkQueryBatchRatio, QueryBatch below) is
 //     1.19-1.23x and 1.31-1.35x faster: the standard layout is then near
 //     its memory floor and the blocked ones are compute-bound.

@@ -147,10 +147,10 @@ func New(o Options) (*Filter, error) {
 // in the blocked layout by default: at least three, enough that a key takes
 // at most half of each line, at most four. Measured at n = 1e6, p = 1e-3
 // (docs/results/kbf.md): three lines leave no don't-know answers at the
-// same memory, as the standard layout; two lines leave 4e-6 and need 25%
-// more cells (SizeFactor 1.25) for none, for a query about 8% faster
-// than three lines (docs/results/kbf-layouts.md). One line leaves 0.6%
-// even with 50% more cells.
+// same memory, as the standard layout; two lines leave 4e-6, and with 25%
+// more cells (SizeFactor 1.25) none at 1M keys and 5e-7 at 10M, for a
+// query about 8% faster than three lines (docs/results/kbf-layouts.md).
+// One line leaves 0.6% even with 50% more cells.
 func blockGroups(k, perLine int) int {
 	g := (2*k + perLine - 1) / perLine
 	return min(max(g, 3), 4, k)
