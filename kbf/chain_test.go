@@ -2,7 +2,9 @@ package kbf
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 )
 
@@ -184,6 +186,29 @@ func TestMarshalRoundTrip(t *testing.T) {
 				t.Error("failed unmarshal changed the receiver")
 			}
 		})
+	}
+}
+
+// TestUnmarshalVersion1 reads version-1 files of the standard layout,
+// whose placement is unchanged, and refuses those of the blocked layout.
+func TestUnmarshalVersion1(t *testing.T) {
+	for _, lay := range []LayoutKind{Standard, Blocked} {
+		f := newT(t, Options{Capacity: 1000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: lay})
+		for i := 0; i < 1000; i++ {
+			f.Insert(mix64(uint64(i)), uint32(i%100))
+		}
+		data, _ := f.MarshalBinary()
+		data[4] = 1
+		body := data[:len(data)-4]
+		binary.LittleEndian.PutUint32(data[len(body):], crc32.Checksum(body, crcTable))
+		var g Filter
+		err := g.UnmarshalBinary(data)
+		if lay == Standard && err != nil {
+			t.Errorf("version-1 standard filter refused: %v", err)
+		}
+		if lay == Blocked && !errors.Is(err, ErrFormat) {
+			t.Errorf("version-1 blocked filter accepted: %v", err)
+		}
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 
 // Binary format, version 2 (all integers little-endian; version 1 placed
 // the blocked layout's cells inside a line by offset and stride, so its
-// blocked filters would read wrong and it is refused):
+// blocked filters would read wrong and are refused; its standard ones are
+// read):
 //
 //	offset  size  field
 //	0       4     magic "kBF\x00"
@@ -88,8 +89,10 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 	if [4]byte(data[:4]) != magic {
 		return bad("magic %q", data[:4])
 	}
-	if data[4] != formatVersion {
-		return bad("version %d, want %d", data[4], formatVersion)
+	// Version 1 differs only in where the blocked layout puts a key's
+	// cells inside a line, so its standard-layout filters read as they are.
+	if v := data[4]; v != formatVersion && !(v == 1 && LayoutKind(data[8]) == Standard) {
+		return bad("version %d, want %d (or 1 for the standard layout)", v, formatVersion)
 	}
 	if data[11] != 0 {
 		return bad("nonzero padding")
