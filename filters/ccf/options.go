@@ -28,7 +28,12 @@ const (
 	MaxCounterBits     = 32
 	MaxBucketSize      = 16
 	MaxStashSize       = 64
-	MaxLevels          = 16
+	// MaxKicksLimit bounds Options.MaxKicks, so that one insertion (into
+	// a filter decoded from a peer's bytes, say) costs at most about a
+	// second. It is the occupancy evaluation's largest kick bound, the
+	// bucket count 2^24.
+	MaxKicksLimit = 1 << 24
+	MaxLevels     = 16
 	// MaxBuckets bounds the buckets of level 0 (and so the memory a
 	// constructor or a decoder may allocate: 2^32 buckets).
 	MaxBuckets = 1 << 32
@@ -153,8 +158,8 @@ func (o Options) Validate() error {
 	if !(o.Load > 0 && o.Load <= 1) {
 		bad("load %v must be in (0, 1]", o.Load)
 	}
-	if o.MaxKicks < 0 {
-		bad("max kicks %d must be >= 0", o.MaxKicks)
+	if o.MaxKicks < 0 || o.MaxKicks > MaxKicksLimit {
+		bad("max kicks %d must be in [0, %d]", o.MaxKicks, MaxKicksLimit)
 	}
 	if o.StashSize < 1 || o.StashSize > MaxStashSize {
 		bad("stash size %d must be in [1, %d]", o.StashSize, MaxStashSize)
