@@ -81,30 +81,21 @@ func (f *Filter) Query(key uint64) (v uint32, r Result) {
 // locate), counting it in Stats.
 func (f *Filter) queryAt(idx *[MaxK]int) (v uint32, r Result) {
 	f.st.Queries++
-	// Read all k cells, noting empty ones and those with counter 1
-	// without a branch: the loads of a key then all start together.
+	// The first empty cell answers Absent at once: most queries of a
+	// tracker are for keys a filter does not hold (new flows, older
+	// generations), and stopping there saves the rest of the k misses.
+	// The cells with counter 1 are noted on the way, without a branch.
 	var cells [MaxK]uint32
-	var empty, ones uint32
+	var ones uint32
 	k, cm := f.k, f.ctrMask
-	if f.c16 != nil {
-		for j := 0; j < k; j++ {
-			w := uint32(f.c16[idx[j]])
-			cells[j] = w
-			empty |= b2u(w&cm == 0)
-			ones |= b2u(w&cm == 1) << (j & 31)
+	for j := 0; j < k; j++ {
+		w := f.cell(idx[j])
+		if w&cm == 0 {
+			f.st.AbsentAnswers++
+			return 0, Absent
 		}
-	} else {
-		c32 := f.c32
-		for j := 0; j < k; j++ {
-			w := c32[idx[j]]
-			cells[j] = w
-			empty |= b2u(w&cm == 0)
-			ones |= b2u(w&cm == 1) << (j & 31)
-		}
-	}
-	if empty != 0 {
-		f.st.AbsentAnswers++
-		return 0, Absent
+		cells[j] = w
+		ones |= b2u(w&cm == 1) << (j & 31)
 	}
 	var code uint32
 	fast := false
