@@ -40,8 +40,12 @@ type Config struct {
 	// which decodes faster (the replay pipeline's choice).
 	KBFEncoder kbf.EncoderKind
 	// KBFLayout places the kbf backend's cells: kbf.Standard (the paper's,
-	// the default) or kbf.Blocked (a key's cells in three cache lines: the
-	// same error rates at the same memory, fewer cache misses).
+	// the default) or kbf.Blocked (a key's cells in three cache lines,
+	// fewer cache misses). Blocked has the standard layout's error rates
+	// up to the p-capacity but degrades faster past it: at twice the load
+	// it leaves 15x the don't-know answers (kbf's docs/results), and on a
+	// 525k-flow trace through the default 262144-flow replay it got 17
+	// conn_states wrong where standard got none.
 	KBFLayout kbf.LayoutKind
 	// ExactCap bounds the exact backend (0 means 4*Capacity).
 	ExactCap int

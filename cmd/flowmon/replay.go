@@ -36,7 +36,7 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	cfg := engine.DefaultConfig()
 	backend := fs.String("backend", "kbf", "ACSM backend: kbf, sbf, fcf or exact")
 	encoder := fs.String("kbf-encoder", "sidon", "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
-	layout := fs.String("kbf-layout", "standard", "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines)")
+	layout := fs.String("kbf-layout", "standard", "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
 	machine := fs.String("machine", "zeek", "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
 	fs.IntVar(&cfg.ACSM.Capacity, "capacity", cfg.ACSM.Capacity, "expected concurrent flows (sizes the ACSM and the flow counter)")
 	fs.Float64Var(&cfg.ACSM.FPRate, "p", cfg.ACSM.FPRate, "target error rate of the ACSM")
