@@ -114,17 +114,17 @@
 // The standard layout's k reads are independent and the CPU overlaps them,
 // and a query spends about as long computing (hash, locate, decode, the
 // checks: 100-150 ns, the same in both layouts) as waiting for memory.
-// Measured at 10M keys on a 2-vCPU KVM guest, all in one run,
-// interleaved, thread CPU clock (docs/results/kbf-layouts.md):
+// Measured at 10M keys on a 2-vCPU KVM guest, interleaved, thread CPU
+// clock, over two runs on one day (docs/results/kbf-layouts.md):
 //
 //   - the machine's ceiling (BenchmarkLineReads: random lines of the same
 //     array, no decode): ten lines per key cost 3.2-3.3x what three lines
-//     cost, 2.8-2.9x when prefetched ahead; 4.7-4.9x what two lines cost;
-//   - a query (BenchmarkQueryRatio) is 1.21-1.22x faster with three lines
+//     cost, 2.8-3.5x when prefetched ahead; 4.6-5.3x what two lines cost;
+//   - a query (BenchmarkQueryRatio) is 1.20-1.22x faster with three lines
 //     at the same memory and error rates, 1.28-1.33x with two lines at
 //     1.25m cells (5e-7 don't-know answers at 10M keys against none);
 //   - a batched query (BenchmarkQueryBatchRatio, QueryBatch below) is
-//     1.19-1.23x and 1.31-1.35x faster: the standard layout is then near
+//     1.18-1.23x and 1.31-1.35x faster: the standard layout is then near
 //     its memory floor and the blocked ones are compute-bound.
 //
 // 3x would need a query's computation to cost next to nothing.
