@@ -470,3 +470,22 @@ func TestRefusedOpsNoAllocs(t *testing.T) {
 		t.Errorf("refused Delete/Update allocate %v times", n)
 	}
 }
+
+func TestParseNames(t *testing.T) {
+	for _, e := range []EncoderKind{Greedy, Sidon} {
+		if got, err := ParseEncoder(e.String()); got != e || err != nil {
+			t.Errorf("ParseEncoder(%q) = %v, %v", e, got, err)
+		}
+	}
+	for _, l := range []LayoutKind{Standard, Blocked} {
+		if got, err := ParseLayout(l.String()); got != l || err != nil {
+			t.Errorf("ParseLayout(%q) = %v, %v", l, got, err)
+		}
+	}
+	if _, err := ParseEncoder("x"); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("ParseEncoder(x): %v", err)
+	}
+	if _, err := ParseLayout(""); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("ParseLayout(empty): %v", err)
+	}
+}

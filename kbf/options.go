@@ -49,6 +49,16 @@ func (e EncoderKind) String() string {
 	return fmt.Sprintf("EncoderKind(%d)", uint8(e))
 }
 
+// ParseEncoder returns the encoder named s (its String).
+func ParseEncoder(s string) (EncoderKind, error) {
+	for e := Greedy; e <= Sidon; e++ {
+		if e.String() == s {
+			return e, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: encoder %q (want greedy or sidon)", ErrInvalidOptions, s)
+}
+
 // LayoutKind selects where a key's k cells live.
 type LayoutKind uint8
 
@@ -68,6 +78,16 @@ func (l LayoutKind) String() string {
 		return "blocked"
 	}
 	return fmt.Sprintf("LayoutKind(%d)", uint8(l))
+}
+
+// ParseLayout returns the layout named s (its String).
+func ParseLayout(s string) (LayoutKind, error) {
+	for l := Standard; l <= Blocked; l++ {
+		if l.String() == s {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: layout %q (want standard or blocked)", ErrInvalidOptions, s)
 }
 
 // Limits on options.

@@ -68,21 +68,11 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	if cfg.ACSM.Machine, err = acsm.ParseMachine(*machine); err != nil {
 		return err
 	}
-	switch *encoder {
-	case "sidon":
-		cfg.ACSM.KBFEncoder = kbf.Sidon
-	case "greedy":
-		cfg.ACSM.KBFEncoder = kbf.Greedy
-	default:
-		return fmt.Errorf("--kbf-encoder %q: want sidon or greedy", *encoder)
+	if cfg.ACSM.KBFEncoder, err = kbf.ParseEncoder(*encoder); err != nil {
+		return fmt.Errorf("--kbf-encoder: %w", err)
 	}
-	switch *layout {
-	case "standard":
-		cfg.ACSM.KBFLayout = kbf.Standard
-	case "blocked":
-		cfg.ACSM.KBFLayout = kbf.Blocked
-	default:
-		return fmt.Errorf("--kbf-layout %q: want standard or blocked", *layout)
+	if cfg.ACSM.KBFLayout, err = kbf.ParseLayout(*layout); err != nil {
+		return fmt.Errorf("--kbf-layout: %w", err)
 	}
 	cfg.FlowCount.ExpectedFlows = uint64(max(cfg.ACSM.Capacity, 1))
 	if *retrans > 0 {
