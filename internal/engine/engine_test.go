@@ -118,31 +118,40 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 	}
 }
 
+// replaySample replays the bundled sample with the exact backend on the
+// given number of workers and returns the summary and the flow log.
+func replaySample(t *testing.T, workers int) (*Summary, string) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ACSM.Backend = acsm.BackendExact
+	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
+	cfg.Workers = workers
+	var log bytes.Buffer
+	cfg.FlowLog = &log
+	s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, log.String()
+}
+
+// sortedLines is a flow log's records in sorted order.
+func sortedLines(log string) []string {
+	l := strings.Split(strings.TrimSpace(log), "\n")
+	slices.Sort(l)
+	return l
+}
+
 // TestWorkersGiveTheSameResult replays the sample on one and on three
 // shards: the summary's counts and the set of flow records must agree.
 func TestWorkersGiveTheSameResult(t *testing.T) {
-	run := func(workers int) (*Summary, []string) {
-		cfg := DefaultConfig()
-		cfg.ACSM.Backend = acsm.BackendExact
-		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
-		cfg.Workers = workers
-		var log bytes.Buffer
-		cfg.FlowLog = &log
-		s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-		slices.Sort(lines)
-		return s, lines
-	}
-	s1, l1 := run(1)
-	s3, l3 := run(3)
+	s1, log1 := replaySample(t, 1)
+	s3, log3 := replaySample(t, 3)
 	if s1.Flows != s3.Flows || s1.UniquePackets != s3.UniquePackets || !maps.Equal(s1.ConnStates, s3.ConnStates) ||
 		s1.ACSM.NewFlows != s3.ACSM.NewFlows || s3.Workers != 3 {
 		t.Errorf("1 worker: %d flows %v; 3 workers: %d flows %v", s1.Flows, s1.ConnStates, s3.Flows, s3.ConnStates)
 	}
-	if !slices.Equal(l1, l3) {
+	if l1, l3 := sortedLines(log1), sortedLines(log3); !slices.Equal(l1, l3) {
 		t.Errorf("flow records differ: %d vs %d lines", len(l1), len(l3))
 	}
 }
@@ -153,30 +162,14 @@ func TestWorkersGiveTheSameResult(t *testing.T) {
 func TestFlowLogIsReproducible(t *testing.T) {
 	defer func(n uint64) { logSyncEvery = n }(logSyncEvery)
 	logSyncEvery = 64
-	run := func(workers int) string {
-		cfg := DefaultConfig()
-		cfg.ACSM.Backend = acsm.BackendExact
-		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
-		cfg.Workers = workers
-		var log bytes.Buffer
-		cfg.FlowLog = &log
-		if _, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg}); err != nil {
-			t.Fatal(err)
-		}
-		return log.String()
-	}
-	first := run(3)
+	_, first := replaySample(t, 3)
 	for i := 0; i < 2; i++ {
-		if again := run(3); again != first {
+		if _, again := replaySample(t, 3); again != first {
 			t.Fatalf("run %d wrote another log (%d bytes, first run %d)", i+2, len(again), len(first))
 		}
 	}
-	sorted := func(s string) []string {
-		l := strings.Split(strings.TrimSpace(s), "\n")
-		slices.Sort(l)
-		return l
-	}
-	if one := sorted(run(1)); !slices.Equal(sorted(first), one) || len(one) != 300 {
+	_, log1 := replaySample(t, 1)
+	if one := sortedLines(log1); !slices.Equal(sortedLines(first), one) || len(one) != 300 {
 		t.Errorf("3 workers wrote other records than 1 (%d lines)", len(one))
 	}
 }
