@@ -115,10 +115,7 @@ func BenchmarkQueryBatch(b *testing.B) {
 func BenchmarkQueryBatchRatio(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			fs := make([]*Filter, len(benchLayouts))
-			for i, l := range benchLayouts {
-				fs[i] = benchSetup(b, s.n, l)
-			}
+			fs := layoutFilters(b, s.n)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
@@ -153,17 +150,9 @@ func BenchmarkQueryBatchRatio(b *testing.B) {
 				}
 				j, rounds = (j+round)%s.n, rounds+1
 			}
-			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(rounds*round) }
-			for i, l := range benchLayouts {
-				b.ReportMetric(per(single[i]), "cpu-ns/q-"+l.name)
-				b.ReportMetric(per(batched[i]), "cpu-ns/q-batch-"+l.name)
-				b.ReportMetric(per(reads[i]), "cpu-ns/q-reads-"+l.name)
-			}
-			for i, l := range benchLayouts[1:] {
-				b.ReportMetric(per(single[0])/per(single[i+1]), "x-single-"+l.name)
-				b.ReportMetric(per(batched[0])/per(batched[i+1]), "x-batch-"+l.name)
-				b.ReportMetric(per(reads[0])/per(reads[i+1]), "x-reads-"+l.name)
-			}
+			reportLayouts(b, single, rounds*round, "cpu-ns/q-", "x-single-")
+			reportLayouts(b, batched, rounds*round, "cpu-ns/q-batch-", "x-batch-")
+			reportLayouts(b, reads, rounds*round, "cpu-ns/q-reads-", "x-reads-")
 		})
 	}
 }

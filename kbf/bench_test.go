@@ -67,6 +67,28 @@ func benchSetup(b *testing.B, n int, l benchLayout) *Filter {
 	return bf.f
 }
 
+// layoutFilters is the filter of n keys for each of benchLayouts.
+func layoutFilters(b *testing.B, n int) []*Filter {
+	fs := make([]*Filter, len(benchLayouts))
+	for i, l := range benchLayouts {
+		fs[i] = benchSetup(b, n, l)
+	}
+	return fs
+}
+
+// reportLayouts reports each layout's time per operation, d[i] over ops
+// operations, as unit+name, and the standard layout's time over each
+// other layout's as ratio+name.
+func reportLayouts(b *testing.B, d []time.Duration, ops int, unit, ratio string) {
+	per := func(i int) float64 { return float64(d[i].Nanoseconds()) / float64(ops) }
+	for i, l := range benchLayouts {
+		b.ReportMetric(per(i), unit+l.name)
+	}
+	for i, l := range benchLayouts[1:] {
+		b.ReportMetric(per(0)/per(i+1), ratio+l.name)
+	}
+}
+
 var benchSizes = []struct {
 	name string
 	n    int
@@ -259,10 +281,7 @@ func BenchmarkIndexLookup(b *testing.B) {
 func BenchmarkQueryRatio(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			fs := make([]*Filter, len(benchLayouts))
-			for i, l := range benchLayouts {
-				fs[i] = benchSetup(b, s.n, l)
-			}
+			fs := layoutFilters(b, s.n)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
@@ -286,15 +305,11 @@ func BenchmarkQueryRatio(b *testing.B) {
 				}
 				rounds++
 			}
-			per := func(d []time.Duration, i int) float64 { return float64(d[i].Nanoseconds()) / float64(rounds*round) }
 			for i, l := range benchLayouts {
-				b.ReportMetric(per(wall, i), "wall-ns/q-"+l.name)
-				b.ReportMetric(per(cpu, i), "cpu-ns/q-"+l.name)
+				b.ReportMetric(float64(wall[i].Nanoseconds())/float64(rounds*round), "wall-ns/q-"+l.name)
 			}
-			b.ReportMetric(per(wall, 0)/per(wall, 1), "wall-x-blocked")
-			for i, l := range benchLayouts[1:] {
-				b.ReportMetric(per(cpu, 0)/per(cpu, i+1), "cpu-x-"+l.name)
-			}
+			b.ReportMetric(float64(wall[0])/float64(wall[1]), "wall-x-blocked")
+			reportLayouts(b, cpu, rounds*round, "cpu-ns/q-", "cpu-x-")
 		})
 	}
 }
@@ -305,10 +320,7 @@ func BenchmarkQueryRatio(b *testing.B) {
 func BenchmarkCellReads(b *testing.B) {
 	for _, s := range benchSizes {
 		b.Run(s.name, func(b *testing.B) {
-			fs := make([]*Filter, len(benchLayouts))
-			for i, l := range benchLayouts {
-				fs[i] = benchSetup(b, s.n, l)
-			}
+			fs := layoutFilters(b, s.n)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
@@ -331,13 +343,7 @@ func BenchmarkCellReads(b *testing.B) {
 				j, rounds = (j+round)%s.n, rounds+1
 			}
 			sinkV = sum
-			per := func(i int) float64 { return float64(cpu[i].Nanoseconds()) / float64(rounds*round) }
-			for i, l := range benchLayouts {
-				b.ReportMetric(per(i), "cpu-ns/key-"+l.name)
-			}
-			for i, l := range benchLayouts[1:] {
-				b.ReportMetric(per(0)/per(i+1), "x-"+l.name)
-			}
+			reportLayouts(b, cpu, rounds*round, "cpu-ns/key-", "x-")
 		})
 	}
 }
