@@ -7,21 +7,13 @@ TEXT ·prefetchCells(SB), NOSPLIT|NOFRAME, $0-32
 	MOVQ n+16(FP), CX
 	MOVQ size+24(FP), DX
 	XORQ SI, SI
-	CMPQ DX, $2
-	JEQ  half
-loop4:
+loop:
 	CMPQ SI, CX
 	JGE  done
 	MOVQ (BX)(SI*8), DI
-	PREFETCHT0 (AX)(DI*4)
+	IMULQ DX, DI // byte offset of cell idx[SI]
+	PREFETCHT0 (AX)(DI*1)
 	INCQ SI
-	JMP  loop4
-half:
-	CMPQ SI, CX
-	JGE  done
-	MOVQ (BX)(SI*8), DI
-	PREFETCHT0 (AX)(DI*2)
-	INCQ SI
-	JMP  half
+	JMP  loop
 done:
 	RET
