@@ -79,12 +79,16 @@ func FuzzDecode(f *testing.F) {
 		gp := gopacket.NewPacket(data, first, gopacket.DecodeOptions{NoCopy: true})
 		// 0xFFFF is gopacket's own marker for raw IP, not an EtherType,
 		// in the Ethernet header and in a VLAN tag alike.
-		if e, ok := gp.Layer(layers.LayerTypeEthernet).(*layers.Ethernet); ok && e.EthernetType == layers.EthernetTypeRaw {
-			return
-		}
 		for _, l := range gp.Layers() {
-			if q, ok := l.(*layers.Dot1Q); ok && q.Type == layers.EthernetTypeRaw {
-				return
+			switch l := l.(type) {
+			case *layers.Ethernet:
+				if l.EthernetType == layers.EthernetTypeRaw {
+					return
+				}
+			case *layers.Dot1Q:
+				if l.Type == layers.EthernetTypeRaw {
+					return
+				}
 			}
 		}
 		var src, dst netip.Addr
