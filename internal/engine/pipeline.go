@@ -244,7 +244,7 @@ func (p *Pipeline) publish(st *capture.Stats) {
 	}
 	if p.cur == nil {
 		for _, s := range p.shards {
-			s.publish()
+			s.publish(0)
 		}
 	}
 }
@@ -275,7 +275,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		s.FlowsTimedOut += sh.flows.evicted
 		sh.tracker.Flush(end) // ages to the trace's end and publishes its counters
 		sh.counter.Flush()    // the last, partial window becomes the served one
-		sh.publish()
+		sh.publish(0)
 		c := sh.tracker.Counts()
 		for k, v := range c.Anomalies {
 			s.Anomalies[k] += v

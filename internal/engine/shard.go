@@ -89,20 +89,22 @@ func (s *shard) start() {
 				s.packet(&b.pkts[i])
 			}
 			b.n = 0
-			s.publish()
-			s.mu.Lock()
-			s.batches++
-			s.processed.Signal()
-			s.mu.Unlock()
+			s.publish(1)
 			s.free <- b
 		}
 	}()
 }
 
-func (s *shard) publish() {
+// publish copies the counters the metrics read, and counts done more
+// processed batches for waitProcessed (a worker publishes after each).
+func (s *shard) publish(done uint64) {
 	st := s.counter.Stats()
 	s.mu.Lock()
 	s.fc = st
+	s.batches += done
+	if done > 0 {
+		s.processed.Signal()
+	}
 	s.mu.Unlock()
 }
 
