@@ -26,7 +26,7 @@ type shard struct {
 	// shard with a flow log; nil otherwise).
 	log *recordLog
 
-	mu        sync.Mutex // guards fc and processed, published after each batch
+	mu        sync.Mutex // guards fc and batches, published after each batch
 	processed sync.Cond  // signalled when batches grows
 	batches   uint64     // batches processed
 	fc        flowcount.Stats
