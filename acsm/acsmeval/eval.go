@@ -60,20 +60,17 @@ type Config struct {
 
 // run is one tracker of the evaluation.
 type run struct {
-	name    string
-	kind    acsm.BackendKind
-	p       float64
-	native  bool // sized from p by its own formula (else at kbf's memory)
-	tr      *acsm.Tracker
-	ans     []uint16 // per flow: the machine value, or unset / noAnswer
-	memory  int64
-	fp      uint64
-	fn      uint64
-	wrong   uint64
-	flows   uint64
-	agree   agreement
-	zagree  agreement
-	anySeen bool
+	name   string
+	kind   acsm.BackendKind
+	p      float64
+	native bool // sized from p by its own formula (else at kbf's memory)
+	tr     *acsm.Tracker
+	ans    []uint16 // per flow: the machine value, or unset / noAnswer
+	memory int64
+	fp     uint64
+	fn     uint64
+	wrong  uint64
+	flows  uint64
 }
 
 const (

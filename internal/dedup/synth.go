@@ -12,12 +12,11 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // streamFlow is one synthetic flow of the test stream.
 type streamFlow struct {
-	key        capture.Key // canonical
-	tcp        bool
-	v6         bool
-	seq, ack   [2]uint32
-	ipid       [2]uint32
-	payloadBuf []byte
+	key      capture.Key // canonical
+	tcp      bool
+	v6       bool
+	seq, ack [2]uint32
+	ipid     [2]uint32
 }
 
 // event is one packet of the stream and whether it is a SPAN duplicate.

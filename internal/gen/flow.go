@@ -86,7 +86,6 @@ type pkt struct {
 	resp     bool   // sent by the responder
 	flags    uint8  // TCP flags
 	synOpts  bool   // TCP header carries MSS, SACK-permitted and window-scale options
-	icmpType uint8  // ICMP / ICMPv6 type
 	plen     uint16 // transport payload length
 	ipid     uint16 // IPv4 identification (set when written)
 	seq, ack uint32 // TCP sequence/ack; ICMP: ack holds the echo identifier, seq the echo sequence
