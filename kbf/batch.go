@@ -19,6 +19,9 @@ const batchAhead = 8
 // query. It allocates nothing.
 func (f *Filter) QueryBatch(keys []uint64, vals []uint32, res []Result) int {
 	n := min(len(keys), len(vals), len(res))
+	if f.byLines {
+		return f.queryBatchLines(keys[:n], vals, res)
+	}
 	var ring [batchAhead][MaxK]int
 	for i := 0; i < min(n, batchAhead); i++ {
 		f.locate(keys[i], &ring[i])
@@ -53,3 +56,24 @@ func (f *Filter) prefetch(idx *[MaxK]int) {
 	}
 	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), p, n, 4)
 }
+
+// queryBatchLines is QueryBatch in the line form.
+func (f *Filter) queryBatchLines(keys []uint64, vals []uint32, res []Result) int {
+	n := len(keys)
+	var ring [lineAhead]lineQuery
+	for i := 0; i < min(n, lineAhead); i++ {
+		f.locateLines(keys[i], &ring[i])
+		prefetchLines(&ring[i])
+	}
+	for i := 0; i < n; i++ {
+		lq := &ring[i%lineAhead]
+		vals[i], res[i] = f.queryLines(keys[i], lq)
+		if next := i + lineAhead; next < n {
+			f.locateLines(keys[next], lq)
+			prefetchLines(lq)
+		}
+	}
+	return n
+}
+
+const lineAhead = 16

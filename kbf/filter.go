@@ -67,6 +67,9 @@ type Filter struct {
 	firsts   [5]int     // blocked: where each line's first cell is in locate's output, then k
 	capacity int        // p-capacity of m cells
 	rules    [256]uint8 // by counter: which test consistent applies (fastpath.go)
+	byLines  bool       // queries go a line at a time (lines.go)
+	lp       lineParams
+	subsets  [4]*[permCount]uint16 // blocked: the key's cells in each of its lines, by permutation
 	st       Stats
 }
 
@@ -140,6 +143,7 @@ func New(o Options) (*Filter, error) {
 	} else {
 		f.c32 = alignedU32(m)
 	}
+	f.setLineParams()
 	return f, nil
 }
 

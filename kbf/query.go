@@ -72,6 +72,11 @@ func (f *Filter) verify(cells *[MaxK]uint32, x uint32) bool {
 // paper's rule 1 returns a singleton's code without looking at the other
 // cells; checking them removes silent wrong answers when cells disagree.
 func (f *Filter) Query(key uint64) (v uint32, r Result) {
+	if f.byLines {
+		var lq lineQuery
+		f.locateLines(key, &lq)
+		return f.queryLines(key, &lq)
+	}
 	var idx [MaxK]int
 	f.locate(key, &idx)
 	return f.queryAt(&idx)

@@ -1,0 +1,136 @@
+package kbf
+
+import (
+	"math/bits"
+	"unsafe"
+)
+
+// The blocked layout's query, a line at a time. A key's cells in a line
+// are a set, and every test Query makes of them is a test of each cell
+// against the candidate code x, so the line can be tested whole: with
+// AVX-512 (lines_amd64.s) a 64-byte line of 32-bit cells is one vector
+// register, and the empty, singleton, counter-2 tests of all its cells are
+// a few instructions, where queryAt and decodeSidon loop over the k cells
+// one by one. The cells with counter 3, about one per key at the
+// p-capacity, are left to isPairLog.
+//
+// The answers are queryAt's. The singleton path's answer does not depend
+// on which singleton gives the candidate: two singletons holding different
+// codes make the key Absent whichever is tried first. A key without a
+// singleton (2^-k of stored keys) goes to decode with its cells in
+// locate's order, as in queryAt.
+
+// lineSubsets[c][p] is the set of the first c cells of linePerms[p], a bit
+// per cell: the cells a key takes in a line, as a mask.
+var lineSubsets = func() (t [lineCellsMax + 1][permCount]uint16) {
+	for p, perm := range linePerms {
+		var m uint16
+		for c := 1; c <= lineCellsMax; c++ {
+			m |= 1 << (perm & 15)
+			perm >>= 4
+			t[c][p] = m
+		}
+	}
+	return t
+}()
+
+const lineCellsMax = 16
+
+// lineQuery is one key's query in the line form: its lines, its cells in
+// each, and lineCheck's findings. lineCheck reads it at fixed offsets
+// (TestLineQueryOffsets).
+type lineQuery struct {
+	line   [4]*uint32 // the first cell of each of the key's lines
+	mask   [4]uint32  // the key's cells in each line
+	g      int        // number of lines
+	x      uint32     // the candidate code: the first singleton's
+	status uint32     // lineAbsent, ...
+	threes [4]uint32  // cells with counter 3 that differ from x: pair checks left
+}
+
+const (
+	lineAbsent    = 0 // an empty cell, or a cell that cannot hold x
+	lineFound     = 1 // x passes every test but the pair checks in threes
+	lineNoSingle  = 2 // no cell with counter 1: decode
+	lineMalformed = 3 // the singleton is not a code (only misuse makes one)
+)
+
+// lineParams is what lineCheck needs of the filter and its codes.
+type lineParams struct {
+	high    *uint32 // sidonEncoder.high
+	ctrMask uint32
+	sh      uint32 // counter bits
+	loMask  uint32 // low half of a code
+	values  uint32
+	q       uint32 // bits of a half
+}
+
+// lineReady reports whether f answers queries by lines: the blocked layout
+// with 16 cells of 32 bits to a line, Sidon codes, counters of 3 bits or
+// more (so counters 1, 2 and 3 are each tested, as setRules has it), on a
+// CPU with the instructions (hasLineCheck).
+func (f *Filter) lineReady() bool {
+	return hasLineCheck && f.perLine == 16 && f.c32 != nil && f.sid != nil && f.ctrMax >= 4
+}
+
+func (f *Filter) setLineParams() {
+	f.byLines = f.lineReady()
+	if !f.byLines {
+		return
+	}
+	s := f.sid
+	f.lp = lineParams{high: &s.high[0], ctrMask: f.ctrMask, sh: uint32(f.ctrBits),
+		loMask: s.mask, values: s.values, q: uint32(s.f.q)}
+	for g := 0; g < f.groups; g++ {
+		f.subsets[g] = &lineSubsets[f.firsts[g+1]-f.firsts[g]]
+	}
+}
+
+// locateLines is locate for the line form: the same lines and cells.
+func (f *Filter) locateLines(key uint64, lq *lineQuery) {
+	h1 := mix64(key ^ f.seed)
+	h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
+	line := fastrange(h1, f.lines)
+	step := 1 + fastrange(h2, f.lines-1)
+	h3 := mix64(h2)
+	base := unsafe.Pointer(unsafe.SliceData(f.c32))
+	lq.g = f.groups
+	for g := 0; g < f.groups; g++ {
+		lq.line[g] = (*uint32)(unsafe.Add(base, line*64))
+		lq.mask[g] = uint32(f.subsets[g][h3>>(permBits*g)&permMask])
+		line += step
+		if line >= f.lines {
+			line -= f.lines
+		}
+	}
+}
+
+// queryLines answers the query of key, located in lq, counting it in
+// Stats: lineCheck, then the pair checks, else queryAt's decode.
+func (f *Filter) queryLines(key uint64, lq *lineQuery) (uint32, Result) {
+	lineCheck(lq, &f.lp)
+	switch lq.status {
+	case lineAbsent:
+		f.st.Queries++
+		f.st.AbsentAnswers++
+		return 0, Absent
+	case lineFound:
+		x, sh := lq.x, f.ctrBits
+		for g := 0; g < lq.g; g++ {
+			line := (*[16]uint32)(unsafe.Pointer(lq.line[g]))
+			for m := lq.threes[g]; m != 0; m &= m - 1 {
+				if !f.sid.isPairLog(line[bits.TrailingZeros32(m)&15]>>sh ^ x) {
+					f.st.Queries++
+					f.st.AbsentAnswers++
+					return 0, Absent
+				}
+			}
+		}
+		f.st.Queries++
+		f.st.Found++
+		return x&f.sid.mask - 1, Found
+	}
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	return f.queryAt(&idx)
+}

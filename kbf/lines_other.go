@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package kbf
+
+const hasLineCheck = false
+
+func lineCheck(lq *lineQuery, p *lineParams) { panic("kbf: lineCheck without AVX-512") }
+
+func prefetchLines(lq *lineQuery) {}

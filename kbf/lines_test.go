@@ -1,0 +1,201 @@
+package kbf
+
+import (
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+)
+
+// TestLineQueryOffsets pins the offsets lines_amd64.s reads.
+func TestLineQueryOffsets(t *testing.T) {
+	var lq lineQuery
+	var lp lineParams
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"line", unsafe.Offsetof(lq.line), 0},
+		{"mask", unsafe.Offsetof(lq.mask), 32},
+		{"g", unsafe.Offsetof(lq.g), 48},
+		{"x", unsafe.Offsetof(lq.x), 56},
+		{"status", unsafe.Offsetof(lq.status), 60},
+		{"threes", unsafe.Offsetof(lq.threes), 64},
+		{"high", unsafe.Offsetof(lp.high), 0},
+		{"ctrMask", unsafe.Offsetof(lp.ctrMask), 8},
+		{"sh", unsafe.Offsetof(lp.sh), 12},
+		{"loMask", unsafe.Offsetof(lp.loMask), 16},
+		{"values", unsafe.Offsetof(lp.values), 20},
+		{"q", unsafe.Offsetof(lp.q), 24},
+	} {
+		if c.got != c.want {
+			t.Errorf("offset of %s is %d, lines_amd64.s has %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestLineSubsetsMatchLocate: the line form's cells are locate's.
+func TestLineSubsetsMatchLocate(t *testing.T) {
+	if !hasLineCheck {
+		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
+	}
+	for _, lines := range []int{2, 3, 4} {
+		f := newT(t, Options{Capacity: 10000, FPRate: 1e-3, Values: 3000, Encoder: Sidon, Layout: Blocked, BlockLines: lines})
+		if !f.byLines {
+			t.Fatalf("%d lines: not by lines", lines)
+		}
+		base := uintptr(unsafe.Pointer(&f.c32[0]))
+		for key := uint64(0); key < 10000; key++ {
+			var idx [MaxK]int
+			var lq lineQuery
+			f.locate(key, &idx)
+			f.locateLines(key, &lq)
+			var want, got [MaxK]int
+			n := 0
+			for g := 0; g < lq.g; g++ {
+				line := int(uintptr(unsafe.Pointer(lq.line[g]))-base) / 4
+				for c := 0; c < 16; c++ {
+					if lq.mask[g]>>c&1 != 0 {
+						got[n] = line + c
+						n++
+					}
+				}
+				for j := f.firsts[g]; j < f.firsts[g+1]; j++ {
+					want[j] = idx[j]
+				}
+			}
+			if n != f.k || !sameSet(want[:f.k], got[:n]) {
+				t.Fatalf("%d lines, key %d: locate %v, locateLines %v", lines, key, want[:f.k], got[:n])
+			}
+		}
+	}
+}
+
+func sameSet(a, b []int) bool {
+	in := map[int]int{}
+	for _, x := range a {
+		in[x]++
+	}
+	for _, x := range b {
+		in[x]--
+	}
+	for _, c := range in {
+		if c != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// TestLinesMatchQueryAt compares the line form with queryAt, cell by cell,
+// on filters loaded by real operations from half to three times their
+// p-capacity (three times saturates counters and leaves many keys
+// undecodable): stored keys, their values after updates and deletes, and
+// keys never stored, with counts of each answer so a path left untested
+// shows.
+func TestLinesMatchQueryAt(t *testing.T) {
+	if !hasLineCheck {
+		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var seen [3]int
+	for _, lines := range []int{2, 3} {
+		for _, load := range []float64{0.5, 1, 3} {
+			f := newT(t, Options{Capacity: 20000, FPRate: 1e-3, Values: 3000, Encoder: Sidon, Layout: Blocked, BlockLines: lines})
+			n := int(load * 20000)
+			for i := 0; i < n; i++ {
+				f.Insert(uint64(i), uint32(rng.IntN(3000)))
+			}
+			for i := 0; i < n/10; i++ { // refused or not, both leave real cells
+				f.Update(uint64(rng.IntN(n)), uint32(rng.IntN(3000)), uint32(rng.IntN(3000)))
+				f.Delete(uint64(rng.IntN(n)), uint32(rng.IntN(3000)))
+			}
+			compareLines(t, f, 2*n, &seen)
+		}
+	}
+	if seen[Found] == 0 || seen[Absent] == 0 || seen[Unknown] == 0 {
+		t.Errorf("answers seen %v: some path untested", seen)
+	}
+}
+
+// TestLinesMatchQueryAtOnRandomCells fills a filter with random cells:
+// counters 0-7, and contents that are a code, the XOR of 2-4 codes, or
+// garbage, where a singleton always holds a code (a singleton that is no
+// code, which only misuse makes, is Unknown when queryAt meets it first
+// and Absent when the line form meets another singleton first).
+func TestLinesMatchQueryAtOnRandomCells(t *testing.T) {
+	if !hasLineCheck {
+		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var seen [3]int
+	for _, lines := range []int{2, 3} {
+		f := newT(t, Options{Capacity: 2000, FPRate: 1e-3, Values: 3000, Encoder: Sidon, Layout: Blocked, BlockLines: lines})
+		codes := []uint32{f.enc.code(1), f.enc.code(2), f.enc.code(3)} // few codes: cells agree often
+		code := func() uint32 {
+			if rng.IntN(4) == 0 {
+				return f.enc.code(uint32(rng.IntN(3000)))
+			}
+			return codes[rng.IntN(len(codes))]
+		}
+		for i := range f.c32 {
+			c := uint32(rng.IntN(8))
+			if rng.IntN(3) == 0 {
+				c = 1 + uint32(rng.IntN(3))
+			}
+			e := code()
+			switch {
+			case c == 0:
+				e = 0
+			case c > 1 && rng.IntN(6) == 0:
+				e = rng.Uint32() & f.encMask
+			default:
+				for j := uint32(1); j < c && j < 4; j++ {
+					e ^= code()
+				}
+			}
+			f.c32[i] = e<<f.ctrBits | c
+		}
+		compareLines(t, f, 200000, &seen)
+	}
+	if seen[Found] == 0 || seen[Absent] == 0 || seen[Unknown] == 0 {
+		t.Errorf("answers seen %v: some path untested", seen)
+	}
+}
+
+// compareLines queries keys 0..n by Query (the line form) and by locate
+// and queryAt, and QueryBatch, and compares answers and Stats.
+func compareLines(t *testing.T, f *Filter, n int, seen *[3]int) {
+	t.Helper()
+	st := f.st
+	keys := make([]uint64, n)
+	want := make([]uint32, n)
+	wantR := make([]Result, n)
+	for i := range keys {
+		keys[i] = uint64(i)
+		var idx [MaxK]int
+		f.locate(keys[i], &idx)
+		want[i], wantR[i] = f.queryAt(&idx)
+		seen[wantR[i]]++
+	}
+	scalar := f.st
+	f.st = st
+	got := make([]uint32, n)
+	gotR := make([]Result, n)
+	for i, key := range keys {
+		got[i], gotR[i] = f.Query(key)
+	}
+	if f.st != scalar {
+		t.Errorf("stats: by lines %+v, by cells %+v", f.st, scalar)
+	}
+	batch := make([]uint32, n)
+	batchR := make([]Result, n)
+	f.QueryBatch(keys, batch, batchR)
+	for i := range keys {
+		if gotR[i] != wantR[i] || (wantR[i] == Found && got[i] != want[i]) {
+			t.Fatalf("key %d: by cells %v %d, by lines %v %d", i, wantR[i], want[i], gotR[i], got[i])
+		}
+		if batchR[i] != gotR[i] || batch[i] != got[i] {
+			t.Fatalf("key %d: Query %v %d, QueryBatch %v %d", i, gotR[i], got[i], batchR[i], batch[i])
+		}
+	}
+}
