@@ -67,12 +67,12 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Res
 	return x, Found, true
 }
 
-// isPairLog is isPair computed on logarithms, with the quadratic's
-// constant taken directly: xy = t/s + s^2, so the w of x = s w solves
-// w^2 + w = xy/s^2 = t/s^3 + 1, one antilog lookup from log t and log s
-// (looked up together), where isPair computes s^2, t/s and their quotient
-// one after the other. It applies isPair's checks without building the
-// codes.
+// isPairLog is isPair computed on logarithms. With x = s w, w solves
+// w^2 + w = xy/s^2 = t/s^3 + 1: its logarithm is rootLog at log t - 3 log s
+// (one lookup for the division, the constant and the quadratic, where
+// isPair computes s^2, t/s, their quotient and w one after the other), and
+// x is one antilog lookup from log s + log w. It applies isPair's checks
+// without building the codes.
 func (s *sidonEncoder) isPairLog(r uint32) bool {
 	g := s.f
 	sum, t := r&s.mask, r>>g.q
@@ -81,7 +81,7 @@ func (s *sidonEncoder) isPairLog(r uint32) bool {
 	}
 	ord := g.ord
 	ls := uint32(g.log[sum])
-	c := uint32(1)
+	lw := g.rootLog1 // t = 0: w^2 + w = 1
 	if t != 0 {
 		l3 := 3 * ls // log s^3, reduced below ord
 		if l3 >= ord {
@@ -90,18 +90,18 @@ func (s *sidonEncoder) isPairLog(r uint32) bool {
 		if l3 >= ord {
 			l3 -= ord
 		}
-		c ^= uint32(g.exp[uint32(g.log[t])+ord-l3])
+		l := uint32(g.log[t]) + ord - l3 // log t/s^3, below 2 ord
+		if l >= ord {
+			l -= ord
+		}
+		lw = uint32(g.rootLog[l])
 	}
-	if c == 0 {
-		return false // xy = 0: x or y is 0, no code
+	if lw >= ord {
+		return false // no root, or w in {0, 1}: x or y would be 0
 	}
-	w, ok := g.solveQuad(c)
-	if !ok || w == 0 {
-		return false // w = 0 gives x = 0, no code
-	}
-	x := uint32(g.exp[uint32(g.log[w])+ls])
+	x := uint32(g.exp[lw+ls])
 	y := x ^ sum
-	return y != 0 && x <= s.values && y <= s.values
+	return x <= s.values && y <= s.values
 }
 
 // setRules fills f.rules: for each counter value, a bit mask of the tests

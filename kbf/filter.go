@@ -206,14 +206,14 @@ func (f *Filter) MemoryBytes() int { return f.m * f.opt.CellBits / 8 }
 
 // CodebookBytes is the size of the shared code tables: for Greedy the code
 // table and the two bitmaps over the 2^P code space (64 MiB at P = 28), for
-// Sidon the field's log, antilog and cube tables and the fast path's table
-// of high halves.
+// Sidon the field's log, antilog, cube and root tables and the fast path's
+// table of high halves.
 func (f *Filter) CodebookBytes() int {
 	if f.gr != nil {
 		return 4*len(f.gr.codes) + 8*(len(f.gr.codeSet)+len(f.gr.pairSet))
 	}
 	g := f.sid.f
-	return 2*(len(g.exp)+len(g.log)+len(g.cube)) + 4*len(g.solW[0])*2 + 4*len(f.sid.high)
+	return 2*(len(g.exp)+len(g.log)+len(g.cube)+len(g.rootLog)) + 4*len(g.solW[0])*2 + 4*len(f.sid.high)
 }
 
 // Stats returns the counters.

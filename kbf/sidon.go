@@ -35,7 +35,16 @@ type gf struct {
 	// for byte b of c at byte position h (the matrix applied a byte at a
 	// time).
 	solW, solR [2][256]uint16
+	// rootLog[l] is log w for a root w of w^2 + w = g^l + 1, or noRoot
+	// when there is none or it is 0 or 1; rootLog1 is the same for
+	// w^2 + w = 1. They serve isPairLog.
+	rootLog  []uint16
+	rootLog1 uint32
 }
+
+// noRoot marks rootLog's entries without a usable root: above any
+// logarithm.
+const noRoot = 0xffff
 
 func newGF(q int) (*gf, error) {
 	if q < 2 || q >= len(primitive) {
@@ -99,6 +108,18 @@ func newGF(q int) (*gf, error) {
 			g.solW[h][b], g.solR[h][b] = uint16(w), uint16(r)
 		}
 	}
+	logRoot := func(c uint32) uint16 {
+		w, ok := g.solveQuad(c)
+		if !ok || w <= 1 {
+			return noRoot
+		}
+		return g.log[w]
+	}
+	g.rootLog = make([]uint16, g.ord)
+	for l := range g.rootLog {
+		g.rootLog[l] = logRoot(uint32(g.exp[l]) ^ 1)
+	}
+	g.rootLog1 = uint32(logRoot(1))
 	return g, nil
 }
 
