@@ -1,9 +1,11 @@
 package kbf
 
 import (
+	"math/bits"
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestQueryBatchMatchesQuery checks that QueryBatch gives Query's answers
@@ -158,8 +160,13 @@ func BenchmarkQueryBatchRatio(b *testing.B) {
 }
 
 // batchReads is QueryBatch without the decode: each key's cells are
-// located and prefetched batchAhead keys ahead, then read and summed.
+// located and prefetched batchAhead keys ahead, then read and summed (in
+// the line form, lineAhead keys ahead, and the key's first cell in each
+// line).
 func batchReads(f *Filter, keys []uint64) uint32 {
+	if f.byLines {
+		return batchReadsLines(f, keys)
+	}
 	var ring [batchAhead][MaxK]int
 	for i := 0; i < min(len(keys), batchAhead); i++ {
 		f.locate(keys[i], &ring[i])
@@ -174,6 +181,26 @@ func batchReads(f *Filter, keys []uint64) uint32 {
 		if next := i + batchAhead; next < len(keys) {
 			f.locate(keys[next], slot)
 			f.prefetch(slot)
+		}
+	}
+	return sum
+}
+
+func batchReadsLines(f *Filter, keys []uint64) uint32 {
+	var ring [lineAhead]lineQuery
+	for i := 0; i < min(len(keys), lineAhead); i++ {
+		f.locateLines(keys[i], &ring[i])
+		prefetchLines(&ring[i])
+	}
+	var sum uint32
+	for i := range keys {
+		lq := &ring[i%lineAhead]
+		for g := 0; g < lq.g; g++ {
+			sum += (*[16]uint32)(unsafe.Pointer(lq.line[g]))[bits.TrailingZeros32(lq.mask[g])&15]
+		}
+		if next := i + lineAhead; next < len(keys) {
+			f.locateLines(keys[next], lq)
+			prefetchLines(lq)
 		}
 	}
 	return sum

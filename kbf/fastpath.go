@@ -72,36 +72,27 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Res
 // (one lookup for the division, the constant and the quadratic, where
 // isPair computes s^2, t/s, their quotient and w one after the other), and
 // x is one antilog lookup from log s + log w. It applies isPair's checks
-// without building the codes.
+// without building the codes, and without a branch (the conditions are
+// masks): a query's pair checks pass or fail together, and on
+// garbage (a key's check of another key's cells) any branch would be a
+// coin toss.
 func (s *sidonEncoder) isPairLog(r uint32) bool {
 	g := s.f
-	sum, t := r&s.mask, r>>g.q
-	if sum == 0 || t > s.mask {
-		return false
-	}
-	ord := g.ord
-	ls := uint32(g.log[sum])
-	lw := g.rootLog1 // t = 0: w^2 + w = 1
-	if t != 0 {
-		l3 := 3 * ls // log s^3, reduced below ord
-		if l3 >= ord {
-			l3 -= ord
-		}
-		if l3 >= ord {
-			l3 -= ord
-		}
-		l := uint32(g.log[t]) + ord - l3 // log t/s^3, below 2 ord
-		if l >= ord {
-			l -= ord
-		}
-		lw = uint32(g.rootLog[l])
-	}
-	if lw >= ord {
-		return false // no root, or w in {0, 1}: x or y would be 0
-	}
-	x := uint32(g.exp[lw+ls])
+	mask, ord := s.mask, g.ord
+	sum, t := r&mask, r>>g.q
+	ls := uint32(g.log[sum]) // sum = 0 fails below
+	l3 := 3 * ls             // log s^3, reduced below ord
+	l3 -= ord & -b2u(l3 >= ord)
+	l3 -= ord & -b2u(l3 >= ord)
+	l := uint32(g.log[t&mask]) + ord - l3 // log t/s^3, below 2 ord; t > mask fails below
+	l -= ord & -b2u(l >= ord)
+	zero := -b2u(t == 0)
+	lw := uint32(g.rootLog[l])&^zero | g.rootLog1&zero // t = 0: w^2 + w = 1
+	// lw = noRoot (no root, or w in {0, 1}) fails below; min(lw, ord)
+	// keeps the lookup in the table
+	x := uint32(g.exp[lw-(lw-ord)&-b2u(lw > ord)+ls])
 	y := x ^ sum
-	return x <= s.values && y <= s.values
+	return b2u(sum != 0)&b2u(t <= mask)&b2u(lw < ord)&b2u(x <= s.values)&b2u(y <= s.values) != 0
 }
 
 // setRules fills f.rules: for each counter value, a bit mask of the tests
