@@ -55,7 +55,7 @@ func TestValidate(t *testing.T) {
 		{Options{Capacity: 10, FPRate: 0.01, Values: 4, CellBits: 8}, "cell bits 8"},
 		{Options{Capacity: 10, FPRate: 0.01, Values: 4, CounterBits: 9}, "counter bits 9"},
 		{Options{Capacity: 10, FPRate: 0.01, Values: 3000, Encoder: Sidon, CellBits: 16}, "3000 values need 24 sidon code bits"},
-		{Options{Capacity: 1 << 40, FPRate: 1e-9, Values: 4}, "exceed the limit"},
+		{Options{Capacity: math.MaxInt, FPRate: 1e-9, Values: 4}, "exceed the limit"},
 	} {
 		err := c.o.Validate()
 		if err == nil || !errors.Is(err, ErrInvalidOptions) || !contains(err.Error(), c.want) {

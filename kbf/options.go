@@ -220,7 +220,7 @@ func (o Options) shape() (m, k int, err error) {
 		raw = float64(k)
 	}
 	if raw > MaxCells {
-		return 0, 0, fmt.Errorf("%w: %g cells exceed the limit %d", ErrInvalidOptions, raw, MaxCells)
+		return 0, 0, fmt.Errorf("%w: %g cells exceed the limit %d", ErrInvalidOptions, raw, int64(MaxCells))
 	}
 	switch o.Layout {
 	case Blocked:
