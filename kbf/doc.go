@@ -110,24 +110,27 @@
 // p-capacity the blocked layout degrades faster: at twice the load (m/2)
 // three lines leave 1e-4 don't-know answers, the standard layout 7e-6.
 //
-// The blocked layout gains less time than the count of misses suggests.
-// The standard layout's k reads are independent and the CPU overlaps them,
-// and a query spends about as long computing (hash, locate, decode, the
-// checks: 100-150 ns, the same in both layouts) as waiting for memory.
-// Measured at 10M keys on a 2-vCPU KVM guest, interleaved, thread CPU
-// clock, over two runs on one day (docs/results/kbf-layouts.md):
+// A key's cells in a line are a set, and each test a query makes is of one
+// cell against the candidate code, so where the CPU has AVX-512 the
+// blocked layout (32-bit cells, Sidon codes) tests a line at a time: the
+// 16 cells of a line are one vector register (lines.go, lines_amd64.s).
+// Without that, the layout alone gains little: the standard layout's k
+// reads are independent and the CPU overlaps them, and a query cell by
+// cell computes for about 100-150 ns, as long as it waits for memory.
+// Measured at 10M keys on a 2-vCPU KVM guest (Xeon, Emerald Rapids),
+// interleaved, thread CPU clock, three runs (docs/results/kbf-layouts.md):
 //
 //   - the machine's ceiling (BenchmarkLineReads: random lines of the same
 //     array, no decode): ten lines per key cost 3.2-3.3x what three lines
-//     cost, 2.8-3.5x when prefetched ahead; 4.6-5.3x what two lines cost;
-//   - a query (BenchmarkQueryRatio) is 1.20-1.22x faster with three lines
-//     at the same memory and error rates, 1.28-1.33x with two lines at
-//     1.25m cells (5e-7 don't-know answers at 10M keys against none);
-//   - a batched query (BenchmarkQueryBatchRatio, QueryBatch below) is
-//     1.18-1.23x and 1.31-1.35x faster: the standard layout is then near
-//     its memory floor and the blocked ones are compute-bound.
-//
-// 3x would need a query's computation to cost next to nothing.
+//     cost, 3.4-3.5x when prefetched ahead; 4.6-4.7x and 5.3-5.4x what
+//     two lines cost;
+//   - QueryBatch (below), two lines at 1.25m cells: 3.26-3.44x faster than
+//     the standard layout (68-74 ns a key against 232-243); three lines at
+//     m: 2.40-2.44x; two lines cell by cell: 1.30-1.33x;
+//   - one Query at a time: 2.07-2.38x with two lines, 1.56-1.65x with
+//     three, 1.31-1.34x cell by cell. Consecutive queries overlap their
+//     misses only as far as the CPU's reorder window reaches, and one
+//     query's code fills much of it; QueryBatch prefetches instead.
 //
 // # Batched queries
 //
@@ -140,7 +143,10 @@
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
 // cells without a branch on their counters, with one small table lookup
-// per cell, and decodes the counter-3 cells' pairs last, on logarithms.
+// per cell, and decodes the counter-3 cells' pairs last, on logarithms
+// (isPairLog, also without a branch). The line form (lines.go) does the
+// same tests a line at a time and leaves only the pair checks to
+// isPairLog.
 //
 // Large cell arrays are advised to use transparent huge pages (Linux), so
 // a random cell access is a cache miss without a 4 KiB TLB miss.
