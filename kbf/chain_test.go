@@ -222,6 +222,7 @@ func FuzzUnmarshalBinary(f *testing.F) {
 	for _, o := range []Options{
 		{Capacity: 10, FPRate: 0.01, Values: 4},
 		{Capacity: 20, FPRate: 0.001, Values: 12, Encoder: Sidon, CellBits: 16, Layout: Blocked},
+		{Capacity: 20, FPRate: 0.001, Values: 12, Encoder: Sidon, Layout: Blocked}, // the line form (lines.go)
 	} {
 		k, _ := New(o)
 		k.Insert(1, 1)
