@@ -18,7 +18,14 @@ import (
 // on which singleton gives the candidate: two singletons holding different
 // codes make the key Absent whichever is tried first. A key without a
 // singleton (2^-k of stored keys) goes to decode with its cells in
-// locate's order, as in queryAt.
+// locate's order, as in queryAt. (Only a singleton that is no code, which
+// no operation writes, can answer differently: Unknown when queryAt meets
+// it first, Absent when the line form meets a good singleton first.)
+//
+// Measured and not kept (each no faster, docs/results/kbf-layouts.md): a
+// single pass over the lines; one gather per key, the lines' counter-2
+// cells compressed into one register; scalar lookups in place of the
+// gather; the first two pair checks without a loop (slower).
 
 // lineSubsets[c][p] is the set of the first c cells of linePerms[p], a bit
 // per cell: the cells a key takes in a line, as a mask.
