@@ -9,21 +9,30 @@ import (
 )
 
 // TestQueryBatchMatchesQuery checks that QueryBatch gives Query's answers
-// and Stats, for stored and absent keys, both layouts and cell widths, an
-// overloaded filter (Unknown answers) and every batch length up to past
-// the prefetch distance.
+// and Stats, for stored and absent keys, both layouts and cell widths, the
+// blocked layout in the line form and cell by cell, an overloaded filter
+// (Unknown answers) and every batch length up to past the prefetch
+// distance.
 func TestQueryBatchMatchesQuery(t *testing.T) {
-	for _, o := range []Options{
-		{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
-		{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
-		{Capacity: 3000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
-		{Capacity: 3000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, SizeFactor: 0.4},
+	for _, c := range []struct {
+		o     Options
+		cells bool // query cell by cell even where the line form runs
+	}{
+		{Options{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon}, false},
+		{Options{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked}, false},
+		{Options{Capacity: 3000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked}, true},
+		{Options{Capacity: 3000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked}, false},
+		{Options{Capacity: 3000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, SizeFactor: 0.4}, false},
 	} {
+		o := c.o
 		a, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := New(o)
+		if c.cells {
+			a.byLines, b.byLines = false, false
+		}
 		for j := 0; j < o.Capacity; j++ {
 			a.Insert(benchKey(j), uint32(j%o.Values))
 			b.Insert(benchKey(j), uint32(j%o.Values))
@@ -51,7 +60,7 @@ func TestQueryBatchMatchesQuery(t *testing.T) {
 		if a.Stats() != b.Stats() {
 			t.Errorf("%+v: stats differ: Query %+v, QueryBatch %+v", o, a.Stats(), b.Stats())
 		}
-		t.Logf("%v/%d bits/size %g: absent %d found %d unknown %d", o.Layout, o.CellBits, o.SizeFactor, counts[Absent], counts[Found], counts[Unknown])
+		t.Logf("%v/%d bits/size %g/cell by cell %v: absent %d found %d unknown %d", o.Layout, o.CellBits, o.SizeFactor, c.cells, counts[Absent], counts[Found], counts[Unknown])
 	}
 }
 
