@@ -433,3 +433,54 @@ func BenchmarkLineReads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDependentWork measures why one Query at a time gains less than
+// QueryBatch: a key reads two random lines of the 10M-key standard
+// filter's array, then does nothing more ("bare") or about 110
+// instructions that need the lines' words and little time (dependentWork).
+// None of that work can run before the misses return; it waits in the
+// CPU's scheduler, which fills, and the next keys' reads cannot start. A
+// query's line checks and pair checks are about that much work.
+func BenchmarkDependentWork(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			cells := benchSetup(b, s.n, benchLayouts[0]).c32
+			lines := uint64(len(cells) / 16)
+			for _, work := range []bool{false, true} {
+				name := "bare"
+				if work {
+					name = "dependent"
+				}
+				b.Run(name, func(b *testing.B) {
+					b.ReportAllocs()
+					var sum uint32
+					j := uint64(0)
+					for b.Loop() {
+						h := mix64(j)
+						v := cells[16*fastrange(h, lines)] + cells[16*fastrange(mix64(h), lines)]
+						if work {
+							v = dependentWork(v)
+						}
+						sum += v
+						j++
+					}
+					sinkV = sum
+				})
+			}
+		})
+	}
+}
+
+// dependentWork is 12 rounds of four independent multiply-adds of v: about
+// 110 instructions that all wait for v, in chains only 12 adds deep.
+func dependentWork(v uint32) uint32 {
+	var a, b, c, d uint32
+	for i := uint32(0); i < 12; i++ {
+		e := v ^ i
+		a += e * 3
+		b += e * 5
+		c += e * 7
+		d += e * 9
+	}
+	return a ^ b ^ c ^ d
+}

@@ -128,9 +128,12 @@
 //     the standard layout (68-74 ns a key against 232-243); three lines at
 //     m: 2.40-2.44x; two lines cell by cell: 1.30-1.33x;
 //   - one Query at a time: 2.07-2.38x with two lines, 1.56-1.65x with
-//     three, 1.31-1.34x cell by cell. Consecutive queries overlap their
-//     misses only as far as the CPU's reorder window reaches, and one
-//     query's code fills much of it; QueryBatch prefetches instead.
+//     three, 1.31-1.34x cell by cell. A query's checks need the lines'
+//     contents, so they wait in the CPU's scheduler until the misses
+//     return, and the next queries' reads cannot start: two random reads
+//     per key cost 39-45 ns bare and 240-248 ns followed by about 110
+//     quick instructions that need them (BenchmarkDependentWork).
+//     QueryBatch prefetches instead.
 //
 // # Batched queries
 //
