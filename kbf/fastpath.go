@@ -12,8 +12,8 @@ package kbf
 //     lookup in the cube table) for every cell, and the test the counter
 //     asks for is kept;
 //   - the cells with counter 3, whose test is a pair decode, are tested
-//     last, only when the cheap tests passed, by isPair on logarithms
-//     (pairLog), which skips what pair computes for the codes themselves.
+//     last, only when the cheap tests passed, by isPairLog, which skips
+//     what pair computes for the codes themselves.
 
 // b2u is 1 for true, 0 for false (compiled to a SETcc, not a branch).
 func b2u(b bool) uint32 {
@@ -25,16 +25,13 @@ func b2u(b bool) uint32 {
 
 // decodeSidon is decode's step 2 for the Sidon encoder, from the first
 // cell with counter 1, cells[first] (the caller found it; without one it
-// runs decode, steps 3-5). ok is false only when first is out of range.
-func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Result, ok bool) {
+// runs decode, steps 3-5).
+func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Result) {
 	s := f.sid
 	k := f.k
-	if first >= k {
-		return 0, Unknown, false
-	}
 	x := cells[first] >> f.ctrBits
 	if !s.isCode(x) {
-		return 0, Unknown, true // malformed cell: only misuse makes one
+		return 0, Unknown // malformed cell: only misuse makes one
 	}
 	q, mask, values := uint(s.f.q)&31, s.mask, s.values
 	high, rules := s.high, &f.rules
@@ -57,14 +54,14 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Res
 		np += m >> 2
 	}
 	if bad&0xb != 0 {
-		return 0, Absent, true
+		return 0, Absent
 	}
 	for _, j := range pairs[:np] {
 		if !s.isPairLog(cells[j]>>sh ^ x) {
-			return 0, Absent, true
+			return 0, Absent
 		}
 	}
-	return x, Found, true
+	return x, Found
 }
 
 // isPairLog is isPair computed on logarithms. With x = s w, w solves

@@ -257,8 +257,7 @@ func fastrange(h, n uint64) uint64 {
 // chosen the same way over the (prime) number of lines; inside a line the
 // cells are a random subset (lineperm.go).
 func (f *Filter) locate(key uint64, idx *[MaxK]int) {
-	h1 := mix64(key ^ f.seed)
-	h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
+	h1, h2 := f.keyHashes(key)
 	if f.perLine == 0 {
 		m := uint64(f.m)
 		a := fastrange(h1, m)
@@ -273,9 +272,7 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 		return
 	}
 	L := uint64(f.perLine)
-	line := fastrange(h1, f.lines)
-	step := 1 + fastrange(h2, f.lines-1)
-	h3 := mix64(h2)
+	line, step, h3 := f.blockHash(h1, h2)
 	j := 0
 	for g := 0; g < f.groups; g++ {
 		cnt := f.firsts[g+1] - f.firsts[g] // (k - j) / (groups - g), precomputed
@@ -300,11 +297,29 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 				p[half] >>= 4
 			}
 		}
-		line += step
-		if line >= f.lines {
-			line -= f.lines
-		}
+		line = f.nextLine(line, step)
 	}
+}
+
+// keyHashes are the two hashes of double hashing, both from the key.
+func (f *Filter) keyHashes(key uint64) (h1, h2 uint64) {
+	h1 = mix64(key ^ f.seed)
+	return h1, mix64(h1 ^ 0x9e3779b97f4a7c15)
+}
+
+// blockHash is the blocked layout's start from the key's two hashes: its
+// first line, the step to the next (double hashing over the prime number
+// of lines), and h3, whose bits pick the cells inside each line.
+func (f *Filter) blockHash(h1, h2 uint64) (line, step, h3 uint64) {
+	return fastrange(h1, f.lines), 1 + fastrange(h2, f.lines-1), mix64(h2)
+}
+
+func (f *Filter) nextLine(line, step uint64) uint64 {
+	line += step
+	if line >= f.lines {
+		line -= f.lines
+	}
+	return line
 }
 
 // Insert adds key with value v (Algorithm 2): each of the k cells gets its

@@ -77,7 +77,7 @@ type lineParams struct {
 // more (so counters 1, 2 and 3 are each tested, as setRules has it), on a
 // CPU with the instructions (hasLineCheck).
 func (f *Filter) lineReady() bool {
-	return hasLineCheck && f.perLine == 16 && f.c32 != nil && f.sid != nil && f.ctrMax >= 4
+	return hasLineCheck && f.perLine == 16 && f.sid != nil && f.ctrMax >= 4
 }
 
 func (f *Filter) setLineParams() {
@@ -95,20 +95,13 @@ func (f *Filter) setLineParams() {
 
 // locateLines is locate for the line form: the same lines and cells.
 func (f *Filter) locateLines(key uint64, lq *lineQuery) {
-	h1 := mix64(key ^ f.seed)
-	h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
-	line := fastrange(h1, f.lines)
-	step := 1 + fastrange(h2, f.lines-1)
-	h3 := mix64(h2)
+	line, step, h3 := f.blockHash(f.keyHashes(key))
 	base := unsafe.Pointer(unsafe.SliceData(f.c32))
 	lq.g = f.groups
 	for g := 0; g < f.groups; g++ {
 		lq.line[g] = (*uint32)(unsafe.Add(base, line*64))
 		lq.mask[g] = uint32(f.subsets[g][h3>>(permBits*g)&permMask])
-		line += step
-		if line >= f.lines {
-			line -= f.lines
-		}
+		line = f.nextLine(line, step)
 	}
 }
 
@@ -118,24 +111,18 @@ func (f *Filter) queryLines(key uint64, lq *lineQuery) (uint32, Result) {
 	lineCheck(lq, &f.lp)
 	switch lq.status {
 	case lineAbsent:
-		f.st.Queries++
-		f.st.AbsentAnswers++
-		return 0, Absent
+		return f.answer(0, Absent)
 	case lineFound:
 		x, sh := lq.x, f.ctrBits
 		for g := 0; g < lq.g; g++ {
 			line := (*[16]uint32)(unsafe.Pointer(lq.line[g]))
 			for m := lq.threes[g]; m != 0; m &= m - 1 {
 				if !f.sid.isPairLog(line[bits.TrailingZeros32(m)&15]>>sh ^ x) {
-					f.st.Queries++
-					f.st.AbsentAnswers++
-					return 0, Absent
+					return f.answer(0, Absent)
 				}
 			}
 		}
-		f.st.Queries++
-		f.st.Found++
-		return x&f.sid.mask - 1, Found
+		return f.answer(x&f.sid.mask-1, Found)
 	}
 	var idx [MaxK]int
 	f.locate(key, &idx)

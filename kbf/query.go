@@ -85,7 +85,6 @@ func (f *Filter) Query(key uint64) (v uint32, r Result) {
 // queryAt answers a query for the key whose cells are idx (Query after
 // locate), counting it in Stats.
 func (f *Filter) queryAt(idx *[MaxK]int) (v uint32, r Result) {
-	f.st.Queries++
 	// The first empty cell answers Absent at once: most queries of a
 	// tracker are for keys a filter does not hold (new flows, older
 	// generations), and stopping there saves the rest of the k misses.
@@ -96,18 +95,15 @@ func (f *Filter) queryAt(idx *[MaxK]int) (v uint32, r Result) {
 	for j := 0; j < k; j++ {
 		w := f.cell(idx[j])
 		if w&cm == 0 {
-			f.st.AbsentAnswers++
-			return 0, Absent
+			return f.answer(0, Absent)
 		}
 		cells[j] = w
 		ones |= b2u(w&cm == 1) << (j & 31)
 	}
 	var code uint32
-	fast := false
 	if f.sid != nil && ones != 0 {
-		code, r, fast = f.decodeSidon(&cells, bits.TrailingZeros32(ones))
-	}
-	if !fast {
+		code, r = f.decodeSidon(&cells, bits.TrailingZeros32(ones))
+	} else {
 		code, r = f.decode(&cells)
 	}
 	if r == Found {
@@ -121,6 +117,12 @@ func (f *Filter) queryAt(idx *[MaxK]int) (v uint32, r Result) {
 			r = Unknown
 		}
 	}
+	return f.answer(v, r)
+}
+
+// answer counts a query's answer in Stats and returns it.
+func (f *Filter) answer(v uint32, r Result) (uint32, Result) {
+	f.st.Queries++
 	switch r {
 	case Found:
 		f.st.Found++

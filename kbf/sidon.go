@@ -237,7 +237,6 @@ func (s *sidonEncoder) pair(r uint32) (a, b uint32, ok bool) {
 	return x | uint32(f.cube[x])<<f.q, y | uint32(f.cube[y])<<f.q, true
 }
 
-func (s *sidonEncoder) isPair(r uint32) bool {
-	_, _, ok := s.pair(r)
-	return ok
-}
+// isPair is isPairLog (fastpath.go): pair's answer without building the
+// codes.
+func (s *sidonEncoder) isPair(r uint32) bool { return s.isPairLog(r) }
