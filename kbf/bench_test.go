@@ -1,14 +1,14 @@
 package kbf
 
 import (
-	"flag"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/flowmon/flowmon/internal/benchgate"
 )
 
 // Layout benchmarks: filters of n keys at p = 1e-3 (k = 10), 3000 values,
@@ -45,6 +45,12 @@ var benchLayouts = []benchLayout{
 	{"blocked2-cells", Blocked, 2, 1.25, true},
 }
 
+// options are the layout's filter options for n keys.
+func (l benchLayout) options(n int) Options {
+	return Options{Capacity: n, FPRate: 1e-3, Values: benchValues, Encoder: Sidon,
+		Layout: l.lay, BlockLines: l.lines, SizeFactor: l.size}
+}
+
 type benchFilter struct {
 	once sync.Once
 	f    *Filter
@@ -54,16 +60,11 @@ type benchFilter struct {
 var benchFilters sync.Map // "n/layout" -> *benchFilter
 
 func benchSetup(b *testing.B, n int, l benchLayout) *Filter {
-	if n >= 10_000_000 {
-		if p := flag.Lookup("test.bench"); p == nil || !strings.Contains(p.Value.String(), "10M") {
-			b.Skip("10M-key filters only when -bench names 10M")
-		}
-	}
+	benchgate.SkipLarge(b, uint64(n))
 	e, _ := benchFilters.LoadOrStore(fmt.Sprintf("%d/%s", n, l.name), &benchFilter{})
 	bf := e.(*benchFilter)
 	bf.once.Do(func() {
-		bf.f, bf.err = New(Options{Capacity: n, FPRate: 1e-3, Values: benchValues, Encoder: Sidon,
-			Layout: l.lay, BlockLines: l.lines, SizeFactor: l.size})
+		bf.f, bf.err = New(l.options(n))
 		if bf.err != nil {
 			return
 		}

@@ -19,12 +19,11 @@ func TestLinePermsArePermutations(t *testing.T) {
 // cells (lineperm.go; the stride placement left 1e-5 undecodable there).
 func TestLinePermsDecode(t *testing.T) {
 	const n = 300000
-	for _, c := range []struct {
-		lay   LayoutKind
-		lines int
-		size  float64
-	}{{Standard, 0, 1}, {Blocked, 2, 1.25}, {Blocked, 3, 1}} {
-		f := newT(t, Options{Capacity: n, FPRate: 1e-3, Values: 3000, Encoder: Sidon, Layout: c.lay, BlockLines: c.lines, SizeFactor: c.size})
+	for _, c := range benchLayouts {
+		if c.cells {
+			continue // the same filter as blocked2
+		}
+		f := newT(t, c.options(n))
 		for i := 0; i < n; i++ {
 			f.Insert(mix64(uint64(i)), uint32(i%3000))
 		}

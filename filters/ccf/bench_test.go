@@ -1,10 +1,10 @@
 package ccf
 
 import (
-	"flag"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/flowmon/flowmon/internal/benchgate"
 )
 
 const golden = 0x9e3779b97f4a7c15
@@ -17,9 +17,7 @@ var benchFilters sync.Map // size -> *Filter, built on first use
 // benchFilter returns a filter holding n keys with count 1, built lazily
 // so the 10M filter is only built when a 10M benchmark is selected.
 func benchFilter(b *testing.B, n uint64) *Filter {
-	if n >= 10_000_000 && !strings.Contains(flag.Lookup("test.bench").Value.String(), "10M") {
-		b.Skip("10M-key filters only when -bench names 10M")
-	}
+	benchgate.SkipLarge(b, n)
 	if f, ok := benchFilters.Load(n); ok {
 		return f.(*Filter)
 	}

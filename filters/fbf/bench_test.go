@@ -1,12 +1,12 @@
 package fbf
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/benchgate"
 )
 
 // benchFBF builds (lazily, inside the sub-benchmark, so 10M is built only
@@ -15,9 +15,7 @@ import (
 // TestAndAdd (Algorithm 1: the check, plus the insertion of the absent) of
 // fresh elements at a fixed time inside the period.
 func benchFBF(b *testing.B, size int, blocked bool) {
-	if size >= 10_000_000 && !strings.Contains(flag.Lookup("test.bench").Value.String(), "10M") {
-		b.Skip("10M-element filters only when -bench names 10M")
-	}
+	benchgate.SkipLarge(b, uint64(size))
 	const period = time.Second
 	f, err := NewWithOptions(Options{ElementsPerPeriod: uint64(size / 2), FPRate: 0.01, Refresh: period, Blocked: blocked})
 	if err != nil {
