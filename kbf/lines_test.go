@@ -35,9 +35,7 @@ func TestLineQueryOffsets(t *testing.T) {
 
 // TestLineSubsetsMatchLocate: the line form's cells are locate's.
 func TestLineSubsetsMatchLocate(t *testing.T) {
-	if !hasLineCheck {
-		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
-	}
+	needLineCheck(t)
 	for _, lines := range []int{2, 3, 4} {
 		f := newT(t, Options{Capacity: 10000, FPRate: 1e-3, Values: 3000, Encoder: Sidon, Layout: Blocked, BlockLines: lines})
 		if !f.byLines {
@@ -93,9 +91,7 @@ func sameSet(a, b []int) bool {
 // keys never stored, with counts of each answer so a path left untested
 // shows.
 func TestLinesMatchQueryAt(t *testing.T) {
-	if !hasLineCheck {
-		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
-	}
+	needLineCheck(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var seen [3]int
 	for _, lines := range []int{2, 3} {
@@ -112,9 +108,7 @@ func TestLinesMatchQueryAt(t *testing.T) {
 			compareLines(t, f, 2*n, &seen)
 		}
 	}
-	if seen[Found] == 0 || seen[Absent] == 0 || seen[Unknown] == 0 {
-		t.Errorf("answers seen %v: some path untested", seen)
-	}
+	allAnswersSeen(t, seen)
 }
 
 // TestLinesMatchQueryAtOnRandomCells fills a filter with random cells:
@@ -123,9 +117,7 @@ func TestLinesMatchQueryAt(t *testing.T) {
 // code, which only misuse makes, is Unknown when queryAt meets it first
 // and Absent when the line form meets another singleton first).
 func TestLinesMatchQueryAtOnRandomCells(t *testing.T) {
-	if !hasLineCheck {
-		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
-	}
+	needLineCheck(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	var seen [3]int
 	for _, lines := range []int{2, 3} {
@@ -157,6 +149,19 @@ func TestLinesMatchQueryAtOnRandomCells(t *testing.T) {
 		}
 		compareLines(t, f, 200000, &seen)
 	}
+	allAnswersSeen(t, seen)
+}
+
+func needLineCheck(t *testing.T) {
+	if !hasLineCheck {
+		t.Skip("no AVX-512 on this CPU: queries go cell by cell")
+	}
+}
+
+// allAnswersSeen fails t unless the queries gave each answer, so that no
+// path of the comparison went untested.
+func allAnswersSeen(t *testing.T, seen [3]int) {
+	t.Helper()
 	if seen[Found] == 0 || seen[Absent] == 0 || seen[Unknown] == 0 {
 		t.Errorf("answers seen %v: some path untested", seen)
 	}
