@@ -77,6 +77,10 @@ type Pipeline struct {
 	seq    uint64   // packets handed to the shards
 	log    *bufio.Writer
 	logErr error
+	// logs are the worker shards' record logs, merged into log when seq
+	// reaches nextSync (nil with one shard or no flow log).
+	logs     []*recordLog
+	nextSync uint64
 
 	duplicates      uint64
 	retransmissions uint64
@@ -108,7 +112,9 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		case workers == 1:
 			w = p.log // one shard on this goroutine: records in the order written
 		default:
-			w = &recordLog{}
+			l := &recordLog{}
+			p.logs = append(p.logs, l)
+			w = l
 		}
 		s, err := newShard(cfg, workers, w)
 		if err != nil {
@@ -116,6 +122,7 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		}
 		p.shards = append(p.shards, s)
 	}
+	p.nextSync = logSyncEvery
 	if workers > 1 {
 		p.cur = make([]*batch, workers)
 		p.sent = make([]uint64, workers)
@@ -157,7 +164,7 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	if b.n++; b.n == batchSize {
 		p.send(i)
 	}
-	if p.log != nil && p.seq%logSyncEvery == 0 {
+	if p.seq == p.nextSync && p.logs != nil {
 		p.syncLog()
 	}
 }
@@ -182,14 +189,11 @@ func (p *Pipeline) syncLog() {
 		s.waitProcessed(p.sent[i])
 	}
 	p.mergeLog()
+	p.nextSync += logSyncEvery
 }
 
 func (p *Pipeline) mergeLog() {
-	logs := make([]*recordLog, len(p.shards))
-	for i, s := range p.shards {
-		logs[i] = s.log
-	}
-	if err := mergeRecords(p.log, logs); err != nil && p.logErr == nil {
+	if err := mergeRecords(p.log, p.logs); err != nil && p.logErr == nil {
 		p.logErr = err
 	}
 }
@@ -261,10 +265,10 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.Anomalies = map[string]uint64{}
 	var err error
 	var ac *ACSMSummary
+	for _, l := range p.logs {
+		l.seq = finishSeq
+	}
 	for _, sh := range p.shards {
-		if sh.log != nil {
-			sh.log.seq = finishSeq
-		}
 		if ferr := sh.flows.finish(); ferr != nil && err == nil {
 			err = ferr
 		}
@@ -283,7 +287,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
 	}
 	if p.log != nil {
-		if p.shards[0].log != nil {
+		if p.logs != nil {
 			p.mergeLog()
 		}
 		if ferr := p.log.Flush(); err == nil {
