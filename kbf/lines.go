@@ -1,18 +1,19 @@
 package kbf
 
 import (
-	"math/bits"
 	"unsafe"
 )
 
 // The blocked layout's query, a line at a time. A key's cells in a line
 // are a set, and every test Query makes of them is a test of each cell
-// against the candidate code x, so the line can be tested whole: with
-// AVX-512 (lines_amd64.s) a 64-byte line of 32-bit cells is one vector
-// register, and the empty, singleton, counter-2 tests of all its cells are
-// a few instructions, where queryAt and decodeSidon loop over the k cells
-// one by one. The cells with counter 3, about one per key at the
-// p-capacity, are left to isPairLog.
+// against the candidate code x, so the cells can be tested together: with
+// AVX-512 (lines_amd64.s) the key's k <= 16 cells of all its lines are
+// gathered into one vector register (a permute of two lines at a time,
+// with lane indices built from the masks while the lines load), and the
+// empty, singleton and counter-2 tests of all of them are a few
+// instructions and one gather, where queryAt and decodeSidon loop over the
+// k cells one by one. The cells with counter 3, about one per key at the
+// p-capacity, get isPairLog's check, in the assembly too.
 //
 // The answers are queryAt's. The singleton path's answer does not depend
 // on which singleton gives the candidate: two singletons holding different
@@ -22,10 +23,14 @@ import (
 // no operation writes, can answer differently: Unknown when queryAt meets
 // it first, Absent when the line form meets a good singleton first.)
 //
-// Measured and not kept (each no faster, docs/results/kbf-layouts.md): a
-// single pass over the lines; one gather per key, the lines' counter-2
-// cells compressed into one register; scalar lookups in place of the
-// gather; the first two pair checks without a loop (slower).
+// Measured against the kept form (docs/results/kbf-layouts.md): testing
+// each line in its own register, with a gather per line, and leaving the
+// pair checks to isPairLog in Go took a batched query 1.2-1.5x as long
+// (the pair checks read the cells back from memory); merging the lines
+// with compress and expand on the loaded cells, not a permute by
+// precomputed lanes, made one Query slower. No faster: a single pass over
+// the lines; scalar lookups in place of the gather; the first two pair
+// checks without a loop (slower).
 
 // lineSubsets[c][p] is the set of the first c cells of linePerms[p], a bit
 // per cell: the cells a key takes in a line, as a mask.
@@ -52,12 +57,11 @@ type lineQuery struct {
 	g      int        // number of lines
 	x      uint32     // the candidate code: the first singleton's
 	status uint32     // lineAbsent, ...
-	threes [4]uint32  // cells with counter 3 that differ from x: pair checks left
 }
 
 const (
 	lineAbsent    = 0 // an empty cell, or a cell that cannot hold x
-	lineFound     = 1 // x passes every test but the pair checks in threes
+	lineFound     = 1 // x passes every test
 	lineNoSingle  = 2 // no cell with counter 1: decode
 	lineMalformed = 3 // the singleton is not a code (only misuse makes one)
 )
@@ -69,15 +73,23 @@ type lineParams struct {
 	sh      uint32 // counter bits
 	loMask  uint32 // low half of a code
 	values  uint32
-	q       uint32 // bits of a half
+	q       uint32    // bits of a half
+	one     uint32    // 1, for a broadcast
+	all     uint32    // the key's lanes: (1 << k) - 1
+	spread  [4]uint32 // line g's lanes: firsts[g] to firsts[g+1]
+	// isPairLog's tables and constants (gf)
+	log, rootLog, exp *uint16
+	ord, rootLog1     uint32
 }
 
 // lineReady reports whether f answers queries by lines: the blocked layout
-// with 16 cells of 32 bits to a line, Sidon codes, counters of 3 bits or
-// more (so counters 1, 2 and 3 are each tested, as setRules has it), on a
-// CPU with the instructions (hasLineCheck).
+// with 16 cells of 32 bits to a line, at most 16 cells a key (one
+// register; k = 16 is p = 2^-16, so p = 1e-5 and below go cell by cell),
+// Sidon codes, counters of 3 bits or more (so counters 1, 2 and 3 are
+// each tested, as setRules has it), on a CPU with the instructions
+// (hasLineCheck).
 func (f *Filter) lineReady() bool {
-	return hasLineCheck && f.perLine == 16 && f.sid != nil && f.ctrMax >= 4
+	return hasLineCheck && f.perLine == 16 && f.k <= 16 && f.sid != nil && f.ctrMax >= 4
 }
 
 func (f *Filter) setLineParams() {
@@ -87,9 +99,11 @@ func (f *Filter) setLineParams() {
 	}
 	s := f.sid
 	f.lp = lineParams{high: &s.high[0], ctrMask: f.ctrMask, sh: uint32(f.ctrBits),
-		loMask: s.mask, values: s.values, q: uint32(s.f.q)}
+		loMask: s.mask, values: s.values, q: uint32(s.f.q), one: 1, all: 1<<f.k - 1,
+		log: &s.f.log[0], rootLog: &s.f.rootLog[0], exp: &s.f.exp[0], ord: s.f.ord, rootLog1: s.f.rootLog1}
 	for g := 0; g < f.groups; g++ {
 		f.subsets[g] = &lineSubsets[f.firsts[g+1]-f.firsts[g]]
+		f.lp.spread[g] = (1<<(f.firsts[g+1]-f.firsts[g]) - 1) << f.firsts[g]
 	}
 }
 
@@ -106,23 +120,14 @@ func (f *Filter) locateLines(key uint64, lq *lineQuery) {
 }
 
 // queryLines answers the query of key, located in lq, counting it in
-// Stats: lineCheck, then the pair checks, else queryAt's decode.
+// Stats: lineCheck, else queryAt's decode.
 func (f *Filter) queryLines(key uint64, lq *lineQuery) (uint32, Result) {
 	lineCheck(lq, &f.lp)
 	switch lq.status {
 	case lineAbsent:
 		return f.answer(0, Absent)
 	case lineFound:
-		x, sh := lq.x, f.ctrBits
-		for g := 0; g < lq.g; g++ {
-			line := (*[16]uint32)(unsafe.Pointer(lq.line[g]))
-			for m := lq.threes[g]; m != 0; m &= m - 1 {
-				if !f.sid.isPairLog(line[bits.TrailingZeros32(m)&15]>>sh ^ x) {
-					return f.answer(0, Absent)
-				}
-			}
-		}
-		return f.answer(x&f.sid.mask-1, Found)
+		return f.answer(lq.x&f.sid.mask-1, Found)
 	}
 	var idx [MaxK]int
 	f.locate(key, &idx)

@@ -6,119 +6,194 @@
 #define LQ_G 48
 #define LQ_X 56
 #define LQ_STATUS 60
-#define LQ_THREES 64
 #define LP_HIGH 0
 #define LP_CTRMASK 8
 #define LP_SH 12
 #define LP_LOMASK 16
 #define LP_VALUES 20
 #define LP_Q 24
+#define LP_ONE 28
+#define LP_ALL 32
+#define LP_SPREAD 36
+#define LP_LOG 56
+#define LP_ROOTLOG 64
+#define LP_EXP 72
+#define LP_ORD 80
+#define LP_ROOTLOG1 84
 
 // func lineCheck(lq *lineQuery, p *lineParams)
 TEXT ·lineCheck(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ lq+0(FP), DI
 	MOVQ p+8(FP), SI
-	MOVL LP_CTRMASK(SI), AX
-	VPBROADCASTD AX, Z31 // counter mask
-	MOVL $1, AX
-	VPBROADCASTD AX, Z30 // counter 1
+	// The key's cells into Z8, line g's at the lanes LP_SPREAD[g]. The
+	// lanes' indices into the lines come from the masks alone, so they are
+	// built while the lines load; then one two-line permute per pair of
+	// lines.
+	VMOVDQU32 lanes<>+0(SB), Z20 // 0 to 15
+	VMOVDQU32 lanes<>+64(SB), Z21 // 16 to 31
+	VPXORD Z8, Z8, Z8
+	KMOVW LQ_MASK+0(DI), K1
+	KMOVW LP_SPREAD+0(SI), K2
+	VPCOMPRESSD.Z Z20, K1, Z10
+	VPEXPANDD Z10, K2, Z8
+	KMOVW LQ_MASK+4(DI), K1
+	KMOVW LP_SPREAD+4(SI), K2
+	VPCOMPRESSD.Z Z21, K1, Z11
+	VPEXPANDD Z11, K2, Z8
 	MOVQ LQ_G(DI), CX
-	XORQ R9, R9 // line
-	XORL R10, R10 // a singleton found
+	MOVQ LQ_LINE+0(DI), AX
+	MOVQ AX, BX
+	CMPQ CX, $1
+	JEQ one
+	MOVQ LQ_LINE+8(DI), BX
+one:
+	VMOVDQU32 (AX), Z0
+	VPERMI2D (BX), Z0, Z8
+	CMPQ CX, $2
+	JLE merged
 
-	// Pass 1: any empty cell; the first singleton.
-pass1:
-	MOVQ LQ_LINE(DI)(R9*8), BX
-	KMOVW LQ_MASK(DI)(R9*4), K1
-	VMOVDQU32 (BX), Z0
-	VPANDD Z31, Z0, Z1 // counters
-	VPTESTNMD Z1, Z1, K1, K2 // the key's cells with counter 0
+	// Lines 2 and 3 (or 2 alone) into Z9, then into Z8.
+	VPXORD Z9, Z9, Z9
+	KMOVW LQ_MASK+8(DI), K1
+	KMOVW LP_SPREAD+8(SI), K2
+	VPCOMPRESSD.Z Z20, K1, Z10
+	VPEXPANDD Z10, K2, Z9
+	MOVQ LQ_LINE+16(DI), AX
+	MOVQ AX, BX
+	CMPQ CX, $3
+	JEQ three
+	KMOVW LQ_MASK+12(DI), K1
+	KMOVW LP_SPREAD+12(SI), K2
+	VPCOMPRESSD.Z Z21, K1, Z11
+	VPEXPANDD Z11, K2, Z9
+	MOVQ LQ_LINE+24(DI), BX
+three:
+	VMOVDQU32 (AX), Z2
+	VPERMI2D (BX), Z2, Z9
+	KMOVW LP_SPREAD+8(SI), K2
+	KMOVW LP_SPREAD+12(SI), K3
+	KORW K2, K3, K2
+	VMOVDQU32 Z9, K2, Z8
+
+merged:
+	KMOVW LP_ALL(SI), K1 // the key's lanes
+	VPBROADCASTD LP_CTRMASK(SI), Z31
+	VPANDD Z31, Z8, Z1 // counters
+	VPTESTNMD Z1, Z1, K1, K2 // counter 0
 	KORTESTW K2, K2
 	JNZ absent
-	TESTL R10, R10
-	JNZ next1
-	VPCMPEQD Z30, Z1, K1, K3 // the key's singletons
-	KMOVW K3, AX
-	TESTL AX, AX
-	JZ next1
-	TZCNTL AX, AX
-	MOVL (BX)(AX*4), R8
-	MOVL $1, R10
-next1:
-	INCQ R9
-	CMPQ R9, CX
-	JLT pass1
-	TESTL R10, R10
+	VPBROADCASTD LP_ONE(SI), Z30
+	VPCMPEQD Z30, Z1, K1, K3 // singletons
+	KORTESTW K3, K3
 	JZ nosingle
 
-	// x = the singleton's code, which must be a code.
-	MOVL LP_SH(SI), CX
-	SHRL CX, R8
+	// x, the first singleton's code, in every lane; e = each cell's
+	// code bits XOR x.
+	VPCOMPRESSD.Z Z8, K3, Z2
+	VPBROADCASTD X2, Z2
+	VMOVD LP_SH(SI), X13
+	VPXORD Z2, Z8, Z3
+	VPSRLD X13, Z3, Z3 // e
+	VPSRLD X13, Z2, Z4 // x
+	VPTESTMD Z3, Z3, K3, K4 // singletons other than x: failures
+
+	// What must be a code: e at counter 2, x at the singletons.
+	VPADDD Z30, Z30, Z29 // 2
+	VPCMPEQD Z29, Z1, K1, K5 // counter 2
+	VPBLENDMD Z3, Z4, K5, Z5
+	KORW K5, K3, K6
+	VPBROADCASTD LP_LOMASK(SI), Z28
+	VPANDD Z28, Z5, Z6 // low halves
+	VPBROADCASTD LP_VALUES(SI), Z27
+	VPCMPUD $2, Z27, Z6, K6, K7 // low half <= values
+	KANDNW K6, K7, K2 // above values: no code
+	KORW K2, K4, K4
+	KMOVW K7, K2 // the gather clears its mask
+	MOVQ LP_HIGH(SI), R11
+	VPXORD Z9, Z9, Z9
+	VPGATHERDD (R11)(Z6*4), K2, Z9 // high[low half]
+	VMOVD LP_Q(SI), X12
+	VPSRLD X12, Z5, Z7 // high halves
+	VPCMPD $4, Z7, Z9, K7, K2 // high[low] != high half: no code
+	KORTESTW K2, K4
+	JNZ fail
+
+	VMOVD X4, AX
+	MOVL AX, LQ_X(DI)
+	VPADDD Z30, Z29, Z26 // 3
+	VPCMPEQD Z26, Z1, K1, K5
+	VPTESTMD Z3, Z3, K5, K5 // counter 3, not x: pair checks
+	KMOVW K5, AX
+	TESTL AX, AX
+	JZ found
+
+	// Pair checks, isPairLog's: e = s, t (low and high halves) is two
+	// codes when w^2 + w = t/s^3 + 1 has a root w (log w = rootLog[log t -
+	// 3 log s], or rootLog1 when t = 0) other than 0 and 1, and x = s w
+	// and y = x + s are at most values. The e of the counter-3 cells are
+	// taken from lane 0 of Z3 one after the other.
+	VPCOMPRESSD.Z Z3, K5, Z3
+	MOVL LP_Q(SI), CX
+	MOVQ LP_LOG(SI), R11
+	MOVQ LP_ROOTLOG(SI), R13
+pairs:
+	VMOVD X3, BX
+	VALIGND $1, Z3, Z3, Z3
+	MOVL BX, DX
+	ANDL LP_LOMASK(SI), DX // s
+	JZ absent
+	SHRL CX, BX // t
+	CMPL BX, LP_LOMASK(SI)
+	JHI absent
+	MOVWLZX (R11)(DX*2), R9 // log s
+	LEAL (R9)(R9*2), R10 // 3 log s, mod ord below
+	MOVL R10, R12
+	SUBL LP_ORD(SI), R12
+	CMOVLCC R12, R10
+	MOVL R10, R12
+	SUBL LP_ORD(SI), R12
+	CMOVLCC R12, R10
+	MOVWLZX (R11)(BX*2), R12 // log t
+	ADDL LP_ORD(SI), R12
+	SUBL R10, R12 // log t/s^3, mod ord below
+	MOVL R12, R10
+	SUBL LP_ORD(SI), R10
+	CMOVLCC R10, R12
+	MOVWLZX (R13)(R12*2), R12 // log w
+	TESTL BX, BX
+	CMOVLEQ LP_ROOTLOG1(SI), R12
+	CMPL R12, LP_ORD(SI)
+	JAE absent
+	ADDL R9, R12
+	MOVQ LP_EXP(SI), R10
+	MOVWLZX (R10)(R12*2), R12 // x
+	CMPL R12, LP_VALUES(SI)
+	JHI absent
+	XORL DX, R12 // y
+	CMPL R12, LP_VALUES(SI)
+	JHI absent
+	LEAL -1(AX), R12
+	ANDL R12, AX
+	JNZ pairs
+found:
+	MOVL $1, LQ_STATUS(DI)
+	VZEROUPPER
+	RET
+
+	// A test failed: lineAbsent, unless x itself is no code.
+fail:
+	VMOVD X4, R8
 	MOVL R8, LQ_X(DI)
 	MOVL LP_LOMASK(SI), AX
 	ANDL R8, AX // low half
 	JZ malformed
 	CMPL AX, LP_VALUES(SI)
 	JHI malformed
-	MOVQ LP_HIGH(SI), R11
 	MOVL (R11)(AX*4), DX
 	MOVL LP_Q(SI), CX
-	MOVL R8, BX
-	SHRL CX, BX // high half
-	CMPL DX, BX
+	SHRL CX, R8 // high half
+	CMPL DX, R8
 	JNE malformed
-
-	// Pass 2: every cell against x.
-	MOVL LP_SH(SI), CX
-	VMOVD CX, X13 // counter bits, a shift count
-	MOVL R8, AX
-	SHLL CX, AX
-	VPBROADCASTD AX, Z27 // x in a cell's place
-	MOVL LP_Q(SI), AX
-	VMOVD AX, X12 // q, a shift count
-	MOVL LP_LOMASK(SI), AX
-	VPBROADCASTD AX, Z29
-	MOVL LP_VALUES(SI), AX
-	VPBROADCASTD AX, Z28
-	MOVL $2, AX
-	VPBROADCASTD AX, Z26
-	MOVL $3, AX
-	VPBROADCASTD AX, Z25
-	MOVQ LQ_G(DI), CX
-	XORQ R9, R9
-pass2:
-	MOVQ LQ_LINE(DI)(R9*8), BX
-	KMOVW LQ_MASK(DI)(R9*4), K1
-	VMOVDQU32 (BX), Z0
-	VPANDD Z31, Z0, Z1 // counters
-	VPXORD Z27, Z0, Z2
-	VPSRLD X13, Z2, Z2 // e = code bits XOR x
-	VPTESTMD Z2, Z2, K1, K4 // the key's cells with e != 0
-	VPCMPEQD Z30, Z1, K4, K5 // counter 1, not x
-	KORTESTW K5, K5
-	JNZ absent
-	VPCMPEQD Z26, Z1, K1, K5 // counter 2
-	VPANDD Z29, Z2, Z3 // e's low half
-	VPCMPUD $2, Z28, Z3, K5, K6 // counter 2, low half <= values
-	KANDNW K5, K6, K7 // counter 2, low half > values: e is no code
-	KORTESTW K7, K7
-	JNZ absent
-	KMOVW K6, K7 // the gather clears its mask
-	VPXORD Z4, Z4, Z4
-	VPGATHERDD (R11)(Z3*4), K7, Z4 // high[low half]
-	VPSRLD X12, Z2, Z5 // e's high half
-	VPCMPD $4, Z5, Z4, K6, K7 // counter 2, high[low] != high half: no code
-	KORTESTW K7, K7
-	JNZ absent
-	VPCMPEQD Z25, Z1, K4, K3 // counter 3, not x: pair checks
-	KMOVW K3, AX
-	MOVL AX, LQ_THREES(DI)(R9*4)
-	INCQ R9
-	CMPQ R9, CX
-	JLT pass2
-	MOVL $1, LQ_STATUS(DI)
-	VZEROUPPER
-	RET
 absent:
 	MOVL $0, LQ_STATUS(DI)
 	VZEROUPPER
@@ -144,3 +219,22 @@ ploop:
 	CMPQ R9, CX
 	JLT ploop
 	RET
+
+// lanes<> is 0 to 31: lane indices into two lines.
+DATA lanes<>+0(SB)/8, $0x0000000100000000
+DATA lanes<>+8(SB)/8, $0x0000000300000002
+DATA lanes<>+16(SB)/8, $0x0000000500000004
+DATA lanes<>+24(SB)/8, $0x0000000700000006
+DATA lanes<>+32(SB)/8, $0x0000000900000008
+DATA lanes<>+40(SB)/8, $0x0000000b0000000a
+DATA lanes<>+48(SB)/8, $0x0000000d0000000c
+DATA lanes<>+56(SB)/8, $0x0000000f0000000e
+DATA lanes<>+64(SB)/8, $0x0000001100000010
+DATA lanes<>+72(SB)/8, $0x0000001300000012
+DATA lanes<>+80(SB)/8, $0x0000001500000014
+DATA lanes<>+88(SB)/8, $0x0000001700000016
+DATA lanes<>+96(SB)/8, $0x0000001900000018
+DATA lanes<>+104(SB)/8, $0x0000001b0000001a
+DATA lanes<>+112(SB)/8, $0x0000001d0000001c
+DATA lanes<>+120(SB)/8, $0x0000001f0000001e
+GLOBL lanes<>(SB), RODATA|NOPTR, $128
