@@ -112,28 +112,32 @@
 //
 // A key's cells in a line are a set, and each test a query makes is of one
 // cell against the candidate code, so where the CPU has AVX-512 the
-// blocked layout (32-bit cells, Sidon codes) tests a line at a time: the
-// 16 cells of a line are one vector register (lines.go, lines_amd64.s).
-// Without that, the layout alone gains little: the standard layout's k
-// reads are independent and the CPU overlaps them, and a query cell by
-// cell computes for about 100-150 ns, as long as it waits for memory.
-// Measured at 10M keys on a 2-vCPU KVM guest (Xeon, Emerald Rapids),
-// interleaved, thread CPU clock, three runs (docs/results/kbf-layouts.md):
+// blocked layout (32-bit cells, Sidon codes, k <= 16) tests all a key's
+// cells together: they are permuted from its lines into one vector
+// register, by lane indices built from the hash while the lines load, and
+// tested there with one gather; the pair checks follow in the same
+// assembly (lines.go, lines_amd64.s). Without that, the layout alone gains
+// little: the standard layout's k reads are independent and the CPU
+// overlaps them, and a query cell by cell computes for about 100-150 ns,
+// as long as it waits for memory. Measured at 10M keys on a 2-vCPU KVM
+// guest (Xeon, Emerald Rapids), interleaved, thread CPU clock, three runs
+// (docs/results/kbf-layouts.md):
 //
 //   - the machine's ceiling (BenchmarkLineReads: random lines of the same
-//     array, no decode): ten lines per key cost 3.2-3.3x what three lines
-//     cost, 3.4-3.5x when prefetched ahead; 4.6-4.7x and 5.3-5.4x what
-//     two lines cost;
-//   - QueryBatch (below), two lines at 1.25m cells: 3.26-3.44x faster than
-//     the standard layout (68-74 ns a key against 232-243); three lines at
-//     m: 2.40-2.44x; two lines cell by cell: 1.30-1.33x;
-//   - one Query at a time: 2.07-2.38x with two lines, 1.56-1.65x with
-//     three, 1.31-1.34x cell by cell. A query's checks need the lines'
-//     contents, so they wait in the CPU's scheduler until the misses
-//     return, and the next queries' reads cannot start: two random reads
-//     per key cost 39-45 ns bare and 240-248 ns followed by about 110
-//     quick instructions that need them (BenchmarkDependentWork).
-//     QueryBatch prefetches instead.
+//     array, no decode): ten lines per key cost 3.2x what three lines
+//     cost, 3.3-3.4x when prefetched ahead; 4.7x and 5.2-5.3x what two
+//     lines cost;
+//   - QueryBatch (below), three lines at m cells: 3.30-3.71x faster than
+//     the standard layout (56-82 ns a key against 209-271), with its error
+//     rates; two lines at 1.25m cells: 3.84-4.44x; two lines cell by cell:
+//     1.33-1.36x;
+//   - one Query at a time: 2.31-2.39x with three lines, 2.42-2.57x with
+//     two, 1.32x cell by cell. A query's checks need the lines' contents,
+//     so they wait in the CPU's scheduler until the misses return, and the
+//     next queries' reads cannot start: two random reads per key cost
+//     39-45 ns bare and 240-248 ns followed by about 110 quick
+//     instructions that need them (BenchmarkDependentWork). QueryBatch
+//     prefetches instead.
 //
 // # Batched queries
 //
@@ -148,8 +152,7 @@
 // cells without a branch on their counters, with one small table lookup
 // per cell, and decodes the counter-3 cells' pairs last, on logarithms
 // (isPairLog, also without a branch). The line form (lines.go) does the
-// same tests a line at a time and leaves only the pair checks to
-// isPairLog.
+// same tests, pair checks included, in vector registers and assembly.
 //
 // Large cell arrays are advised to use transparent huge pages (Linux), so
 // a random cell access is a cache miss without a 4 KiB TLB miss.
