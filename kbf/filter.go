@@ -153,7 +153,7 @@ func New(o Options) (*Filter, error) {
 // (docs/results/kbf.md): three lines leave no don't-know answers at the
 // same memory, as the standard layout; two lines leave 4e-6, and with 25%
 // more cells (SizeFactor 1.25) none at 1M keys and 5e-7 at 10M, for a
-// batched query about 1.4x faster than three lines in the line form
+// batched query about 1.15-1.2x faster than three lines in the line form
 // (docs/results/kbf-layouts.md).
 // One line leaves 0.6% even with 50% more cells.
 func blockGroups(k, perLine int) int {
