@@ -21,6 +21,12 @@
 #define LP_ORD 80
 #define LP_ROOTLOG1 84
 
+// LANES puts into dst, at the lanes LP_SPREAD[g] (off = 4g), the indices
+// (from lanes, 0 to 15 or 16 to 31) of line g's cells that the key takes.
+#define LANES(off, lanes, dst) \
+	KMOVW LQ_MASK+off(DI), K1; KMOVW LP_SPREAD+off(SI), K2; \
+	VPCOMPRESSD.Z lanes, K1, Z10; VPEXPANDD Z10, K2, dst
+
 // func lineCheck(lq *lineQuery, p *lineParams)
 TEXT ·lineCheck(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ lq+0(FP), DI
@@ -32,14 +38,8 @@ TEXT ·lineCheck(SB), NOSPLIT|NOFRAME, $0-16
 	VMOVDQU32 lanes<>+0(SB), Z20 // 0 to 15
 	VMOVDQU32 lanes<>+64(SB), Z21 // 16 to 31
 	VPXORD Z8, Z8, Z8
-	KMOVW LQ_MASK+0(DI), K1
-	KMOVW LP_SPREAD+0(SI), K2
-	VPCOMPRESSD.Z Z20, K1, Z10
-	VPEXPANDD Z10, K2, Z8
-	KMOVW LQ_MASK+4(DI), K1
-	KMOVW LP_SPREAD+4(SI), K2
-	VPCOMPRESSD.Z Z21, K1, Z11
-	VPEXPANDD Z11, K2, Z8
+	LANES(0, Z20, Z8)
+	LANES(4, Z21, Z8)
 	MOVQ LQ_G(DI), CX
 	MOVQ LQ_LINE+0(DI), AX
 	MOVQ AX, BX
@@ -54,18 +54,12 @@ one:
 
 	// Lines 2 and 3 (or 2 alone) into Z9, then into Z8.
 	VPXORD Z9, Z9, Z9
-	KMOVW LQ_MASK+8(DI), K1
-	KMOVW LP_SPREAD+8(SI), K2
-	VPCOMPRESSD.Z Z20, K1, Z10
-	VPEXPANDD Z10, K2, Z9
+	LANES(8, Z20, Z9)
 	MOVQ LQ_LINE+16(DI), AX
 	MOVQ AX, BX
 	CMPQ CX, $3
 	JEQ three
-	KMOVW LQ_MASK+12(DI), K1
-	KMOVW LP_SPREAD+12(SI), K2
-	VPCOMPRESSD.Z Z21, K1, Z11
-	VPEXPANDD Z11, K2, Z9
+	LANES(12, Z21, Z9)
 	MOVQ LQ_LINE+24(DI), BX
 three:
 	VMOVDQU32 (AX), Z2
