@@ -69,14 +69,14 @@ func (f *Filter) queryBatchLines(keys []uint64, vals []uint32, res []Result) int
 	var ring [lineAhead]lineQuery
 	for i := 0; i < min(n, lineAhead); i++ {
 		f.locateLines(keys[i], &ring[i])
-		prefetchLines(&ring[i])
+		prefetchLines(&ring[i], f.groups)
 	}
 	for i := 0; i < n; i++ {
 		lq := &ring[i%lineAhead]
 		vals[i], res[i] = f.queryLines(keys[i], lq)
 		if next := i + lineAhead; next < n {
 			f.locateLines(keys[next], lq)
-			prefetchLines(lq)
+			prefetchLines(lq, f.groups)
 		}
 	}
 	return n

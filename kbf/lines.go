@@ -54,7 +54,6 @@ const lineCellsMax = 16
 type lineQuery struct {
 	line   [4]*uint32 // the first cell of each of the key's lines
 	mask   [4]uint32  // the key's cells in each line
-	g      int        // number of lines
 	x      uint32     // the candidate code: the first singleton's
 	status uint32     // lineAbsent, ...
 }
@@ -74,7 +73,7 @@ type lineParams struct {
 	loMask  uint32 // low half of a code
 	values  uint32
 	q       uint32    // bits of a half
-	one     uint32    // 1, for a broadcast
+	g       uint32    // lines a key takes: f.groups
 	all     uint32    // the key's lanes: (1 << k) - 1
 	spread  [4]uint32 // line g's lanes: firsts[g] to firsts[g+1]
 	// isPairLog's tables and constants (gf)
@@ -99,7 +98,7 @@ func (f *Filter) setLineParams() {
 	}
 	s := f.sid
 	f.lp = lineParams{high: &s.high[0], ctrMask: f.ctrMask, sh: uint32(f.ctrBits),
-		loMask: s.mask, values: s.values, q: uint32(s.f.q), one: 1, all: 1<<f.k - 1,
+		loMask: s.mask, values: s.values, q: uint32(s.f.q), g: uint32(f.groups), all: 1<<f.k - 1,
 		log: &s.f.log[0], rootLog: &s.f.rootLog[0], exp: &s.f.exp[0], ord: s.f.ord, rootLog1: s.f.rootLog1}
 	for g := 0; g < f.groups; g++ {
 		f.subsets[g] = &lineSubsets[f.firsts[g+1]-f.firsts[g]]
@@ -111,7 +110,6 @@ func (f *Filter) setLineParams() {
 func (f *Filter) locateLines(key uint64, lq *lineQuery) {
 	line, step, h3 := f.blockHash(f.keyHashes(key))
 	base := unsafe.Pointer(unsafe.SliceData(f.c32))
-	lq.g = f.groups
 	for g := 0; g < f.groups; g++ {
 		lq.line[g] = (*uint32)(unsafe.Add(base, line*64))
 		lq.mask[g] = uint32(f.subsets[g][h3>>(permBits*g)&permMask])

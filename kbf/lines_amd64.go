@@ -21,7 +21,7 @@ var hasLineCheck = cpu.X86.HasAVX512F
 //go:noescape
 func lineCheck(lq *lineQuery, p *lineParams)
 
-// prefetchLines starts loading the lq.g lines of lq.
+// prefetchLines starts loading the first n lines of lq.
 //
 //go:noescape
-func prefetchLines(lq *lineQuery)
+func prefetchLines(lq *lineQuery, n int)

@@ -3,16 +3,15 @@
 // Offsets in lineQuery and lineParams (TestLineQueryOffsets).
 #define LQ_LINE 0
 #define LQ_MASK 32
-#define LQ_G 48
-#define LQ_X 56
-#define LQ_STATUS 60
+#define LQ_X 48
+#define LQ_STATUS 52
 #define LP_HIGH 0
 #define LP_CTRMASK 8
 #define LP_SH 12
 #define LP_LOMASK 16
 #define LP_VALUES 20
 #define LP_Q 24
-#define LP_ONE 28
+#define LP_G 28
 #define LP_ALL 32
 #define LP_SPREAD 36
 #define LP_LOG 56
@@ -40,7 +39,7 @@ TEXT ·lineCheck(SB), NOSPLIT|NOFRAME, $0-16
 	VPXORD Z8, Z8, Z8
 	LANES(0, Z20, Z8)
 	LANES(4, Z21, Z8)
-	MOVQ LQ_G(DI), CX
+	MOVL LP_G(SI), CX
 	MOVQ LQ_LINE+0(DI), AX
 	MOVQ AX, BX
 	CMPQ CX, $1
@@ -76,7 +75,7 @@ merged:
 	VPTESTNMD Z1, Z1, K1, K2 // counter 0
 	KORTESTW K2, K2
 	JNZ absent
-	VPBROADCASTD LP_ONE(SI), Z30
+	VPBROADCASTD lanes<>+4(SB), Z30 // 1
 	VPCMPEQD Z30, Z1, K1, K3 // singletons
 	KORTESTW K3, K3
 	JZ nosingle
@@ -92,7 +91,7 @@ merged:
 	VPTESTMD Z3, Z3, K3, K4 // singletons other than x: failures
 
 	// What must be a code: e at counter 2, x at the singletons.
-	VPADDD Z30, Z30, Z29 // 2
+	VPBROADCASTD lanes<>+8(SB), Z29 // 2
 	VPCMPEQD Z29, Z1, K1, K5 // counter 2
 	VPBLENDMD Z3, Z4, K5, Z5
 	KORW K5, K3, K6
@@ -114,7 +113,7 @@ merged:
 
 	VMOVD X4, AX
 	MOVL AX, LQ_X(DI)
-	VPADDD Z30, Z29, Z26 // 3
+	VPBROADCASTD lanes<>+12(SB), Z26 // 3
 	VPCMPEQD Z26, Z1, K1, K5
 	VPTESTMD Z3, Z3, K5, K5 // counter 3, not x: pair checks
 	KMOVW K5, AX
@@ -201,10 +200,10 @@ malformed:
 	VZEROUPPER
 	RET
 
-// func prefetchLines(lq *lineQuery)
-TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-8
+// func prefetchLines(lq *lineQuery, n int)
+TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ lq+0(FP), DI
-	MOVQ LQ_G(DI), CX
+	MOVQ n+8(FP), CX
 	XORQ R9, R9
 ploop:
 	MOVQ LQ_LINE(DI)(R9*8), BX
@@ -214,7 +213,8 @@ ploop:
 	JLT ploop
 	RET
 
-// lanes<> is 0 to 31: lane indices into two lines.
+// lanes<> is 0 to 31: lane indices into two lines, and the counters 1,
+// 2 and 3 for broadcasts.
 DATA lanes<>+0(SB)/8, $0x0000000100000000
 DATA lanes<>+8(SB)/8, $0x0000000300000002
 DATA lanes<>+16(SB)/8, $0x0000000500000004

@@ -16,16 +16,15 @@ func TestLineQueryOffsets(t *testing.T) {
 	}{
 		{"line", unsafe.Offsetof(lq.line), 0},
 		{"mask", unsafe.Offsetof(lq.mask), 32},
-		{"g", unsafe.Offsetof(lq.g), 48},
-		{"x", unsafe.Offsetof(lq.x), 56},
-		{"status", unsafe.Offsetof(lq.status), 60},
+		{"x", unsafe.Offsetof(lq.x), 48},
+		{"status", unsafe.Offsetof(lq.status), 52},
 		{"high", unsafe.Offsetof(lp.high), 0},
 		{"ctrMask", unsafe.Offsetof(lp.ctrMask), 8},
 		{"sh", unsafe.Offsetof(lp.sh), 12},
 		{"loMask", unsafe.Offsetof(lp.loMask), 16},
 		{"values", unsafe.Offsetof(lp.values), 20},
 		{"q", unsafe.Offsetof(lp.q), 24},
-		{"one", unsafe.Offsetof(lp.one), 28},
+		{"g", unsafe.Offsetof(lp.g), 28},
 		{"all", unsafe.Offsetof(lp.all), 32},
 		{"spread", unsafe.Offsetof(lp.spread), 36},
 		{"log", unsafe.Offsetof(lp.log), 56},
@@ -56,7 +55,7 @@ func TestLineSubsetsMatchLocate(t *testing.T) {
 			f.locateLines(key, &lq)
 			var want, got [MaxK]int
 			n := 0
-			for g := 0; g < lq.g; g++ {
+			for g := 0; g < f.groups; g++ {
 				line := int(uintptr(unsafe.Pointer(lq.line[g]))-base) / 4
 				for c := 0; c < 16; c++ {
 					if lq.mask[g]>>c&1 != 0 {
