@@ -151,7 +151,7 @@
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
 // cells without a branch on their counters, with one small table lookup
 // per cell, and decodes the counter-3 cells' pairs last, on logarithms
-// (isPairLog, also without a branch). The line form (lines.go) does the
+// (isPair, also without a branch). The line form (lines.go) does the
 // same tests, pair checks included, in vector registers and assembly.
 //
 // Large cell arrays are advised to use transparent huge pages (Linux), so

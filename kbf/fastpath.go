@@ -12,7 +12,7 @@ package kbf
 //     lookup in the cube table) for every cell, and the test the counter
 //     asks for is kept;
 //   - the cells with counter 3, whose test is a pair decode, are tested
-//     last, only when the cheap tests passed, by isPairLog, which skips
+//     last, only when the cheap tests passed, by isPair, which skips
 //     what pair computes for the codes themselves.
 
 // b2u is 1 for true, 0 for false (compiled to a SETcc, not a branch).
@@ -57,23 +57,23 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Res
 		return 0, Absent
 	}
 	for _, j := range pairs[:np] {
-		if !s.isPairLog(cells[j]>>sh ^ x) {
+		if !s.isPair(cells[j]>>sh ^ x) {
 			return 0, Absent
 		}
 	}
 	return x, Found
 }
 
-// isPairLog is isPair computed on logarithms. With x = s w, w solves
-// w^2 + w = xy/s^2 = t/s^3 + 1: its logarithm is rootLog at log t - 3 log s
-// (one lookup for the division, the constant and the quadratic, where
-// isPair computes s^2, t/s, their quotient and w one after the other), and
-// x is one antilog lookup from log s + log w. It applies isPair's checks
-// without building the codes, and without a branch (the conditions are
-// masks): a query's pair checks pass or fail together, and on
-// garbage (a key's check of another key's cells) any branch would be a
+// isPair is pair's answer (sidon.go) computed on logarithms. With x = s w,
+// w solves w^2 + w = xy/s^2 = t/s^3 + 1: its logarithm is rootLog at
+// log t - 3 log s (one lookup for the division, the constant and the
+// quadratic, where pair computes s^2, t/s, their quotient and w one after
+// the other), and x is one antilog lookup from log s + log w. It applies
+// pair's checks without building the codes, and without a branch (the
+// conditions are masks): a query's pair checks pass or fail together, and
+// on garbage (a key's check of another key's cells) any branch would be a
 // coin toss.
-func (s *sidonEncoder) isPairLog(r uint32) bool {
+func (s *sidonEncoder) isPair(r uint32) bool {
 	g := s.f
 	mask, ord := s.mask, g.ord
 	sum, t := r&mask, r>>g.q

@@ -65,10 +65,10 @@ func TestDecodeSidonMatchesDecode(t *testing.T) {
 	}
 }
 
-// TestIsPairLog checks isPairLog against pair, which solves for the two
+// TestIsPair checks isPair against pair, which solves for the two
 // codes, on XORs of code pairs, of single codes, of triples and on random
 // words.
-func TestIsPairLog(t *testing.T) {
+func TestIsPair(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range []struct{ values, width int }{{40, 29}, {3000, 29}, {MaxSidonValues, 29}, {3000, 24}, {50, 13}} {
 		values := c.values
@@ -90,8 +90,8 @@ func TestIsPairLog(t *testing.T) {
 			default:
 				r = rng.Uint32() & (1<<(2*e.f.q+1) - 1) // one bit above the code: garbage
 			}
-			if _, _, want := e.pair(r); e.isPairLog(r) != want {
-				t.Fatalf("values %d: isPairLog(%#x) = %v, pair %v", values, r, !want, want)
+			if _, _, want := e.pair(r); e.isPair(r) != want {
+				t.Fatalf("values %d: isPair(%#x) = %v, pair %v", values, r, !want, want)
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // empty, singleton and counter-2 tests of all of them are a few
 // instructions and one gather, where queryAt and decodeSidon loop over the
 // k cells one by one. The cells with counter 3, about one per key at the
-// p-capacity, get isPairLog's check, in the assembly too.
+// p-capacity, get isPair's check, in the assembly too.
 //
 // The answers are queryAt's. The singleton path's answer does not depend
 // on which singleton gives the candidate: two singletons holding different
@@ -25,7 +25,7 @@ import (
 //
 // Measured against the kept form (docs/results/kbf-layouts.md): testing
 // each line in its own register, with a gather per line, and leaving the
-// pair checks to isPairLog in Go took a batched query 1.2-1.5x as long
+// pair checks to isPair in Go took a batched query 1.2-1.5x as long
 // (the pair checks read the cells back from memory); merging the lines
 // with compress and expand on the loaded cells, not a permute by
 // precomputed lanes, made one Query slower. No faster: a single pass over
@@ -76,7 +76,7 @@ type lineParams struct {
 	g       uint32    // lines a key takes: f.groups
 	all     uint32    // the key's lanes: (1 << k) - 1
 	spread  [4]uint32 // line g's lanes: firsts[g] to firsts[g+1]
-	// isPairLog's tables and constants (gf)
+	// isPair's tables and constants (gf)
 	log, rootLog, exp *uint16
 	ord, rootLog1     uint32
 }

@@ -14,7 +14,7 @@ var hasLineCheck = cpu.X86.HasAVX512F
 //  3. the first cell with counter 1 (lines in order, cells in line order)
 //     gives x. A cell with counter 1 other than x, or with counter 2 whose
 //     XOR with x is not a code (one gather from high), or with counter 3
-//     whose XOR with x is neither 0 nor two codes (isPairLog's test):
+//     whose XOR with x is neither 0 nor two codes (isPair's test):
 //     lineAbsent, or lineMalformed when x itself is not a code;
 //  4. else lineFound.
 //

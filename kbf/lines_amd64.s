@@ -120,7 +120,7 @@ merged:
 	TESTL AX, AX
 	JZ found
 
-	// Pair checks, isPairLog's: e = s, t (low and high halves) is two
+	// Pair checks, isPair's: e = s, t (low and high halves) is two
 	// codes when w^2 + w = t/s^3 + 1 has a root w (log w = rootLog[log t -
 	// 3 log s], or rootLog1 when t = 0) other than 0 and 1, and x = s w
 	// and y = x + s are at most values. The e of the counter-3 cells are

@@ -37,7 +37,7 @@ type gf struct {
 	solW, solR [2][256]uint16
 	// rootLog[l] is log w for a root w of w^2 + w = g^l + 1, or noRoot
 	// when there is none or it is 0 or 1; rootLog1 is the same for
-	// w^2 + w = 1. They serve isPairLog.
+	// w^2 + w = 1. They serve isPair.
 	rootLog  []uint16
 	rootLog1 uint32
 }
@@ -236,7 +236,3 @@ func (s *sidonEncoder) pair(r uint32) (a, b uint32, ok bool) {
 	}
 	return x | uint32(f.cube[x])<<f.q, y | uint32(f.cube[y])<<f.q, true
 }
-
-// isPair is isPairLog (fastpath.go): pair's answer without building the
-// codes.
-func (s *sidonEncoder) isPair(r uint32) bool { return s.isPairLog(r) }
