@@ -91,6 +91,7 @@ func sameSet(a, b []int) bool {
 }
 
 // TestLinesMatchQueryAt compares the line form with queryAt, cell by cell,
+// with two, three and four lines a key (each a path of lineCheck's merge),
 // on filters loaded by real operations from half to three times their
 // p-capacity (three times saturates counters and leaves many keys
 // undecodable): stored keys, their values after updates and deletes, and
@@ -100,7 +101,7 @@ func TestLinesMatchQueryAt(t *testing.T) {
 	needLineCheck(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var seen [3]int
-	for _, lines := range []int{2, 3} {
+	for _, lines := range []int{2, 3, 4} {
 		for _, load := range []float64{0.5, 1, 3} {
 			f := newT(t, Options{Capacity: 20000, FPRate: 1e-3, Values: 3000, Encoder: Sidon, Layout: Blocked, BlockLines: lines})
 			n := int(load * 20000)
