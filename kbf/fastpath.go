@@ -65,31 +65,23 @@ func (f *Filter) decodeSidon(cells *[MaxK]uint32, first int) (code uint32, r Res
 }
 
 // isPair is pair's answer (sidon.go) computed on logarithms. With x = s w,
-// w solves w^2 + w = xy/s^2 = t/s^3 + 1: its logarithm is rootLog at
-// log t - 3 log s (one lookup for the division, the constant and the
-// quadratic, where pair computes s^2, t/s, their quotient and w one after
-// the other), and x is one antilog lookup from log s + log w. It applies
-// pair's checks without building the codes, and without a branch (the
-// conditions are masks): a query's pair checks pass or fail together, and
-// on garbage (a key's check of another key's cells) any branch would be a
-// coin toss.
+// w solves w^2 + w = xy/s^2 = t/s^3 + 1: its logarithm is root at log t -
+// 3 log s (one lookup for the division, the constant and the quadratic,
+// where pair computes s^2, t/s, their quotient and w one after the other),
+// and x is one antilog lookup from log s + log w. It applies pair's checks
+// without building the codes, and without a test before the last: s = 0,
+// t = 0, t above the field, and no usable root are sentinels in the tables
+// (gf) that carry through to an antilog above any code half. A query's pair
+// checks pass or fail together, and on garbage (a key's check of another
+// key's cells) any branch would be a coin toss.
 func (s *sidonEncoder) isPair(r uint32) bool {
 	g := s.f
-	mask, ord := s.mask, g.ord
-	sum, t := r&mask, r>>g.q
-	ls := uint32(g.log[sum]) // sum = 0 fails below
-	l3 := 3 * ls             // log s^3, reduced below ord
-	l3 -= ord & -b2u(l3 >= ord)
-	l3 -= ord & -b2u(l3 >= ord)
-	l := uint32(g.log[t&mask]) + ord - l3 // log t/s^3, below 2 ord; t > mask fails below
-	l -= ord & -b2u(l >= ord)
-	zero := -b2u(t == 0)
-	lw := uint32(g.rootLog[l])&^zero | g.rootLog1&zero // t = 0: w^2 + w = 1
-	// lw = noRoot (no root, or w in {0, 1}) fails below; min(lw, ord)
-	// keeps the lookup in the table
-	x := uint32(g.exp[lw-(lw-ord)&-b2u(lw > ord)+ls])
-	y := x ^ sum
-	return b2u(sum != 0)&b2u(t <= mask)&b2u(lw < ord)&b2u(x <= s.values)&b2u(y <= s.values) != 0
+	sum, t := r&s.mask, r>>g.q
+	t = min(t, uint32(len(g.logT)-1)) // above ord: a sentinel
+	lp := g.logP[sum]
+	lw := uint32(g.root[uint32(g.logT[t])-lp>>16])
+	x := uint32(g.exp[lw+lp&0xffff])
+	return b2u(x <= s.values)&b2u(x^sum <= s.values) != 0
 }
 
 // setRules fills f.rules: for each counter value, a bit mask of the tests

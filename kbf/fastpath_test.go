@@ -67,7 +67,7 @@ func TestDecodeSidonMatchesDecode(t *testing.T) {
 
 // TestIsPair checks isPair against pair, which solves for the two
 // codes, on XORs of code pairs, of single codes, of triples and on random
-// words.
+// words, of one bit more than a code and of 32 bits.
 func TestIsPair(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range []struct{ values, width int }{{40, 29}, {3000, 29}, {MaxSidonValues, 29}, {3000, 24}, {50, 13}} {
@@ -80,15 +80,17 @@ func TestIsPair(t *testing.T) {
 		for i := 0; i < 300000; i++ {
 			a, b, c := code(), code(), code() // drawn apart: staticcheck reads code() ^ code() as x ^ x
 			var r uint32
-			switch i % 4 {
+			switch i % 5 {
 			case 0:
 				r = a ^ b
 			case 1:
 				r = a
 			case 2:
 				r = a ^ b ^ c
-			default:
+			case 3:
 				r = rng.Uint32() & (1<<(2*e.f.q+1) - 1) // one bit above the code: garbage
+			default:
+				r = rng.Uint32() // high halves past isPair's table, when q < 15
 			}
 			if _, _, want := e.pair(r); e.isPair(r) != want {
 				t.Fatalf("values %d: isPair(%#x) = %v, pair %v", values, r, !want, want)

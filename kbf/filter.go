@@ -214,7 +214,7 @@ func (f *Filter) CodebookBytes() int {
 		return 4*len(f.gr.codes) + 8*(len(f.gr.codeSet)+len(f.gr.pairSet))
 	}
 	g := f.sid.f
-	return 2*(len(g.exp)+len(g.log)+len(g.cube)+len(g.rootLog)) + 4*len(g.solW[0])*2 + 4*len(f.sid.high)
+	return 2*(len(g.exp)+len(g.log)+len(g.cube)+2*len(g.logP)+len(g.logT)+len(g.root)) + 4*len(g.solW[0])*2 + 4*len(f.sid.high)
 }
 
 // Stats returns the counters.

@@ -76,9 +76,9 @@ type lineParams struct {
 	g       uint32    // lines a key takes: f.groups
 	all     uint32    // the key's lanes: (1 << k) - 1
 	spread  [4]uint32 // line g's lanes: firsts[g] to firsts[g+1]
-	// isPair's tables and constants (gf)
-	log, rootLog, exp *uint16
-	ord, rootLog1     uint32
+	// isPair's tables (gf)
+	logP            *uint32
+	logT, root, exp *uint16
 }
 
 // lineReady reports whether f answers queries by lines: the blocked layout
@@ -86,9 +86,12 @@ type lineParams struct {
 // register; k = 16 is p = 2^-16, so p = 1e-5 and below go cell by cell),
 // Sidon codes, counters of 3 bits or more (so counters 1, 2 and 3 are
 // each tested, as setRules has it), on a CPU with the instructions
-// (hasLineCheck).
+// (hasLineCheck). The high half t of a cell's code bits must index logT
+// (2^(q+1) entries), as it does whenever the codes fill the cell, which
+// newSidon makes them do up to q = 14.
 func (f *Filter) lineReady() bool {
-	return hasLineCheck && f.perLine == 16 && f.k <= 16 && f.sid != nil && f.ctrMax >= 4
+	return hasLineCheck && f.perLine == 16 && f.k <= 16 && f.sid != nil && f.ctrMax >= 4 &&
+		32-int(f.ctrBits) <= 2*f.sid.f.q+1
 }
 
 func (f *Filter) setLineParams() {
@@ -99,7 +102,7 @@ func (f *Filter) setLineParams() {
 	s := f.sid
 	f.lp = lineParams{high: &s.high[0], ctrMask: f.ctrMask, sh: uint32(f.ctrBits),
 		loMask: s.mask, values: s.values, q: uint32(s.f.q), g: uint32(f.groups), all: 1<<f.k - 1,
-		log: &s.f.log[0], rootLog: &s.f.rootLog[0], exp: &s.f.exp[0], ord: s.f.ord, rootLog1: s.f.rootLog1}
+		logP: &s.f.logP[0], logT: &s.f.logT[0], root: &s.f.root[0], exp: &s.f.exp[0]}
 	for g := 0; g < f.groups; g++ {
 		f.subsets[g] = &lineSubsets[f.firsts[g+1]-f.firsts[g]]
 		f.lp.spread[g] = (1<<(f.firsts[g+1]-f.firsts[g]) - 1) << f.firsts[g]

@@ -2,9 +2,9 @@ package kbf
 
 import "golang.org/x/sys/cpu"
 
-// hasLineCheck: lineCheck needs AVX-512F, and the OS must save the
-// registers (x/sys/cpu checks both).
-var hasLineCheck = cpu.X86.HasAVX512F
+// hasLineCheck: lineCheck needs AVX-512F and BMI1, and the OS must save
+// the registers (x/sys/cpu checks both).
+var hasLineCheck = cpu.X86.HasAVX512F && cpu.X86.HasBMI1
 
 // lineCheck tests the key's cells in lq against its first singleton x,
 // all of them in one vector register, and writes x and the status to lq:

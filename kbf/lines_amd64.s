@@ -14,11 +14,10 @@
 #define LP_G 28
 #define LP_ALL 32
 #define LP_SPREAD 36
-#define LP_LOG 56
-#define LP_ROOTLOG 64
-#define LP_EXP 72
-#define LP_ORD 80
-#define LP_ROOTLOG1 84
+#define LP_LOGP 56
+#define LP_LOGT 64
+#define LP_ROOT 72
+#define LP_EXP 80
 
 // LANES puts into dst, at the lanes LP_SPREAD[g] (off = 4g), the indices
 // (from lanes, 0 to 15 or 16 to 31) of line g's cells that the key takes.
@@ -121,52 +120,39 @@ merged:
 	JZ found
 
 	// Pair checks, isPair's: e = s, t (low and high halves) is two
-	// codes when w^2 + w = t/s^3 + 1 has a root w (log w = rootLog[log t -
-	// 3 log s], or rootLog1 when t = 0) other than 0 and 1, and x = s w
-	// and y = x + s are at most values. The e of the counter-3 cells are
+	// codes when w^2 + w = t/s^3 + 1 has a root w other than 0 and 1 (log
+	// w = root[logT[t] - 3 log s], 3 log s and log s from logP[s]) and x
+	// = s w (exp[log w + log s]) and
+	// y = x + s are at most values. The tables' sentinels (gf) make every
+	// other failure an x above values. The e of the counter-3 cells are
 	// taken from lane 0 of Z3 one after the other.
 	VPCOMPRESSD.Z Z3, K5, Z3
 	MOVL LP_Q(SI), CX
-	MOVQ LP_LOG(SI), R11
-	MOVQ LP_ROOTLOG(SI), R13
+	MOVQ LP_LOGP(SI), R8
+	MOVQ LP_LOGT(SI), R10
+	MOVQ LP_ROOT(SI), R11
+	MOVQ LP_EXP(SI), R13
 pairs:
 	VMOVD X3, BX
 	VALIGND $1, Z3, Z3, Z3
 	MOVL BX, DX
 	ANDL LP_LOMASK(SI), DX // s
-	JZ absent
 	SHRL CX, BX // t
-	CMPL BX, LP_LOMASK(SI)
-	JHI absent
-	MOVWLZX (R11)(DX*2), R9 // log s
-	LEAL (R9)(R9*2), R10 // 3 log s, mod ord below
-	MOVL R10, R12
-	SUBL LP_ORD(SI), R12
-	CMOVLCC R12, R10
-	MOVL R10, R12
-	SUBL LP_ORD(SI), R12
-	CMOVLCC R12, R10
-	MOVWLZX (R11)(BX*2), R12 // log t
-	ADDL LP_ORD(SI), R12
-	SUBL R10, R12 // log t/s^3, mod ord below
-	MOVL R12, R10
-	SUBL LP_ORD(SI), R10
-	CMOVLCC R10, R12
-	MOVWLZX (R13)(R12*2), R12 // log w
-	TESTL BX, BX
-	CMOVLEQ LP_ROOTLOG1(SI), R12
-	CMPL R12, LP_ORD(SI)
-	JAE absent
-	ADDL R9, R12
-	MOVQ LP_EXP(SI), R10
-	MOVWLZX (R10)(R12*2), R12 // x
+	MOVWLZX (R10)(BX*2), R12 // logT[t]
+	MOVL (R8)(DX*4), R9 // logP[s]
+	MOVL R9, BX
+	SHRL $16, BX // 3 log s
+	SUBL BX, R12
+	MOVWLZX (R11)(R12*2), R12 // log w
+	MOVWLZX R9, BX // log s
+	ADDL BX, R12
+	MOVWLZX (R13)(R12*2), R12 // x
 	CMPL R12, LP_VALUES(SI)
 	JHI absent
 	XORL DX, R12 // y
 	CMPL R12, LP_VALUES(SI)
 	JHI absent
-	LEAL -1(AX), R12
-	ANDL R12, AX
+	BLSRL AX, AX
 	JNZ pairs
 found:
 	MOVL $1, LQ_STATUS(DI)

@@ -27,11 +27,10 @@ func TestLineQueryOffsets(t *testing.T) {
 		{"g", unsafe.Offsetof(lp.g), 28},
 		{"all", unsafe.Offsetof(lp.all), 32},
 		{"spread", unsafe.Offsetof(lp.spread), 36},
-		{"log", unsafe.Offsetof(lp.log), 56},
-		{"rootLog", unsafe.Offsetof(lp.rootLog), 64},
-		{"exp", unsafe.Offsetof(lp.exp), 72},
-		{"ord", unsafe.Offsetof(lp.ord), 80},
-		{"rootLog1", unsafe.Offsetof(lp.rootLog1), 84},
+		{"logP", unsafe.Offsetof(lp.logP), 56},
+		{"logT", unsafe.Offsetof(lp.logT), 64},
+		{"root", unsafe.Offsetof(lp.root), 72},
+		{"exp", unsafe.Offsetof(lp.exp), 80},
 	} {
 		if c.got != c.want {
 			t.Errorf("offset of %s is %d, lines_amd64.s has %d", c.name, c.got, c.want)

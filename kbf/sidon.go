@@ -20,9 +20,12 @@ func sidonDegree(values int) int {
 
 // gf is GF(2^q) with log and antilog tables.
 type gf struct {
-	q    int
-	ord  uint32   // 2^q - 1, the order of the multiplicative group
-	exp  []uint16 // exp[i] = g^i, doubled so exp[a+b] needs no reduction
+	q   int
+	ord uint32 // 2^q - 1, the order of the multiplicative group
+	// exp[i] = g^i for i < 2 ord (doubled, so exp[a+b] needs no
+	// reduction), and pairNone above, to 4 ord: isPair's sentinels
+	// land there.
+	exp  []uint16
 	log  []uint16 // log[x] for x != 0
 	cube []uint16 // cube[x] = x^3
 	// echelon form of the GF(2)-linear map w -> w^2 + w: rows[i] has its
@@ -35,23 +38,28 @@ type gf struct {
 	// for byte b of c at byte position h (the matrix applied a byte at a
 	// time).
 	solW, solR [2][256]uint16
-	// rootLog[l] is log w for a root w of w^2 + w = g^l + 1, or noRoot
-	// when there is none or it is 0 or 1; rootLog1 is the same for
-	// w^2 + w = 1. They serve isPair.
-	rootLog  []uint16
-	rootLog1 uint32
+	// isPair's tables (fastpath.go), laid out so that a pair check is
+	// four lookups and a subtraction, with no test between them:
+	// logP[s] = log s | (3 log s mod ord) << 16, and 2 ord at s = 0 (a
+	// sentinel); logT[t] = log t + ord for 0 < t <= ord,
+	// 3 ord for t = 0 and 4 ord above ord (2^(q+1) entries); root[l],
+	// for l = logT[t] - logP[s]>>16 in [0, 4 ord], is log w for the root w of
+	// w^2 + w = t/s^3 + 1 (of w^2 + w = 1 when t = 0), or 2 ord when
+	// there is none, it is 0 or 1, or t is above ord.
+	logP       []uint32
+	logT, root []uint16
 }
 
-// noRoot marks rootLog's entries without a usable root: above any
-// logarithm.
-const noRoot = 0xffff
+// pairNone is exp's entry at isPair's sentinels: above any code half.
+const pairNone = 0xffff
 
 func newGF(q int) (*gf, error) {
 	if q < 2 || q >= len(primitive) {
 		return nil, fmt.Errorf("%w: field degree %d outside [2, %d]", ErrInvalidOptions, q, len(primitive)-1)
 	}
 	size := uint32(1) << q
-	g := &gf{q: q, ord: size - 1, exp: make([]uint16, 2*size), log: make([]uint16, size), cube: make([]uint16, size)}
+	n := size - 1
+	g := &gf{q: q, ord: n, exp: make([]uint16, 4*n+1), log: make([]uint16, size), cube: make([]uint16, size)}
 	x := uint32(1)
 	for i := uint32(0); i < g.ord; i++ {
 		g.exp[i] = uint16(x)
@@ -108,19 +116,49 @@ func newGF(q int) (*gf, error) {
 			g.solW[h][b], g.solR[h][b] = uint16(w), uint16(r)
 		}
 	}
+	g.pairTables()
+	return g, nil
+}
+
+// pairTables fills exp's sentinels and builds logP, logT and root (see
+// gf).
+func (g *gf) pairTables() {
+	n := g.ord
+	for i := 2 * n; i <= 4*n; i++ {
+		g.exp[i] = pairNone
+	}
+	g.logP = make([]uint32, n+1)
+	g.logP[0] = 2 * n
+	for s := uint32(1); s <= n; s++ {
+		l := uint32(g.log[s])
+		g.logP[s] = l | 3*l%n<<16
+	}
+	g.logT = make([]uint16, 2*(n+1))
+	g.logT[0] = uint16(3 * n)
+	for t := uint32(1); t < uint32(len(g.logT)); t++ {
+		if t <= n {
+			g.logT[t] = g.log[t] + uint16(n)
+		} else {
+			g.logT[t] = uint16(4 * n)
+		}
+	}
 	logRoot := func(c uint32) uint16 {
 		w, ok := g.solveQuad(c)
 		if !ok || w <= 1 {
-			return noRoot
+			return uint16(2 * n)
 		}
 		return g.log[w]
 	}
-	g.rootLog = make([]uint16, g.ord)
-	for l := range g.rootLog {
-		g.rootLog[l] = logRoot(uint32(g.exp[l]) ^ 1)
+	g.root = make([]uint16, 4*n+1)
+	for l := uint32(0); l < 2*n; l++ {
+		g.root[l] = logRoot(uint32(g.exp[l]) ^ 1) // t/s^3 + 1 = g^l + 1
 	}
-	g.rootLog1 = uint32(logRoot(1))
-	return g, nil
+	for l := 2 * n; l <= 3*n; l++ {
+		g.root[l] = logRoot(1) // t = 0
+	}
+	for l := 3*n + 1; l <= 4*n; l++ {
+		g.root[l] = uint16(2 * n) // t above ord
+	}
 }
 
 func lz32(x uint32) int {
