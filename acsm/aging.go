@@ -137,6 +137,19 @@ func (s *store) lookup(h uint64) (uint32, Result, loc) {
 	return 0, Absent, nowhere
 }
 
+// prefetch starts loading what lookup reads first: the current generation
+// of each tier (the older ones are read only for flows not found there).
+func (s *store) prefetch(h uint64) {
+	if !s.aging {
+		s.rings[0].gens[0].Prefetch(h)
+		return
+	}
+	for t := range s.rings {
+		r := &s.rings[t]
+		r.gens[r.cur].Prefetch(h)
+	}
+}
+
 // put stores nv for h, which was found at l with value old (or not found
 // when l is nowhere), moving it to the current generation of nv's tier.
 func (s *store) put(h uint64, l loc, old, nv uint32) {

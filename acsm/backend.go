@@ -29,6 +29,9 @@ type Backend interface {
 	Query(h uint64) (uint32, Result)
 	Update(h uint64, old, new uint32) error
 	Delete(h uint64, v uint32) error
+	// Prefetch starts loading the memory an operation on h reads and
+	// returns at once (a hint: a backend may do nothing).
+	Prefetch(h uint64)
 	// Reset empties the backend, keeping its memory.
 	Reset()
 	MemoryBytes() int
@@ -144,6 +147,9 @@ func (e *Exact) Range(fn func(h uint64, v uint32) bool) {
 
 // MemoryBytes estimates the map's size from the most flows it has held.
 func (e *Exact) MemoryBytes() int { return e.peak * exactEntryBytes }
+
+// Prefetch does nothing: a map's memory is not the backends' question.
+func (e *Exact) Prefetch(h uint64) {}
 
 // Stats returns the counters.
 func (e *Exact) Stats() BackendStats { return e.stats }

@@ -133,6 +133,7 @@ func (b *sbfBackend) Delete(h uint64, v uint32) error {
 
 func (b *sbfBackend) Reset()              { b.f.Reset() }
 func (b *sbfBackend) MemoryBytes() int    { return b.f.MemoryBytes() }
+func (b *sbfBackend) Prefetch(h uint64)   {} // the comparison backends are not tuned
 func (b *sbfBackend) Stats() BackendStats { return b.st }
 
 type fcfBackend struct {
@@ -181,6 +182,7 @@ func (b *fcfBackend) Delete(h uint64, v uint32) error {
 
 func (b *fcfBackend) Reset()              { b.f.Reset() }
 func (b *fcfBackend) MemoryBytes() int    { return b.f.MemoryBytes() }
+func (b *fcfBackend) Prefetch(h uint64)   {}
 func (b *fcfBackend) Stats() BackendStats { return b.st }
 
 type kbfBackend struct {
@@ -237,4 +239,5 @@ func (b *kbfBackend) Reset() {
 }
 
 func (b *kbfBackend) MemoryBytes() int    { return b.f.MemoryBytes() }
+func (b *kbfBackend) Prefetch(h uint64)   { b.f.Prefetch(h) }
 func (b *kbfBackend) Stats() BackendStats { return b.st }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/kbf"
 )
 
 // benchTrackers holds one filled tracker per backend, built once.
@@ -50,5 +51,58 @@ func BenchmarkObserve(b *testing.B) {
 			}
 			b.ReportMetric(float64(tr.Stats().MemoryBytes)/benchFlows, "bytes/flow")
 		})
+	}
+}
+
+// BenchmarkObservePrefetch is BenchmarkObserve as a worker runs it: packets
+// of random flows in batches of 256, each layout of the kbf backend
+// observed one packet at a time ("single") and with Tracker.Prefetch four
+// packets ahead ("prefetch"), at 4M concurrent flows.
+func BenchmarkObservePrefetch(b *testing.B) {
+	const flows, batch, ahead = 1 << 22, 256, 4
+	for _, layout := range []kbf.LayoutKind{kbf.Standard, kbf.Blocked} {
+		tr, err := New(Config{Backend: BackendKBF, Capacity: flows, FPRate: 0.001, KBFEncoder: kbf.Sidon, KBFLayout: layout})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := mkPacket(capture.ProtoTCP, cli, srv, step{true, syn, 0}, t0)
+		for i := 0; i < flows; i++ {
+			p.Hash, p.Flags, p.Reversed = benchHash(i), syn, false
+			tr.Observe(&p)
+			p.Flags, p.Reversed = synack, true
+			tr.Observe(&p)
+		}
+		p = mkPacket(capture.ProtoTCP, cli, srv, step{true, psh, 100}, t0)
+		pkts := make([]capture.Packet, batch)
+		for _, pre := range []bool{false, true} {
+			name := layout.String() + "/single"
+			if pre {
+				name = layout.String() + "/prefetch"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				j := 0
+				for b.Loop() {
+					for i := range pkts {
+						pkts[i] = p
+						pkts[i].Hash = benchHash(j * 2654435761 % flows)
+						pkts[i].Reversed = j&1 != 0
+						j++
+					}
+					if pre {
+						for i := range ahead {
+							tr.Prefetch(pkts[i].Hash)
+						}
+					}
+					for i := range pkts {
+						if pre && i+ahead < len(pkts) {
+							tr.Prefetch(pkts[i+ahead].Hash)
+						}
+						tr.Observe(&pkts[i])
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/packet")
+			})
+		}
 	}
 }

@@ -38,6 +38,25 @@ func (f *Filter) QueryBatch(keys []uint64, vals []uint32, res []Result) int {
 	return n
 }
 
+// Prefetch starts loading the cache lines that an operation on key reads
+// (its g lines in the blocked layout, its k cells' lines in the standard
+// one) and returns at once; it changes nothing. A caller that knows its
+// next keys but must handle them one at a time (flowmon's workers update
+// each flow's state before the next packet's lookup) prefetches a few
+// keys ahead, so that, as in QueryBatch, the misses of several keys
+// overlap. It allocates nothing.
+func (f *Filter) Prefetch(key uint64) {
+	if f.byLines {
+		var lq lineQuery
+		f.locateLines(key, &lq)
+		prefetchLines(&lq, f.groups)
+		return
+	}
+	var idx [MaxK]int
+	f.locate(key, &idx)
+	f.prefetch(&idx)
+}
+
 // prefetch starts loading the cache lines of the k cells idx: one
 // prefetch per cell in the standard layout, one per line (the line's
 // first cell, f.firsts) in the blocked one.

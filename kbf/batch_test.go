@@ -3,6 +3,7 @@ package kbf
 import (
 	"math/bits"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -256,6 +257,34 @@ func TestLocateBlockedSplit(t *testing.T) {
 					t.Fatalf("p %g lines %d key %d: locate %v, want %v", p, lines, key, got[:f.k], want[:f.k])
 				}
 			}
+		}
+	}
+}
+
+// TestPrefetchChangesNothing checks that Prefetch leaves the cells and
+// Stats as they were and allocates nothing, in both layouts, the line form
+// and cell by cell, 32- and 16-bit cells.
+func TestPrefetchChangesNothing(t *testing.T) {
+	for _, o := range []Options{
+		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
+		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
+		{Capacity: 2000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
+	} {
+		f, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < o.Capacity; j++ {
+			f.Insert(benchKey(j), uint32(j%o.Values))
+		}
+		c32, c16 := append([]uint32(nil), f.c32...), append([]uint16(nil), f.c16...)
+		st := f.Stats()
+		j := 0
+		if n := testing.AllocsPerRun(1000, func() { f.Prefetch(benchKey(j)); j++ }); n != 0 {
+			t.Errorf("%+v: Prefetch allocates %v times", o, n)
+		}
+		if f.Stats() != st || !slices.Equal(f.c32, c32) || !slices.Equal(f.c16, c16) {
+			t.Errorf("%+v: Prefetch changed the filter", o)
 		}
 	}
 }
