@@ -49,7 +49,7 @@ func (f *Filter) Prefetch(key uint64) {
 	if f.byLines {
 		var lq lineQuery
 		f.locateLines(key, &lq)
-		prefetchLines(&lq, f.groups)
+		prefetchLines(&lq, &f.lp, f.groups)
 		return
 	}
 	var idx [MaxK]int
@@ -88,14 +88,14 @@ func (f *Filter) queryBatchLines(keys []uint64, vals []uint32, res []Result) int
 	var ring [lineAhead]lineQuery
 	for i := 0; i < min(n, lineAhead); i++ {
 		f.locateLines(keys[i], &ring[i])
-		prefetchLines(&ring[i], f.groups)
+		prefetchLines(&ring[i], &f.lp, f.groups)
 	}
 	for i := 0; i < n; i++ {
 		lq := &ring[i%lineAhead]
 		vals[i], res[i] = f.queryLines(keys[i], lq)
 		if next := i + lineAhead; next < n {
 			f.locateLines(keys[next], lq)
-			prefetchLines(lq, f.groups)
+			prefetchLines(lq, &f.lp, f.groups)
 		}
 	}
 	return n

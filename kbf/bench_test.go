@@ -331,6 +331,40 @@ func BenchmarkQueryRatio(b *testing.B) {
 	}
 }
 
+// BenchmarkQueryPrefetchRatio is BenchmarkQueryRatio with the caller
+// calling Prefetch four keys ahead of each Query, as flowmon's workers do:
+// Query is still called once per key, but the misses of several keys
+// overlap. Every layout, the standard one included, prefetches.
+func BenchmarkQueryPrefetchRatio(b *testing.B) {
+	const ahead = 4
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			fs := layoutFilters(b, s.n)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ReportAllocs()
+			cpu := make([]time.Duration, len(fs))
+			const round = 4096
+			j, rounds := 0, 0
+			for b.Loop() {
+				for i, f := range fs {
+					c := threadCPU()
+					for q := range ahead {
+						f.Prefetch(benchKey((j + q) % s.n))
+					}
+					for q := 0; q < round; q++ {
+						f.Prefetch(benchKey((j + q + ahead) % s.n))
+						sinkV, sinkR = f.Query(benchKey((j + q) % s.n))
+					}
+					cpu[i] += threadCPU() - c
+				}
+				j, rounds = (j+round)%s.n, rounds+1
+			}
+			reportLayouts(b, cpu, rounds*round, "cpu-ns/q-", "cpu-x-")
+		})
+	}
+}
+
 // BenchmarkCellReads isolates the memory cost of each layout: locate the k
 // cells of a stored key and read them, no decode, interleaved as in
 // BenchmarkQueryRatio and timed by the thread's CPU clock.

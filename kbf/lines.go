@@ -1,9 +1,5 @@
 package kbf
 
-import (
-	"unsafe"
-)
-
 // The blocked layout's query, a line at a time. A key's cells in a line
 // are a set, and every test Query makes of them is a test of each cell
 // against the candidate code x, so the cells can be tested together: with
@@ -13,7 +9,8 @@ import (
 // empty, singleton and counter-2 tests of all of them are a few
 // instructions and one gather, where queryAt and decodeSidon loop over the
 // k cells one by one. The cells with counter 3, about one per key at the
-// p-capacity, get isPair's check, in the assembly too.
+// p-capacity, get isPair's check, in the assembly too: the first two
+// always, so that no branch depends on how many there are.
 //
 // The answers are queryAt's. The singleton path's answer does not depend
 // on which singleton gives the candidate: two singletons holding different
@@ -29,8 +26,8 @@ import (
 // (the pair checks read the cells back from memory); merging the lines
 // with compress and expand on the loaded cells, not a permute by
 // precomputed lanes, made one Query slower. No faster: a single pass over
-// the lines; scalar lookups in place of the gather; the first two pair
-// checks without a loop (slower).
+// the lines; scalar lookups in place of the gather; three pair checks
+// always, not two.
 
 // lineSubsets[c][p] is the set of the first c cells of linePerms[p], a bit
 // per cell: the cells a key takes in a line, as a mask.
@@ -52,10 +49,10 @@ const lineCellsMax = 16
 // each, and lineCheck's findings. lineCheck reads it at fixed offsets
 // (TestLineQueryOffsets).
 type lineQuery struct {
-	line   [4]*uint32 // the first cell of each of the key's lines
-	mask   [4]uint32  // the key's cells in each line
-	x      uint32     // the candidate code: the first singleton's
-	status uint32     // lineAbsent, ...
+	line   [4]uint64 // the index of the first cell of each of the key's lines
+	mask   [4]uint32 // the key's cells in each line
+	x      uint32    // the candidate code: the first singleton's
+	status uint32    // lineAbsent, ...
 }
 
 const (
@@ -79,6 +76,8 @@ type lineParams struct {
 	// isPair's tables (gf)
 	logP            *uint32
 	logT, root, exp *uint16
+	cells           *uint32 // f.c32: lineQuery's lines are indices into it
+	pair            uint32  // the XOR of two codes: a pair check that passes
 }
 
 // lineReady reports whether f answers queries by lines: the blocked layout
@@ -90,7 +89,7 @@ type lineParams struct {
 // (2^(q+1) entries), as it does whenever the codes fill the cell, which
 // newSidon makes them do up to q = 14.
 func (f *Filter) lineReady() bool {
-	return hasLineCheck && f.perLine == 16 && f.k <= 16 && f.sid != nil && f.ctrMax >= 4 &&
+	return hasLineCheck && f.perLine == 16 && f.k <= 16 && f.sid != nil && f.sid.values >= 2 && f.ctrMax >= 4 &&
 		32-int(f.ctrBits) <= 2*f.sid.f.q+1
 }
 
@@ -102,7 +101,8 @@ func (f *Filter) setLineParams() {
 	s := f.sid
 	f.lp = lineParams{high: &s.high[0], ctrMask: f.ctrMask, sh: uint32(f.ctrBits),
 		loMask: s.mask, values: s.values, q: uint32(s.f.q), g: uint32(f.groups), all: 1<<f.k - 1,
-		logP: &s.f.logP[0], logT: &s.f.logT[0], root: &s.f.root[0], exp: &s.f.exp[0]}
+		logP: &s.f.logP[0], logT: &s.f.logT[0], root: &s.f.root[0], exp: &s.f.exp[0], cells: &f.c32[0],
+		pair: s.code(0) ^ s.code(1)}
 	for g := 0; g < f.groups; g++ {
 		f.subsets[g] = &lineSubsets[f.firsts[g+1]-f.firsts[g]]
 		f.lp.spread[g] = (1<<(f.firsts[g+1]-f.firsts[g]) - 1) << f.firsts[g]
@@ -112,9 +112,8 @@ func (f *Filter) setLineParams() {
 // locateLines is locate for the line form: the same lines and cells.
 func (f *Filter) locateLines(key uint64, lq *lineQuery) {
 	line, step, h3 := f.blockHash(f.keyHashes(key))
-	base := unsafe.Pointer(unsafe.SliceData(f.c32))
 	for g := 0; g < f.groups; g++ {
-		lq.line[g] = (*uint32)(unsafe.Add(base, line*64))
+		lq.line[g] = 16 * line
 		lq.mask[g] = uint32(f.subsets[g][h3>>(permBits*g)&permMask])
 		line = f.nextLine(line, step)
 	}

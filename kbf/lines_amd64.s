@@ -18,12 +18,24 @@
 #define LP_LOGT 64
 #define LP_ROOT 72
 #define LP_EXP 80
+#define LP_CELLS 88
+#define LP_PAIR 96
 
 // LANES puts into dst, at the lanes LP_SPREAD[g] (off = 4g), the indices
 // (from lanes, 0 to 15 or 16 to 31) of line g's cells that the key takes.
 #define LANES(off, lanes, dst) \
 	KMOVW LQ_MASK+off(DI), K1; KMOVW LP_SPREAD+off(SI), K2; \
 	VPCOMPRESSD.Z lanes, K1, Z10; VPEXPANDD Z10, K2, dst
+
+// PAIRMAX puts into out max(x, y) of the pair check of the e in register
+// e: above values when e is no pair of codes. It needs the shift q in CX
+// (which may be out) and the tables in R8 (logP), R10 (logT), R11 (root)
+// and R13 (exp), and clobbers e, DX and R9.
+#define PAIRMAX(e, out) \
+	MOVL e, DX; ANDL LP_LOMASK(SI), DX; SHRL CX, e; \
+	MOVWLZX (R10)(e*2), out; MOVL (R8)(DX*4), R9; MOVL R9, e; SHRL $16, e; SUBL e, out; \
+	MOVWLZX (R11)(out*2), out; MOVWLZX R9, e; ADDL e, out; MOVWLZX (R13)(out*2), out; \
+	MOVL out, e; XORL DX, e; CMPL e, out; CMOVLHI e, out
 
 // func lineCheck(lq *lineQuery, p *lineParams)
 TEXT ·lineCheck(SB), NOSPLIT|NOFRAME, $0-16
@@ -39,14 +51,15 @@ TEXT ·lineCheck(SB), NOSPLIT|NOFRAME, $0-16
 	LANES(0, Z20, Z8)
 	LANES(4, Z21, Z8)
 	MOVL LP_G(SI), CX
+	MOVQ LP_CELLS(SI), R8
 	MOVQ LQ_LINE+0(DI), AX
 	MOVQ AX, BX
 	CMPQ CX, $1
 	JEQ one
 	MOVQ LQ_LINE+8(DI), BX
 one:
-	VMOVDQU32 (AX), Z0
-	VPERMI2D (BX), Z0, Z8
+	VMOVDQU32 (R8)(AX*4), Z0
+	VPERMI2D (R8)(BX*4), Z0, Z8
 	CMPQ CX, $2
 	JLE merged
 
@@ -60,8 +73,8 @@ one:
 	LANES(12, Z21, Z9)
 	MOVQ LQ_LINE+24(DI), BX
 three:
-	VMOVDQU32 (AX), Z2
-	VPERMI2D (BX), Z2, Z9
+	VMOVDQU32 (R8)(AX*4), Z2
+	VPERMI2D (R8)(BX*4), Z2, Z9
 	KMOVW LP_SPREAD+8(SI), K2
 	KMOVW LP_SPREAD+12(SI), K3
 	KORW K2, K3, K2
@@ -116,40 +129,43 @@ merged:
 	VPCMPEQD Z26, Z1, K1, K5
 	VPTESTMD Z3, Z3, K5, K5 // counter 3, not x: pair checks
 	KMOVW K5, AX
-	TESTL AX, AX
-	JZ found
 
 	// Pair checks, isPair's: e = s, t (low and high halves) is two
 	// codes when w^2 + w = t/s^3 + 1 has a root w other than 0 and 1 (log
 	// w = root[logT[t] - 3 log s], 3 log s and log s from logP[s]) and x
-	// = s w (exp[log w + log s]) and
-	// y = x + s are at most values. The tables' sentinels (gf) make every
-	// other failure an x above values. The e of the counter-3 cells are
-	// taken from lane 0 of Z3 one after the other.
-	VPCOMPRESSD.Z Z3, K5, Z3
+	// = s w (exp[log w + log s]) and y = x + s are at most values. The
+	// tables' sentinels (gf) make every other failure an x above values.
+	// The e of the counter-3 cells go to the first lanes of Z2, the others
+	// holding a pair that passes (LP_PAIR). The first two lanes are
+	// checked always, without a branch on how many cells there are: a
+	// key's count of counter-3 cells is 0, 1 or 2 with no pattern, and a
+	// branch on it, mispredicted once the lines arrive, would throw away
+	// the work begun on the next keys. More than two (about one key in
+	// eight) go through the loop.
+	VPBROADCASTD LP_PAIR(SI), Z2
+	VPCOMPRESSD Z3, K5, Z2
 	MOVL LP_Q(SI), CX
 	MOVQ LP_LOGP(SI), R8
 	MOVQ LP_LOGT(SI), R10
 	MOVQ LP_ROOT(SI), R11
 	MOVQ LP_EXP(SI), R13
-pairs:
-	VMOVD X3, BX
-	VALIGND $1, Z3, Z3, Z3
-	MOVL BX, DX
-	ANDL LP_LOMASK(SI), DX // s
-	SHRL CX, BX // t
-	MOVWLZX (R10)(BX*2), R12 // logT[t]
-	MOVL (R8)(DX*4), R9 // logP[s]
-	MOVL R9, BX
-	SHRL $16, BX // 3 log s
-	SUBL BX, R12
-	MOVWLZX (R11)(R12*2), R12 // log w
-	MOVWLZX R9, BX // log s
-	ADDL BX, R12
-	MOVWLZX (R13)(R12*2), R12 // x
+	VMOVD X2, BX
+	PAIRMAX(BX, R12) // max(x, y) of lane 0
+	VPEXTRD $1, X2, BX
+	PAIRMAX(BX, CX) // of lane 1
+	CMPL CX, R12
+	CMOVLHI CX, R12
 	CMPL R12, LP_VALUES(SI)
 	JHI absent
-	XORL DX, R12 // y
+	BLSRL AX, AX
+	BLSRL AX, AX
+	JZ found
+	VALIGND $2, Z2, Z2, Z2
+	MOVL LP_Q(SI), CX
+pairs:
+	VMOVD X2, BX
+	VALIGND $1, Z2, Z2, Z2
+	PAIRMAX(BX, R12)
 	CMPL R12, LP_VALUES(SI)
 	JHI absent
 	BLSRL AX, AX
@@ -186,14 +202,16 @@ malformed:
 	VZEROUPPER
 	RET
 
-// func prefetchLines(lq *lineQuery, n int)
-TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-16
+// func prefetchLines(lq *lineQuery, p *lineParams, n int)
+TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ lq+0(FP), DI
-	MOVQ n+8(FP), CX
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ LP_CELLS(SI), R8
 	XORQ R9, R9
 ploop:
 	MOVQ LQ_LINE(DI)(R9*8), BX
-	PREFETCHT0 (BX)
+	PREFETCHT0 (R8)(BX*4)
 	INCQ R9
 	CMPQ R9, CX
 	JLT ploop

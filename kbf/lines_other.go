@@ -6,4 +6,4 @@ const hasLineCheck = false
 
 func lineCheck(lq *lineQuery, p *lineParams) { panic("kbf: lineCheck without AVX-512") }
 
-func prefetchLines(lq *lineQuery, n int) {}
+func prefetchLines(lq *lineQuery, p *lineParams, n int) {}

@@ -31,6 +31,8 @@ func TestLineQueryOffsets(t *testing.T) {
 		{"logT", unsafe.Offsetof(lp.logT), 64},
 		{"root", unsafe.Offsetof(lp.root), 72},
 		{"exp", unsafe.Offsetof(lp.exp), 80},
+		{"cells", unsafe.Offsetof(lp.cells), 88},
+		{"pair", unsafe.Offsetof(lp.pair), 96},
 	} {
 		if c.got != c.want {
 			t.Errorf("offset of %s is %d, lines_amd64.s has %d", c.name, c.got, c.want)
@@ -46,7 +48,6 @@ func TestLineSubsetsMatchLocate(t *testing.T) {
 		if !f.byLines {
 			t.Fatalf("%d lines: not by lines", lines)
 		}
-		base := uintptr(unsafe.Pointer(&f.c32[0]))
 		for key := uint64(0); key < 10000; key++ {
 			var idx [MaxK]int
 			var lq lineQuery
@@ -55,7 +56,7 @@ func TestLineSubsetsMatchLocate(t *testing.T) {
 			var want, got [MaxK]int
 			n := 0
 			for g := 0; g < f.groups; g++ {
-				line := int(uintptr(unsafe.Pointer(lq.line[g]))-base) / 4
+				line := int(lq.line[g])
 				for c := 0; c < 16; c++ {
 					if lq.mask[g]>>c&1 != 0 {
 						got[n] = line + c
