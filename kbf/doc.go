@@ -124,20 +124,22 @@
 // (docs/results/kbf-layouts.md):
 //
 //   - the machine's ceiling (BenchmarkLineReads: random lines of the same
-//     array, no decode): ten lines per key cost 3.2x what three lines
-//     cost, 3.3-3.4x when prefetched ahead; 4.7x and 5.2-5.3x what two
-//     lines cost;
-//   - QueryBatch (below), three lines at m cells: 3.30-3.71x faster than
-//     the standard layout (56-82 ns a key against 209-271), with its error
-//     rates; two lines at 1.25m cells: 3.84-4.44x; two lines cell by cell:
-//     1.33-1.36x;
-//   - one Query at a time: 2.31-2.39x with three lines, 2.42-2.57x with
-//     two, 1.32x cell by cell. A query's checks need the lines' contents,
-//     so they wait in the CPU's scheduler until the misses return, and the
+//     array, no decode): ten lines per key cost 3.3x what three lines
+//     cost, 3.4-3.5x when prefetched ahead; 4.7x and 5.3x what two lines
+//     cost;
+//   - QueryBatch (below), three lines at m cells: 4.05-4.21x faster than
+//     the standard layout (51-57 ns a key against 215-233), with its error
+//     rates; two lines at 1.25m cells: 5.00-5.26x; two lines cell by cell:
+//     1.32-1.34x;
+//   - one Query at a time: 2.26-2.49x with three lines, 2.44-2.69x with
+//     two, 1.31-1.32x cell by cell. A query's checks need the lines'
+//     contents, so they wait in the CPU until the misses return, and the
 //     next queries' reads cannot start: two random reads per key cost
 //     39-45 ns bare and 240-248 ns followed by about 110 quick
-//     instructions that need them (BenchmarkDependentWork). QueryBatch
-//     prefetches instead.
+//     instructions that need them (BenchmarkDependentWork). Even with no
+//     check at all (a build that returns once the lines are merged), three
+//     lines are 2.8-2.9x faster one at a time, not 3x. QueryBatch and
+//     Prefetch let the misses of several keys overlap instead.
 //
 // # Batched queries
 //
@@ -145,7 +147,11 @@
 // prefetches the lines of the key batchAhead places ahead (PREFETCHT0; one
 // per cell in the standard layout, one per line in the blocked one) while
 // a key decodes, so the misses of several keys overlap. Both layouts gain
-// from it: a batched query costs about half a single one.
+// from it: a batched query costs about half a single one. A caller that
+// must query one key at a time but knows the next ones (flowmon's workers:
+// a packet's state update comes before the next packet's lookup) calls
+// Prefetch a few keys ahead instead: Query then costs 105-112 ns a key in
+// the blocked layout and 261-276 in the standard one.
 //
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
