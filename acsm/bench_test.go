@@ -20,18 +20,25 @@ func filledTracker(b *testing.B, kind BackendKind) *Tracker {
 	if tr := benchTrackers[kind]; tr != nil {
 		return tr
 	}
-	tr, err := New(Config{Backend: kind, Capacity: benchFlows, FPRate: 0.001})
+	tr := establish(b, Config{Backend: kind, Capacity: benchFlows, FPRate: 0.001}, benchFlows)
+	benchTrackers[kind] = tr
+	return tr
+}
+
+// establish returns a tracker built from cfg holding flows established
+// flows, benchHash(0) to benchHash(flows-1).
+func establish(b *testing.B, cfg Config, flows int) *Tracker {
+	tr, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	p := mkPacket(capture.ProtoTCP, cli, srv, step{true, syn, 0}, t0)
-	for i := 0; i < benchFlows; i++ {
+	for i := 0; i < flows; i++ {
 		p.Hash, p.Flags, p.Reversed = benchHash(i), syn, false
 		tr.Observe(&p)
 		p.Flags, p.Reversed = synack, true
 		tr.Observe(&p)
 	}
-	benchTrackers[kind] = tr
 	return tr
 }
 
@@ -61,18 +68,8 @@ func BenchmarkObserve(b *testing.B) {
 func BenchmarkObservePrefetch(b *testing.B) {
 	const flows, batch, ahead = 1 << 22, 256, 4
 	for _, layout := range []kbf.LayoutKind{kbf.Standard, kbf.Blocked} {
-		tr, err := New(Config{Backend: BackendKBF, Capacity: flows, FPRate: 0.001, KBFEncoder: kbf.Sidon, KBFLayout: layout})
-		if err != nil {
-			b.Fatal(err)
-		}
-		p := mkPacket(capture.ProtoTCP, cli, srv, step{true, syn, 0}, t0)
-		for i := 0; i < flows; i++ {
-			p.Hash, p.Flags, p.Reversed = benchHash(i), syn, false
-			tr.Observe(&p)
-			p.Flags, p.Reversed = synack, true
-			tr.Observe(&p)
-		}
-		p = mkPacket(capture.ProtoTCP, cli, srv, step{true, psh, 100}, t0)
+		tr := establish(b, Config{Backend: BackendKBF, Capacity: flows, FPRate: 0.001, KBFEncoder: kbf.Sidon, KBFLayout: layout}, flows)
+		p := mkPacket(capture.ProtoTCP, cli, srv, step{true, psh, 100}, t0)
 		pkts := make([]capture.Packet, batch)
 		for _, pre := range []bool{false, true} {
 			name := layout.String() + "/single"
@@ -85,7 +82,7 @@ func BenchmarkObservePrefetch(b *testing.B) {
 				for b.Loop() {
 					for i := range pkts {
 						pkts[i] = p
-						pkts[i].Hash = benchHash(j * 2654435761 % flows)
+						pkts[i].Hash = benchHash(int(uint64(j) * 2654435761 % flows))
 						pkts[i].Reversed = j&1 != 0
 						j++
 					}

@@ -131,8 +131,8 @@
 //     the standard layout (51-57 ns a key against 215-233), with its error
 //     rates; two lines at 1.25m cells: 5.00-5.26x; two lines cell by cell:
 //     1.32-1.34x;
-//   - one Query at a time: 2.26-2.49x with three lines, 2.44-2.69x with
-//     two, 1.31-1.32x cell by cell. A query's checks need the lines'
+//   - one Query at a time: 2.35-2.51x with three lines, 2.53-2.71x with
+//     two, 1.31-1.33x cell by cell. A query's checks need the lines'
 //     contents, so they wait in the CPU until the misses return, and the
 //     next queries' reads cannot start: two random reads per key cost
 //     39-45 ns bare and 240-248 ns followed by about 110 quick
@@ -150,8 +150,9 @@
 // from it: a batched query costs about half a single one. A caller that
 // must query one key at a time but knows the next ones (flowmon's workers:
 // a packet's state update comes before the next packet's lookup) calls
-// Prefetch a few keys ahead instead: Query then costs 105-112 ns a key in
-// the blocked layout and 261-276 in the standard one.
+// Prefetch a few keys ahead instead: Query then costs 98-105 ns a key in
+// the blocked layout and 252-276 in the standard one (BenchmarkQueryRatio's
+// pf figures).
 //
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k
