@@ -89,7 +89,7 @@ func NewBackend(s BackendSpec) (Backend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("new backend: %w", err)
 		}
-		return &kbfBackend{f: f, opt: opt}, nil
+		return &kbfBackend{f: f}, nil
 	}
 	return nil, fmt.Errorf("new backend: kind %d: %w", s.Kind, ErrConfig)
 }
@@ -186,9 +186,8 @@ func (b *fcfBackend) Prefetch(h uint64)   {}
 func (b *fcfBackend) Stats() BackendStats { return b.st }
 
 type kbfBackend struct {
-	f   *kbf.Filter
-	opt kbf.Options
-	st  BackendStats
+	f  *kbf.Filter
+	st BackendStats
 }
 
 func (b *kbfBackend) Insert(h uint64, v uint32) error {
@@ -230,13 +229,7 @@ func (b *kbfBackend) Delete(h uint64, v uint32) error {
 	return nil
 }
 
-// Reset rebuilds the filter: kbf has no Clear, so this allocates (it runs
-// once per generation rotation, not per packet).
-func (b *kbfBackend) Reset() {
-	if f, err := kbf.New(b.opt); err == nil {
-		b.f = f
-	}
-}
+func (b *kbfBackend) Reset() { b.f.Reset() }
 
 func (b *kbfBackend) MemoryBytes() int    { return b.f.MemoryBytes() }
 func (b *kbfBackend) Prefetch(h uint64)   { b.f.Prefetch(h) }

@@ -164,8 +164,8 @@ func New(cfg Config) (*Tracker, error) {
 // Values is the number of distinct values the machine stores.
 func (t *Tracker) Values() int { return t.m.values }
 
-// Observe applies one packet to its flow. It does not allocate (except
-// when the kbf backend rebuilds a generation at a rotation).
+// Observe applies one packet to its flow. It does not allocate (the exact
+// backend aside, whose map grows up to its cap).
 func (t *Tracker) Observe(p *capture.Packet) Event {
 	ev := Event{Key: p.Key, Hash: p.Hash}
 	if p.Fragment == capture.LaterFragment || (p.Key.Proto == capture.ProtoTCP && !p.HasTCP) {

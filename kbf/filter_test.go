@@ -489,3 +489,46 @@ func TestParseNames(t *testing.T) {
 		t.Errorf("ParseLayout(empty): %v", err)
 	}
 }
+
+// TestReset checks that Reset empties a filter in place: every key
+// absent, cells and Stats zero, nothing allocated, and the filter as
+// usable as a new one with the same seed (same answers after the same
+// inserts).
+func TestReset(t *testing.T) {
+	for _, o := range []Options{
+		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
+		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
+		{Capacity: 2000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
+	} {
+		f, fresh := newT(t, o), newT(t, o)
+		for j := 0; j < 3*o.Capacity; j++ { // overloaded: saturated cells too
+			f.Insert(benchKey(j), uint32(j%o.Values))
+		}
+		if f.Stats().Saturated == 0 {
+			t.Fatalf("%+v: no saturated cell to reset", o)
+		}
+		if n := testing.AllocsPerRun(10, f.Reset); n != 0 {
+			t.Errorf("%+v: Reset allocates %v times", o, n)
+		}
+		if f.Stats() != (Stats{}) || slices.ContainsFunc(f.c32, func(c uint32) bool { return c != 0 }) ||
+			slices.ContainsFunc(f.c16, func(c uint16) bool { return c != 0 }) {
+			t.Fatalf("%+v: Reset left cells or Stats", o)
+		}
+		for j := 0; j < o.Capacity; j++ {
+			if _, r := f.Query(benchKey(j)); r != Absent {
+				t.Fatalf("%+v: key %d is %v after Reset", o, j, r)
+			}
+		}
+		for j := 0; j < o.Capacity; j++ {
+			f.Insert(benchKey(j), uint32(j%o.Values))
+			fresh.Insert(benchKey(j), uint32(j%o.Values))
+		}
+		for j := 0; j < 2*o.Capacity; j++ {
+			v, r := f.Query(benchKey(j))
+			w, s := fresh.Query(benchKey(j))
+			if v != w || r != s {
+				t.Fatalf("%+v: key %d: reset filter %v %d, new filter %v %d", o, j, r, v, s, w)
+			}
+		}
+	}
+}
