@@ -82,8 +82,9 @@
 // default, after Suricata) has two generations of its backend; inserts go
 // to the current one, a flow found in the older one moves to the current
 // one, and when the current generation is older than the tier's timeout
-// the older one is emptied wholesale (its flows expire) and becomes
-// current. A flow idle for between one and two timeouts is forgotten.
+// the older one is emptied wholesale in place (Backend.Reset: its flows
+// expire, its memory is kept, nothing is allocated) and becomes current.
+// A flow idle for between one and two timeouts is forgotten.
 // Lookups try the six filters in turn, so each is built for p/6 (a union
 // bound keeps a new flow's false-positive chance near p); generation t of
 // a tier is sized for n times the tier's share (1/2, 1/2, 1/4). Aged-out
