@@ -46,34 +46,44 @@ func (f *Filter) QueryBatch(keys []uint64, vals []uint32, res []Result) int {
 // keys ahead, so that, as in QueryBatch, the misses of several keys
 // overlap. It allocates nothing.
 func (f *Filter) Prefetch(key uint64) {
-	if f.byLines {
-		var lq lineQuery
-		f.locateLines(key, &lq)
-		prefetchLines(&lq, &f.lp, f.groups)
+	if f.perLine == 0 {
+		var idx [MaxK]int
+		f.locate(key, &idx)
+		f.prefetchIdx(&idx[0], f.k)
 		return
 	}
-	var idx [MaxK]int
-	f.locate(key, &idx)
-	f.prefetch(&idx)
+	var lines [4]int // a cell of each line; which cells a key takes is not needed
+	line, step, _ := f.blockHash(f.keyHashes(key))
+	for g := range f.groups {
+		lines[g&3] = int(line) * f.perLine
+		line = f.nextLine(line, step)
+	}
+	f.prefetchIdx(&lines[0], f.groups)
 }
 
 // prefetch starts loading the cache lines of the k cells idx: one
 // prefetch per cell in the standard layout, one per line (the line's
 // first cell, f.firsts) in the blocked one.
 func (f *Filter) prefetch(idx *[MaxK]int) {
-	p, n := &idx[0], f.k
-	var lines [4]int
-	if f.groups > 0 {
-		for g := range f.groups {
-			lines[g&3] = idx[f.firsts[g]]
-		}
-		p, n = &lines[0], f.groups
-	}
-	if f.c16 != nil {
-		prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c16)), p, n, 2)
+	if f.groups == 0 {
+		f.prefetchIdx(&idx[0], f.k)
 		return
 	}
-	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), p, n, 4)
+	var lines [4]int
+	for g := range f.groups {
+		lines[g&3] = idx[f.firsts[g]]
+	}
+	f.prefetchIdx(&lines[0], f.groups)
+}
+
+// prefetchIdx starts loading the lines of the n cells idx[0..n) (idx
+// points at the first of n ints).
+func (f *Filter) prefetchIdx(idx *int, n int) {
+	if f.c16 != nil {
+		prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c16)), idx, n, 2)
+		return
+	}
+	prefetchCells(unsafe.Pointer(unsafe.SliceData(f.c32)), idx, n, 4)
 }
 
 // lineAhead is batchAhead for the line form, whose keys take less time
@@ -88,14 +98,14 @@ func (f *Filter) queryBatchLines(keys []uint64, vals []uint32, res []Result) int
 	var ring [lineAhead]lineQuery
 	for i := 0; i < min(n, lineAhead); i++ {
 		f.locateLines(keys[i], &ring[i])
-		prefetchLines(&ring[i], &f.lp, f.groups)
+		f.prefetchIdx(&ring[i].line[0], f.groups)
 	}
 	for i := 0; i < n; i++ {
 		lq := &ring[i%lineAhead]
 		vals[i], res[i] = f.queryLines(keys[i], lq)
 		if next := i + lineAhead; next < n {
 			f.locateLines(keys[next], lq)
-			prefetchLines(lq, &f.lp, f.groups)
+			f.prefetchIdx(&lq.line[0], f.groups)
 		}
 	}
 	return n

@@ -199,17 +199,17 @@ func batchReadsLines(f *Filter, keys []uint64) uint32 {
 	var ring [lineAhead]lineQuery
 	for i := 0; i < min(len(keys), lineAhead); i++ {
 		f.locateLines(keys[i], &ring[i])
-		prefetchLines(&ring[i], &f.lp, f.groups)
+		f.prefetchIdx(&ring[i].line[0], f.groups)
 	}
 	var sum uint32
 	for i := range keys {
 		lq := &ring[i%lineAhead]
 		for g := 0; g < f.groups; g++ {
-			sum += f.c32[lq.line[g]+uint64(bits.TrailingZeros32(lq.mask[g])&15)]
+			sum += f.c32[lq.line[g]+bits.TrailingZeros32(lq.mask[g])&15]
 		}
 		if next := i + lineAhead; next < len(keys) {
 			f.locateLines(keys[next], lq)
-			prefetchLines(lq, &f.lp, f.groups)
+			f.prefetchIdx(&lq.line[0], f.groups)
 		}
 	}
 	return sum

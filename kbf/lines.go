@@ -49,7 +49,7 @@ const lineCellsMax = 16
 // each, and lineCheck's findings. lineCheck reads it at fixed offsets
 // (TestLineQueryOffsets).
 type lineQuery struct {
-	line   [4]uint64 // the index of the first cell of each of the key's lines
+	line   [4]int    // the index of the first cell of each of the key's lines
 	mask   [4]uint32 // the key's cells in each line
 	x      uint32    // the candidate code: the first singleton's
 	status uint32    // lineAbsent, ...
@@ -113,7 +113,7 @@ func (f *Filter) setLineParams() {
 func (f *Filter) locateLines(key uint64, lq *lineQuery) {
 	line, step, h3 := f.blockHash(f.keyHashes(key))
 	for g := 0; g < f.groups; g++ {
-		lq.line[g] = 16 * line
+		lq.line[g] = int(line) * 16
 		lq.mask[g] = uint32(f.subsets[g][h3>>(permBits*g)&permMask])
 		line = f.nextLine(line, step)
 	}

@@ -20,8 +20,3 @@ var hasLineCheck = cpu.X86.HasAVX512F && cpu.X86.HasBMI1
 //
 //go:noescape
 func lineCheck(lq *lineQuery, p *lineParams)
-
-// prefetchLines starts loading the first n lines of lq (of p.cells).
-//
-//go:noescape
-func prefetchLines(lq *lineQuery, p *lineParams, n int)

@@ -202,21 +202,6 @@ malformed:
 	VZEROUPPER
 	RET
 
-// func prefetchLines(lq *lineQuery, p *lineParams, n int)
-TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-24
-	MOVQ lq+0(FP), DI
-	MOVQ p+8(FP), SI
-	MOVQ n+16(FP), CX
-	MOVQ LP_CELLS(SI), R8
-	XORQ R9, R9
-ploop:
-	MOVQ LQ_LINE(DI)(R9*8), BX
-	PREFETCHT0 (R8)(BX*4)
-	INCQ R9
-	CMPQ R9, CX
-	JLT ploop
-	RET
-
 // lanes<> is 0 to 31: lane indices into two lines, and the counters 1,
 // 2 and 3 for broadcasts.
 DATA lanes<>+0(SB)/8, $0x0000000100000000

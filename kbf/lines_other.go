@@ -5,5 +5,3 @@ package kbf
 const hasLineCheck = false
 
 func lineCheck(lq *lineQuery, p *lineParams) { panic("kbf: lineCheck without AVX-512") }
-
-func prefetchLines(lq *lineQuery, p *lineParams, n int) {}
