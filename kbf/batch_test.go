@@ -260,19 +260,21 @@ func TestLocateBlockedSplit(t *testing.T) {
 	}
 }
 
+// smallLayouts are small filters of each layout and cell width: the
+// standard layout, the blocked one in the line form (32-bit Sidon cells)
+// and cell by cell (16-bit cells).
+var smallLayouts = []Options{
+	{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
+	{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
+	{Capacity: 2000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
+}
+
 // TestPrefetchChangesNothing checks that Prefetch leaves the cells and
 // Stats as they were and allocates nothing, in both layouts, the line form
 // and cell by cell, 32- and 16-bit cells.
 func TestPrefetchChangesNothing(t *testing.T) {
-	for _, o := range []Options{
-		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
-		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
-		{Capacity: 2000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
-	} {
-		f, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, o := range smallLayouts {
+		f := newT(t, o)
 		for j := 0; j < o.Capacity; j++ {
 			f.Insert(benchKey(j), uint32(j%o.Values))
 		}

@@ -495,11 +495,7 @@ func TestParseNames(t *testing.T) {
 // usable as a new one with the same seed (same answers after the same
 // inserts).
 func TestReset(t *testing.T) {
-	for _, o := range []Options{
-		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon},
-		{Capacity: 2000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: Blocked},
-		{Capacity: 2000, FPRate: 1e-2, Values: 50, Encoder: Greedy, CellBits: 16, Layout: Blocked},
-	} {
+	for _, o := range smallLayouts {
 		f, fresh := newT(t, o), newT(t, o)
 		for j := 0; j < 3*o.Capacity; j++ { // overloaded: saturated cells too
 			f.Insert(benchKey(j), uint32(j%o.Values))

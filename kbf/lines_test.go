@@ -2,6 +2,7 @@ package kbf
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -40,19 +41,10 @@ func TestLineSubsetsMatchLocate(t *testing.T) {
 }
 
 func sameSet(a, b []int) bool {
-	in := map[int]int{}
-	for _, x := range a {
-		in[x]++
-	}
-	for _, x := range b {
-		in[x]--
-	}
-	for _, c := range in {
-		if c != 0 {
-			return false
-		}
-	}
-	return len(a) == len(b)
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // TestLinesMatchQueryAt compares the line form with queryAt, cell by cell,
