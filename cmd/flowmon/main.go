@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,12 +27,22 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
 		return 0
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
+		}
+		// `flowmon help CMD` is `flowmon CMD -h` with the usage on stdout.
+		args = []string{args[1], "-h"}
+		stderr = stdout
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -38,19 +50,87 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err := cmd.run(args[1:], stdout, stderr); err != nil {
-		if err == errUsage {
-			return 2
+	err := cmd.run(args[1:], stdout, stderr)
+	var st *exitStatus
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &st):
+		if st.err != nil {
+			fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], st.err)
 		}
-		fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], err)
-		return 1
+		return st.code
 	}
-	return 0
+	fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], err)
+	return 1
 }
 
-// errUsage is returned by a subcommand whose flags were wrong; the flag
-// package has already printed why.
-var errUsage = fmt.Errorf("usage")
+// errUsage is returned by a subcommand whose flags or arguments were wrong,
+// after it has printed why (exit status 2).
+var errUsage = errors.New("usage")
+
+// errHelp is returned by a subcommand asked for its usage with -h, which
+// it has printed (exit status 0).
+var errHelp = errors.New("help")
+
+// exitStatus ends a command with an exit status other than 0, 1 or 2's
+// usage meaning (diff exits 1 when the sides differ and 2 on trouble, as
+// diff(1) does); err, when set, is printed first.
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e *exitStatus) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
+
+func (e *exitStatus) Unwrap() error { return e.err }
+
+// exitWith returns an error that makes run print err (when non-nil) and
+// exit with code.
+func exitWith(code int, err error) error { return &exitStatus{code: code, err: err} }
+
+// newFlagSet returns a flag set for `flowmon NAME` whose usage is the line
+// "usage: flowmon NAME ARGS", then summary lines, then the flags.
+func newFlagSet(name, args string, stderr io.Writer, extra ...string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: flowmon %s %s\n", name, args)
+		for _, l := range extra {
+			fmt.Fprintln(stderr, l)
+		}
+		fmt.Fprintln(stderr, "\nflags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args into fs: errHelp for -h (usage printed), errUsage
+// for a bad flag (the flag package has said which).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return errHelp
+	case err != nil:
+		return errUsage
+	}
+	return nil
+}
+
+// usageError prints msg and the command's usage to its flag set's output
+// and returns errUsage (exit status 2, nothing on stdout).
+func usageError(fs *flag.FlagSet, format string, a ...any) error {
+	fmt.Fprintf(fs.Output(), "flowmon %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	return errUsage
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: flowmon COMMAND [flags] [args]\n\ncommands:")
@@ -62,4 +142,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\n`flowmon help COMMAND` or `flowmon COMMAND -h` prints a command's usage.")
 }
