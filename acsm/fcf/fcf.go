@@ -19,6 +19,13 @@
 //   - Modify / Delete(x, v): the matching cell holding v (or the only
 //     matching cell) is changed or emptied.
 //
+// Modify and Delete share the lookup's error: when another key's cell in
+// one of x's buckets carries x's fingerprint (probability about the
+// false-positive rate p below) and holds v too, the first of the two cells
+// is taken, which may be the other key's. That key then holds a wrong
+// value, or its own delete finds nothing (ErrNotFound) while x's cell
+// stays. Which key is operated on first decides whether this shows.
+//
 // # Sizing
 //
 // A non-member is reported present when one of the about d*h*a occupied
