@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/flowcount"
 )
 
@@ -21,88 +21,163 @@ func init() {
 	}
 }
 
+// runDiff exits as diff(1) does: 0 when the sides are equal, 1 when they
+// differ, 2 on trouble (bad flags, a file that cannot be read, a peer that
+// does not answer). A damaged file is not trouble: the packets before the
+// damage are compared and a warning names the damage, since a capture cut
+// short by a full disk or a killed tcpdump is common and still worth
+// comparing. Only a damaged file with no packet before the damage is an
+// error, as there is nothing to compare.
 func runDiff(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("diff", "[flags] A.pcap B.pcap\n       flowmon diff --peer URL [flags] A.pcap", stderr,
+		"",
+		"Compares the packets per flow of two captures, or of a capture and the last",
+		"window of a running agent. Capture duplicates (a SPAN port's copies) are",
+		"dropped on both sides with the agent's default dedup, so that a capture is",
+		"compared with what the agent counted; --no-dedup counts them (an agent run",
+		"with --no-dedup is compared with --no-dedup).",
+		"",
+		"Exit status: 0 if the sides are equal, 1 if they differ, 2 on trouble.")
 	peer := fs.String("peer", "", "compare with the counting cuckoo filter served by the agent at `URL` ("+flowcount.Path+")")
 	top := fs.Int("top", 50, "list at most `N` differing flows (0: all)")
 	all := fs.Bool("all", false, "with --peer, count every packet of the capture, not only those in the peer's window")
 	timeout := fs.Duration("timeout", 30*time.Second, "with --peer, time limit of the request")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: flowmon diff [flags] A.pcap B.pcap\n       flowmon diff --peer URL [flags] A.pcap")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	noDedup := fs.Bool("no-dedup", false, "count capture duplicates instead of dropping them")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	want := 2
 	if *peer != "" {
 		want = 1
 	}
-	if fs.NArg() != want || *top < 0 {
-		fs.Usage()
-		return errUsage
+	switch {
+	case fs.NArg() != want && *peer != "":
+		return usageError(fs, "with --peer, want 1 capture, got %d", fs.NArg())
+	case fs.NArg() != want:
+		return usageError(fs, "want 2 captures (or 1 with --peer URL), got %d", fs.NArg())
+	case *top < 0:
+		return usageError(fs, "--top %d must be >= 0", *top)
 	}
+	var (
+		differ bool
+		err    error
+	)
 	if *peer != "" {
-		return diffPeer(stdout, stderr, strings.TrimSuffix(*peer, "/"), fs.Arg(0), *top, *all, *timeout)
+		differ, err = diffPeer(stdout, stderr, strings.TrimSuffix(*peer, "/"), fs.Arg(0), *top, *all, !*noDedup, *timeout)
+	} else {
+		differ, err = diffFiles(stdout, stderr, fs.Arg(0), fs.Arg(1), *top, !*noDedup)
 	}
-	a, err := flowcount.NewSide[capture.Key](flowcount.SideOptions())
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return exitWith(2, err)
+	case differ:
+		return exitWith(1, nil)
 	}
-	b, _ := flowcount.NewSide[capture.Key](flowcount.SideOptions())
-	if _, err := readSide(stderr, fs.Arg(0), a, time.Time{}, time.Time{}); err != nil {
-		return err
-	}
-	if _, err := readSide(stderr, fs.Arg(1), b, time.Time{}, time.Time{}); err != nil {
-		return err
-	}
-	r := flowcount.Diff(a, b)
-	printDiff(stdout, r, fs.Arg(0), fs.Arg(1), a, b.Packets, *top)
 	return nil
 }
 
-func diffPeer(stdout, stderr io.Writer, url, name string, top int, all bool, timeout time.Duration) error {
+func diffFiles(stdout, stderr io.Writer, nameA, nameB string, top int, dd bool) (bool, error) {
+	a, err := flowcount.NewSide[capture.Key](flowcount.SideOptions())
+	if err != nil {
+		return false, err
+	}
+	b, _ := flowcount.NewSide[capture.Key](flowcount.SideOptions())
+	ra, err := readSide(stderr, nameA, a, sideOptions{dedup: dd})
+	if err != nil {
+		return false, err
+	}
+	rb, err := readSide(stderr, nameB, b, sideOptions{dedup: dd})
+	if err != nil {
+		return false, err
+	}
+	if dd {
+		fmt.Fprintf(stdout, "dedup: duplicates dropped on both sides (%d here, %d there); --no-dedup counts them\n",
+			ra.duplicates, rb.duplicates)
+	} else {
+		fmt.Fprintln(stdout, "dedup: off, duplicates counted on both sides")
+	}
+	r := flowcount.Diff(a, b)
+	printDiff(stdout, r, nameA, nameB, a, b.Packets, top)
+	return differs(r), nil
+}
+
+func diffPeer(stdout, stderr io.Writer, url, name string, top int, all, dd bool, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	p, err := flowcount.FetchPeer(ctx, http.DefaultClient, url)
 	if err != nil {
-		return err
+		return false, err
 	}
 	side := flowcount.NewSideLike[capture.Key](p.Filter)
-	from, to := p.Start, p.End
+	opt := sideOptions{from: p.Start, to: p.End, dedup: dd}
 	if all {
-		from, to = time.Time{}, time.Time{}
+		opt.from, opt.to = time.Time{}, time.Time{}
 	}
-	skipped, err := readSide(stderr, name, side, from, to)
+	rs, err := readSide(stderr, name, side, opt)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if !from.IsZero() {
-		fmt.Fprintf(stdout, "peer window: %s .. %s", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	if !opt.from.IsZero() {
+		fmt.Fprintf(stdout, "peer window: %s .. %s", opt.from.UTC().Format(time.RFC3339), opt.to.UTC().Format(time.RFC3339))
 		if p.Partial {
 			fmt.Fprint(stdout, " (partial)")
 		}
-		fmt.Fprintf(stdout, "; %d packets of %s outside it ignored (--all counts them)\n", skipped, name)
+		fmt.Fprintf(stdout, "; %d packets of %s outside it ignored (--all counts them)\n", rs.skipped, name)
 		if side.Packets == 0 {
 			fmt.Fprintf(stderr, "flowmon diff: warning: no packet of %s falls in the peer's window\n", name)
 		}
 	}
+	// The agent's own dedup cannot be seen from here: its filter holds
+	// what it counted, after its dedup unless it ran with --no-dedup.
+	if dd {
+		fmt.Fprintf(stdout, "dedup: duplicates dropped on both sides (%d here; the agent drops its own unless run with --no-dedup); --no-dedup counts them\n",
+			rs.duplicates)
+	} else {
+		fmt.Fprintln(stdout, "dedup: off here, duplicates counted (compare with an agent run with --no-dedup)")
+	}
 	r, err := flowcount.DiffPeer(side, p.Filter)
 	if err != nil {
-		return err
+		return false, err
 	}
 	printDiff(stdout, r, name, url, side, r.TherePackets, top)
-	return nil
+	return differs(r), nil
 }
 
-// readSide adds the packets of capture name with from <= time < to (no
-// bound when zero) to s and returns how many were outside. A damaged file
-// is reported on stderr and its packets before the damage are kept.
-func readSide(stderr io.Writer, name string, s *flowcount.Side[capture.Key], from, to time.Time) (skipped uint64, err error) {
+// differs reports whether a diff found any flow whose counts differ,
+// named or not.
+func differs(r *flowcount.Report[capture.Key]) bool {
+	return r.OnlyHere+r.OnlyThere+r.Differ+r.Missing+r.Extra > 0
+}
+
+// sideOptions say which packets of a capture a diff side counts.
+type sideOptions struct {
+	from, to time.Time // from <= time < to; no bound when from is zero
+	// dedup drops capture duplicates first, with the agent's default
+	// configuration, so a capture compares with what an agent counted.
+	dedup bool
+}
+
+// sideRead says what readSide did with a capture's packets.
+type sideRead struct {
+	skipped    uint64 // outside [from, to)
+	duplicates uint64 // dropped by dedup, of those inside [from, to)
+}
+
+// readSide adds the packets of capture name selected by opt to s. A
+// damaged file is reported on stderr and its packets before the damage
+// are kept; it is an error only when no packet came before the damage.
+func readSide(stderr io.Writer, name string, s *flowcount.Side[capture.Key], opt sideOptions) (sideRead, error) {
+	var res sideRead
+	var dd *dedup.Dedup
+	if opt.dedup {
+		var err error
+		if dd, err = dedup.New(dedup.DefaultConfig()); err != nil {
+			return res, err
+		}
+	}
 	r, err := capture.Open(name)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	defer r.Close()
 	var p capture.Packet
@@ -113,14 +188,25 @@ func readSide(stderr io.Writer, name string, s *flowcount.Side[capture.Key], fro
 		}
 		var re *capture.ReadError
 		if errors.As(err, &re) {
+			if re.Packets == 0 {
+				return res, fmt.Errorf("read %s: no packet before the damage: %w", name, err)
+			}
 			fmt.Fprintf(stderr, "flowmon diff: warning: %v (keeping the packets before it)\n", err)
 			break
 		}
 		if err != nil {
-			return skipped, fmt.Errorf("read %s: %w", name, err)
+			return res, fmt.Errorf("read %s: %w", name, err)
 		}
-		if !from.IsZero() && (p.Timestamp.Before(from) || !p.Timestamp.Before(to)) {
-			skipped++
+		// Every packet goes through dedup, in the window or not, as every
+		// packet goes through the agent's: a copy just inside the window
+		// of an original just before it is a duplicate there too.
+		dup := dd != nil && dd.Check(&p) == dedup.Duplicate
+		if !opt.from.IsZero() && (p.Timestamp.Before(opt.from) || !p.Timestamp.Before(opt.to)) {
+			res.skipped++
+			continue
+		}
+		if dup {
+			res.duplicates++
 			continue
 		}
 		s.Add(p.Key, p.Hash)
@@ -128,7 +214,7 @@ func readSide(stderr io.Writer, name string, s *flowcount.Side[capture.Key], fro
 	if s.Dropped > 0 {
 		fmt.Fprintf(stderr, "flowmon diff: warning: %s: %d packets of new flows did not fit in the filter\n", name, s.Dropped)
 	}
-	return skipped, nil
+	return res, nil
 }
 
 func printDiff(w io.Writer, r *flowcount.Report[capture.Key], here, there string, hs *flowcount.Side[capture.Key], therePackets uint64, top int) {
