@@ -13,7 +13,7 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$bin" eval kbf -q -n "${N_KBF:-1000000}" -out "$out/kbf.md"
+"$bin" eval kbf -q -n "${N_KBF:-1000000}" -o "$out/kbf.md"
 "$bin" eval fbf -trials 200000 -seed 1 > "$out/fbf.md"
 "$bin" eval ccf -trials 3 > "$out/ccf.md"
 

@@ -29,16 +29,25 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "usage: flowmon eval NAME [flags]\n\nevaluations:\n")
+	list := func(w io.Writer) {
+		fmt.Fprintf(w, "usage: flowmon eval NAME [flags]\n\nevaluations:\n")
 		for _, n := range names {
-			fmt.Fprintf(stderr, "  %-6s %s\n", n, evals[n].summary)
+			fmt.Fprintf(w, "  %-6s %s\n", n, evals[n].summary)
 		}
+		fmt.Fprintln(w, "\n`flowmon eval NAME -h` prints an evaluation's flags; -o FILE writes its table to FILE.")
+	}
+	if len(args) == 0 {
+		list(stderr)
 		return errUsage
+	}
+	if a := args[0]; a == "-h" || a == "-help" || a == "--help" {
+		list(stderr)
+		return errHelp
 	}
 	e, ok := evals[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown evaluation %q (have %s)", args[0], strings.Join(names, ", "))
+		fmt.Fprintf(stderr, "flowmon eval: unknown evaluation %q (have %s)\n", args[0], strings.Join(names, ", "))
+		return errUsage
 	}
 	return e.run(args[1:], stdout, stderr)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -18,8 +16,8 @@ func init() {
 }
 
 func runEvalCCF(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval ccf", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("eval ccf", "[flags]", stderr)
+	out := outFlag(fs)
 	var cfg ccfeval.Config
 	fs.IntVar(&cfg.N, "n", 64000, "distinct elements per host")
 	fs.Float64Var(&cfg.OnlyFrac, "only", 0.1, "share of each root set on one host only")
@@ -29,21 +27,38 @@ func runEvalCCF(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	fs.IntVar(&cfg.OccFrom, "occ-from", 10, "occupancy runs from 2^occ-from buckets")
 	fs.IntVar(&cfg.OccTo, "occ-to", 16, "occupancy runs up to 2^occ-to buckets")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fs, "takes no arguments (have %q)", fs.Args())
 	}
 	for _, s := range strings.Split(*bpe, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || v < 8 || v > 1024 {
-			fmt.Fprintf(stderr, "eval ccf: bad -bpe value %q\n", s)
-			return errUsage
+			return usageError(fs, "-bpe %q: each value must be a whole number of bits from 8 to 1024", s)
 		}
 		cfg.BPE = append(cfg.BPE, v)
 	}
-	if cfg.N < 100 || cfg.Trials < 1 || cfg.OccFrom < 1 || cfg.OccTo > 24 || cfg.OccFrom > cfg.OccTo ||
-		!(cfg.OnlyFrac > 0 && cfg.OnlyFrac < 1) || !(cfg.DiffFrac > 0 && cfg.DiffFrac <= 1) {
-		fmt.Fprintln(stderr, "eval ccf: need n >= 100, trials >= 1, 1 <= occ-from <= occ-to <= 24, 0 < only < 1, 0 < diff <= 1")
-		return errUsage
+	switch {
+	case cfg.N < 100:
+		return usageError(fs, "-n %d: must be at least 100", cfg.N)
+	case cfg.Trials < 1:
+		return usageError(fs, "-trials %d: must be at least 1", cfg.Trials)
+	case cfg.OccFrom < 1 || cfg.OccTo > 24 || cfg.OccFrom > cfg.OccTo:
+		return usageError(fs, "-occ-from %d -occ-to %d: need 1 <= occ-from <= occ-to <= 24", cfg.OccFrom, cfg.OccTo)
+	case !(cfg.OnlyFrac > 0 && cfg.OnlyFrac < 1):
+		return usageError(fs, "-only %g: must be above 0 and below 1", cfg.OnlyFrac)
+	case !(cfg.DiffFrac > 0 && cfg.DiffFrac <= 1):
+		return usageError(fs, "-diff %g: must be above 0 and at most 1", cfg.DiffFrac)
 	}
-	return ccfeval.Run(cfg, stdout)
+	w, err := createOutput(*out, stdout)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := ccfeval.Run(cfg, w); err != nil {
+		return err
+	}
+	return w.Close()
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
 
 	"github.com/flowmon/flowmon/filters/fbf"
@@ -17,24 +15,33 @@ func init() {
 }
 
 func runEvalFBF(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("eval fbf", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("eval fbf", "[flags]", stderr)
+	out := outFlag(fs)
 	var cfg fbf.EvalConfig
 	fs.IntVar(&cfg.Trials, "trials", 200_000, "absent elements probed per measurement")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	noDedup := fs.Bool("no-dedup", false, "skip the dedup stage table")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if cfg.Trials < 1000 || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "eval fbf: need -trials >= 1000 and no arguments")
-		return errUsage
-	}
-	if err := fbf.Eval(stdout, cfg); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *noDedup {
-		return nil
+	if fs.NArg() > 0 {
+		return usageError(fs, "takes no arguments (have %q)", fs.Args())
 	}
-	return dedup.Eval(stdout, cfg.Seed)
+	if cfg.Trials < 1000 {
+		return usageError(fs, "-trials %d: must be at least 1000", cfg.Trials)
+	}
+	w, err := createOutput(*out, stdout)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := fbf.Eval(w, cfg); err != nil {
+		return err
+	}
+	if !*noDedup {
+		if err := dedup.Eval(w, cfg.Seed); err != nil {
+			return err
+		}
+	}
+	return w.Close()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,9 +19,9 @@ func init() {
 
 func runGen(args []string, stdout, stderr io.Writer) error {
 	def := gen.DefaultOptions()
-	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("o", "", "output pcap `file` (required)")
+	fs := newFlagSet("gen", "-o FILE [flags]", stderr,
+		"\nWrites a deterministic synthetic trace to FILE (pcap) and its ground truth beside it.")
+	out := fs.String("o", "", "write the pcap to `FILE` (required)")
 	truthPath := fs.String("truth", "", "ground-truth JSON lines `file` (default: the pcap's name with .truth.jsonl)")
 	flows := fs.Int("flows", def.Flows, "number of flows")
 	packets := fs.Int64("packets", 0, "generate at least this many packets (not counting duplicates) instead of --flows")
@@ -36,19 +35,14 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	v6 := fs.Float64("ipv6-share", def.IPv6Share, "fraction of normal and heavy flows over IPv6 (floods and scans are IPv4)")
 	udp := fs.Float64("udp-share", def.UDPShare, "fraction of normal flows over UDP")
 	icmp := fs.Float64("icmp-share", def.ICMPShare, "fraction of normal flows that are ICMP echo")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: flowmon gen -o out.pcap [flags]")
-		fs.PrintDefaults()
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if *out == "" {
+		return usageError(fs, "-o FILE is required")
 	}
-	if *out == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
+	if fs.NArg() > 0 {
+		return usageError(fs, "takes no arguments (have %q)", fs.Args())
 	}
 	opt := def
 	opt.Flows, opt.Duration, opt.Seed, opt.Snaplen = *flows, *duration, *seed, *snaplen
@@ -59,19 +53,19 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		flowsSet := false
 		fs.Visit(func(f *flag.Flag) { flowsSet = flowsSet || f.Name == "flows" })
 		if flowsSet {
-			return fmt.Errorf("give --flows or --packets, not both")
+			return usageError(fs, "give --flows or --packets, not both")
 		}
 		opt.Flows = 0
 	}
 	var err error
 	if opt.Link, err = gen.ParseLinkType(*link); err != nil {
-		return err
+		return usageError(fs, "--link: %v", err)
 	}
 	if opt.Mix, err = gen.ParseMix(*mix); err != nil {
-		return err
+		return usageError(fs, "--mix: %v", err)
 	}
 	if err := opt.Validate(); err != nil {
-		return err
+		return usageError(fs, "%v", err)
 	}
 	if *truthPath == "" {
 		*truthPath = strings.TrimSuffix(*out, ".pcap") + ".truth.jsonl"

@@ -113,13 +113,19 @@ func newFlagSet(name, args string, stderr io.Writer, extra ...string) *flag.Flag
 }
 
 // parseFlags parses args into fs: errHelp for -h (usage printed), errUsage
-// for a bad flag (the flag package has said which).
+// for a bad flag (the flag package has said which, and a line says where
+// the usage is: the whole of it would bury the one line that matters).
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	full := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = full
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		full()
 		return errHelp
 	case err != nil:
+		fmt.Fprintf(fs.Output(), "run 'flowmon help %s' for usage\n", fs.Name())
 		return errUsage
 	}
 	return nil

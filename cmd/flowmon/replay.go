@@ -1,24 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"sort"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/flowmon/flowmon/acsm"
-	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/kbf"
 )
 
 func init() {
@@ -28,205 +22,159 @@ func init() {
 	}
 }
 
-func runReplay(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
-	noProgress := fs.Bool("no-progress", false, "never draw the progress bar")
-	cfg := engine.DefaultConfig()
-	backend := fs.String("backend", "kbf", "ACSM backend: kbf, sbf, fcf or exact")
-	encoder := fs.String("kbf-encoder", "sidon", "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
-	layout := fs.String("kbf-layout", "standard", "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
-	machine := fs.String("machine", "zeek", "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
-	fs.IntVar(&cfg.ACSM.Capacity, "capacity", cfg.ACSM.Capacity, "expected concurrent flows (sizes the ACSM and the flow counter)")
-	fs.Float64Var(&cfg.ACSM.FPRate, "p", cfg.ACSM.FPRate, "target error rate of the ACSM")
-	fs.DurationVar(&cfg.Dedup.Window, "dedup-window", cfg.Dedup.Window, "how long a packet is remembered to drop its duplicates")
-	fs.BoolVar(&cfg.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
-	fs.IntVar(&cfg.MaxFlows, "max-flows", cfg.MaxFlows, "most open flows the replay's flow table holds (records, counts); past it idle flows time out early")
-	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "goroutines the per-flow stages are sharded over by flow hash (the flow log's order depends on it, and is the same every run for a given count)")
-	fs.BoolVar(&cfg.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
-	retrans := fs.Duration("retrans-window", 0, "also mark TCP retransmissions seen within this window (0: off)")
-	flowLog := fs.String("flows-out", "", "write one JSON line per flow to this file (- for stdout)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the replay to this file")
-	listen := fs.String("listen", "", "serve /metrics and /api/v1/ccf on this address (host:port) during the replay")
-	linger := fs.Bool("linger", false, "with --listen: keep serving after the replay until interrupted")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: flowmon replay [flags] FILE...")
-		fs.PrintDefaults()
+// replayFlags is everything `flowmon replay` is told: the pipeline's
+// settings (engine.Settings, validated by the engine, as the agent's
+// config file will be) and what this command does around them.
+type replayFlags struct {
+	settings   engine.Settings
+	json       bool
+	noProgress bool
+	flowsOut   string
+	cpuProfile string
+	listen     string
+	linger     bool
+	files      []string
+}
+
+func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
+	f := &replayFlags{settings: engine.DefaultSettings()}
+	s := &f.settings
+	fs := newFlagSet("replay", "[flags] FILE...", stderr,
+		"\nReplays the files in order through the pipeline (dedup, ACSM, flow counts) and prints a summary.")
+	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
+	fs.StringVar(&s.Backend, "backend", s.Backend, "ACSM backend: kbf, sbf, fcf or exact")
+	fs.StringVar(&s.KBFEncoder, "kbf-encoder", s.KBFEncoder, "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
+	fs.StringVar(&s.KBFLayout, "kbf-layout", s.KBFLayout, "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
+	fs.StringVar(&s.Machine, "machine", s.Machine, "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
+	fs.IntVar(&s.Capacity, "capacity", s.Capacity, fmt.Sprintf("expected concurrent flows, 1..%d (sizes the ACSM and the flow counter)", engine.MaxCapacity))
+	fs.Float64Var(&s.P, "p", s.P, "target error rate of the ACSM, above 0 and below 1")
+	fs.DurationVar(&s.DedupWindow, "dedup-window", s.DedupWindow, fmt.Sprintf("how long a packet is remembered to drop its duplicates, up to %v", engine.MaxDedupWindow))
+	fs.BoolVar(&s.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
+	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", engine.MaxRetransWindow))
+	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", engine.MaxMaxFlows))
+	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", engine.MaxWorkers))
+	fs.BoolVar(&s.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
+	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
+	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
+	fs.BoolVar(&f.linger, "linger", false, "with --listen: keep serving after the replay until interrupted")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	f.files = fs.Args()
+	if len(f.files) == 0 {
+		return nil, usageError(fs, "no capture file given (- reads standard input)")
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errUsage
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if err := s.Validate(func(n string) bool { return given[n] }); err != nil {
+		var se *engine.SettingError
+		if errors.As(err, &se) {
+			return nil, usageError(fs, "%s", se.Spell("--"))
+		}
+		return nil, usageError(fs, "%v", err)
 	}
-	var err error
-	if cfg.ACSM.Backend, err = acsm.ParseBackend(*backend); err != nil {
+	switch {
+	case f.linger && f.listen == "":
+		return nil, usageError(fs, "--linger does nothing without --listen")
+	case f.flowsOut == "-" && f.json:
+		return nil, usageError(fs, "--flows-out - and --json both write to stdout; write the flows to a file")
+	case f.flowsOut != "" && s.DecodeOnly:
+		return nil, usageError(fs, "--flows-out does nothing with --decode-only (no flows are tracked)")
+	case f.listen != "" && s.DecodeOnly:
+		return nil, usageError(fs, "--listen does nothing with --decode-only (no stage has metrics)")
+	}
+	return f, nil
+}
+
+func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
+	f, err := parseReplayFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if cfg.ACSM.Machine, err = acsm.ParseMachine(*machine); err != nil {
+	cfg, err := f.settings.Config()
+	if err != nil {
 		return err
 	}
-	if cfg.ACSM.KBFEncoder, err = kbf.ParseEncoder(*encoder); err != nil {
-		return fmt.Errorf("--kbf-encoder: %w", err)
-	}
-	if cfg.ACSM.KBFLayout, err = kbf.ParseLayout(*layout); err != nil {
-		return fmt.Errorf("--kbf-layout: %w", err)
-	}
-	cfg.FlowCount.ExpectedFlows = uint64(max(cfg.ACSM.Capacity, 1))
-	if *retrans > 0 {
-		cfg.Dedup.Retrans = dedup.RetransConfig{Enabled: true, Window: *retrans}
-	}
-	switch *flowLog {
-	case "":
-	case "-":
-		cfg.FlowLog = stdout
-	default:
-		f, err := os.Create(*flowLog)
+	if f.flowsOut != "" {
+		out, err := createOutput(f.flowsOut, stdout)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		cfg.FlowLog = f
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	opt := engine.ReplayOptions{Config: cfg}
-	if *listen != "" {
-		pl, err := engine.NewPipeline(cfg)
-		if err != nil {
-			return err
-		}
-		h, err := engine.Handler(pl)
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			return fmt.Errorf("listen: %w", err)
-		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		fmt.Fprintf(stderr, "serving http://%s/metrics and %s\n", ln.Addr(), "/api/v1/ccf")
 		defer func() {
-			if *linger {
-				sig := make(chan os.Signal, 1)
-				signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-				<-sig
+			if cerr := out.Close(); cerr != nil && rerr == nil {
+				rerr = cerr
 			}
-			srv.Close()
 		}()
-		opt.Pipeline = pl
+		cfg.FlowLog = out
 	}
-	var stop func()
-	if !*noProgress && isTerminal(stderr) {
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	opt := engine.ReplayOptions{Config: cfg, Context: ctx}
+	if f.listen != "" {
+		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
+			return err
+		}
+		srv, err := serveMetrics(f.listen, opt.Pipeline)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "serving http://%s/metrics and /api/v1/ccf\n", srv.addr)
+		defer func() {
+			if f.linger && ctx.Err() == nil {
+				fmt.Fprintln(stderr, "replay done; serving until interrupted")
+				<-ctx.Done()
+			}
+			if serr := srv.close(); serr != nil && rerr == nil {
+				rerr = serr
+			}
+		}()
+	}
+	var stopProgress func()
+	if !f.noProgress && isTerminal(stderr) {
 		opt.Progress = &engine.Progress{}
-		stop = drawProgress(stderr, opt.Progress)
+		stopProgress = drawProgress(stderr, opt.Progress)
 	}
-	s, err := engine.Replay(fs.Args(), opt)
-	if stop != nil {
-		stop()
+	s, err := engine.Replay(f.files, opt)
+	if stopProgress != nil {
+		stopProgress()
 	}
 	if s == nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		if encErr := enc.Encode(s); encErr != nil {
+	if f.json {
+		if encErr := json.NewEncoder(stdout).Encode(s); encErr != nil {
 			return encErr
 		}
 	} else {
 		printSummary(stdout, s)
 	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(stderr, "flowmon replay: warning: %s\n", w)
+	}
+	if errors.Is(err, engine.ErrStopped) {
+		return exitWith(130, err) // as a shell reports a command ended by SIGINT
+	}
 	return err
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
+// startCPUProfile profiles the process into file until stop is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// drawProgress redraws one status line on w every 200 ms until stopped.
-func drawProgress(w io.Writer, p *engine.Progress) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				pk := p.Packets.Load()
-				rate := float64(pk) / time.Since(start).Seconds()
-				read, all := p.BytesRead.Load(), p.BytesAll.Load()
-				if all > 0 {
-					frac := float64(read) / float64(all)
-					bar := strings.Repeat("=", int(frac*30)) + strings.Repeat(" ", 30-int(frac*30))
-					fmt.Fprintf(w, "\r[%s] %5.1f%% %d packets %.0f pkt/s", bar, 100*frac, pk, rate)
-				} else {
-					fmt.Fprintf(w, "\r%d MB read, %d packets, %.0f pkt/s", read>>20, pk, rate)
-				}
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
-}
-
-func printSummary(w io.Writer, s *engine.Summary) {
-	fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
-	fmt.Fprintf(w, "packets          %d (%d decoded)\n", s.Packets, s.Decoded)
-	fmt.Fprintf(w, "bytes            %d\n", s.Bytes)
-	fmt.Fprintf(w, "flows            %d (%d closed by idle timeout)\n", s.Flows, s.FlowsTimedOut)
-	printCounts(w, "link types", s.LinkTypes)
-	printCounts(w, "network", s.Network)
-	printCounts(w, "transport", s.Transport)
-	printCounts(w, "decode errors", s.DecodeErrors)
-	printCounts(w, "skipped", s.Skipped)
-	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)\n", s.UniquePackets, s.Duplicates, s.Retransmissions)
-	printCounts(w, "conn states", s.ConnStates)
-	printCounts(w, "anomalies", s.Anomalies)
-	if a := s.ACSM; a != nil {
-		fmt.Fprintf(w, "acsm             %s/%s, %.1f MB, %d flows started, %d unknown answers\n",
-			a.Backend, a.Machine, float64(a.MemoryBytes)/(1<<20), a.NewFlows, a.Unknown)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
 	}
-	fmt.Fprintf(w, "trace            %s .. %s (%.3f s)\n", s.TraceStart.Format(time.RFC3339Nano), s.TraceEnd.Format(time.RFC3339Nano), s.TraceSeconds)
-	fmt.Fprintf(w, "run              %.3f s, %.0f packets/s\n", s.RunSeconds, s.PacketsPerSecond)
-	if s.ReadError != "" {
-		fmt.Fprintf(w, "stopped          %s\n", s.ReadError)
-	}
-}
-
-func printCounts(w io.Writer, name string, m map[string]uint64) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	if len(parts) == 0 {
-		parts = []string{"-"}
-	}
-	fmt.Fprintf(w, "%-16s %s\n", name, strings.Join(parts, " "))
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -87,11 +87,12 @@ type Pipeline struct {
 	unique          uint64
 	pub             published
 	decodeOnly      bool
+	acsm            acsm.Config // as configured, for the summary's target and warnings
 }
 
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM}
 	if cfg.DecodeOnly {
 		return p, nil
 	}
@@ -294,7 +295,11 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 			err = cmp.Or(p.logErr, ferr)
 		}
 	}
+	if ac != nil {
+		ac.Shadow.Target = p.acsm.FPRate
+	}
 	s.ACSM = ac
+	s.warn(p.acsm.Capacity)
 	s.Workers = len(p.shards)
 	s.UniquePackets = p.unique
 	s.Duplicates = p.duplicates

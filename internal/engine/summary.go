@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -37,6 +39,9 @@ type Summary struct {
 	ACSM             *ACSMSummary      `json:"acsm,omitempty"`
 	Workers          int               `json:"workers,omitempty"`
 	FlowsTimedOut    uint64            `json:"flows_timed_out"` // records written for flows idle past their timeout
+	// Warnings say what makes a result less than it seems (an ACSM over
+	// its error target); the command prints them on stderr.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ACSMSummary is the state tracker's part of the summary.
@@ -54,6 +59,7 @@ type ACSMSummary struct {
 // the approximate backend (acsm.ShadowStats).
 type ShadowSummary struct {
 	Rate           int     `json:"sample_one_in"`
+	Target         float64 `json:"target_error_rate"`
 	Checks         uint64  `json:"checks"`
 	FalsePositives uint64  `json:"false_positives"`
 	FalseNegatives uint64  `json:"false_negatives"`
@@ -103,7 +109,31 @@ func (a *ACSMSummary) add(b *ACSMSummary) *ACSMSummary {
 	sh.FalseNegatives += e.FalseNegatives
 	sh.WrongState += e.WrongState
 	if sh.Checks > 0 {
-		sh.ErrorRate = float64(sh.FalsePositives+sh.FalseNegatives+sh.WrongState) / float64(sh.Checks)
+		sh.ErrorRate = float64(sh.errors()) / float64(sh.Checks)
 	}
 	return a
+}
+
+func (sh *ShadowSummary) errors() uint64 {
+	return sh.FalsePositives + sh.FalseNegatives + sh.WrongState
+}
+
+// OverTarget reports whether the measured error is above the target by
+// more than chance: more errors than 3 standard deviations (Poisson)
+// above the Checks*Target expected, plus 3 so that a handful of checks
+// never warns. A small trace then passes unless clearly overloaded.
+func (sh *ShadowSummary) OverTarget() bool {
+	want := float64(sh.Checks) * sh.Target
+	return float64(sh.errors()) > want+3*math.Sqrt(want)+3
+}
+
+// warn fills s.Warnings from the stages' figures.
+func (s *Summary) warn(capacity int) {
+	if a := s.ACSM; a != nil && a.Shadow.OverTarget() {
+		sh := a.Shadow
+		s.Warnings = append(s.Warnings, fmt.Sprintf(
+			"the ACSM's measured error %.4g (%d errors in %d checks) is above its target %g: "+
+				"it holds more concurrent flows than capacity %d sizes it for; raise capacity",
+			sh.ErrorRate, sh.errors(), sh.Checks, sh.Target, capacity))
+	}
 }

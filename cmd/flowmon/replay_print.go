@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flowmon/flowmon/internal/engine"
+)
+
+// minRateSeconds is the shortest run whose packet rate the summary
+// prints: below it, start-up (sizing the filters) dominates the figure.
+const minRateSeconds = 0.5
+
+func printSummary(w io.Writer, s *engine.Summary) {
+	fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
+	fmt.Fprintf(w, "packets          %d (%d decoded)\n", s.Packets, s.Decoded)
+	fmt.Fprintf(w, "bytes            %d\n", s.Bytes)
+	fmt.Fprintf(w, "flows            %d (%d closed by idle timeout)\n", s.Flows, s.FlowsTimedOut)
+	printCounts(w, "link types", s.LinkTypes)
+	printCounts(w, "network", s.Network)
+	printCounts(w, "transport", s.Transport)
+	printCounts(w, "decode errors", s.DecodeErrors)
+	printCounts(w, "skipped", s.Skipped)
+	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)\n", s.UniquePackets, s.Duplicates, s.Retransmissions)
+	printCounts(w, "conn states", s.ConnStates)
+	printCounts(w, "anomalies", s.Anomalies)
+	if a := s.ACSM; a != nil {
+		fmt.Fprintf(w, "acsm             %s/%s, %.1f MB, %d flows started, %d unknown answers\n",
+			a.Backend, a.Machine, float64(a.MemoryBytes)/(1<<20), a.NewFlows, a.Unknown)
+		fmt.Fprintf(w, "acsm error       %s\n", shadowLine(&a.Shadow))
+	}
+	if s.TraceStart.IsZero() {
+		fmt.Fprintf(w, "trace            -\n")
+	} else {
+		fmt.Fprintf(w, "trace            %s .. %s (%.3f s)\n", s.TraceStart.Format(time.RFC3339Nano), s.TraceEnd.Format(time.RFC3339Nano), s.TraceSeconds)
+	}
+	if s.RunSeconds < minRateSeconds {
+		fmt.Fprintf(w, "run              %.3f s (too short for a meaningful packet rate)\n", s.RunSeconds)
+	} else {
+		fmt.Fprintf(w, "run              %.3f s, %.0f packets/s\n", s.RunSeconds, s.PacketsPerSecond)
+	}
+	if s.ReadError != "" {
+		fmt.Fprintf(w, "stopped          %s\n", s.ReadError)
+	}
+}
+
+// shadowLine spells the ACSM's own measured error against its target.
+func shadowLine(sh *engine.ShadowSummary) string {
+	if sh.Checks == 0 {
+		return fmt.Sprintf("not measured (target %g; the exact backend has no shadow, or no sampled flow was seen)", sh.Target)
+	}
+	verdict := "within target"
+	if sh.OverTarget() {
+		verdict = "ABOVE TARGET"
+	}
+	return fmt.Sprintf("%.4g measured (%d false positives, %d false negatives, %d wrong states in %d checks of 1 in %d flows), target %g: %s",
+		sh.ErrorRate, sh.FalsePositives, sh.FalseNegatives, sh.WrongState, sh.Checks, sh.Rate, sh.Target, verdict)
+}
+
+func printCounts(w io.Writer, name string, m map[string]uint64) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	if len(parts) == 0 {
+		parts = []string{"-"}
+	}
+	fmt.Fprintf(w, "%-16s %s\n", name, strings.Join(parts, " "))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// drawProgress redraws one status line on w every 200 ms until stopped.
+func drawProgress(w io.Writer, p *engine.Progress) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				pk := p.Packets.Load()
+				rate := float64(pk) / time.Since(start).Seconds()
+				read, all := p.BytesRead.Load(), p.BytesAll.Load()
+				if all > 0 {
+					frac := float64(read) / float64(all)
+					bar := strings.Repeat("=", int(frac*30)) + strings.Repeat(" ", 30-int(frac*30))
+					fmt.Fprintf(w, "\r[%s] %5.1f%% %d packets %.0f pkt/s", bar, 100*frac, pk, rate)
+				} else {
+					fmt.Fprintf(w, "\r%d MB read, %d packets, %.0f pkt/s", read>>20, pk, rate)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/flowmon/flowmon/internal/engine"
+)
+
+// metricsServer serves a pipeline's /metrics and /api/v1/ccf.
+type metricsServer struct {
+	addr net.Addr
+	srv  *http.Server
+	done chan error // Serve's result
+}
+
+// serveMetrics listens on addr and serves pl until close.
+func serveMetrics(addr string, pl *engine.Pipeline) (*metricsServer, error) {
+	h, err := engine.Handler(pl)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	m := &metricsServer{addr: ln.Addr(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
+	go func() { m.done <- m.srv.Serve(ln) }()
+	return m, nil
+}
+
+// close stops the server and returns why it had stopped serving, if it
+// had stopped before being closed.
+func (m *metricsServer) close() error {
+	m.srv.Close()
+	if err := <-m.done; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving metrics: %w", err)
+	}
+	return nil
+}
