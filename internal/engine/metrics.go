@@ -38,8 +38,16 @@ var (
 	descTransport = prometheus.NewDesc("flowmon_capture_transport_packets_total", "Decoded packets by transport.", []string{"transport"}, nil)
 	descSkipped   = prometheus.NewDesc("flowmon_capture_skipped_packets_total", "Records that yielded no flow packet, by reason (malformed input, or not IP).", []string{"reason"}, nil)
 	descUnique    = prometheus.NewDesc("flowmon_pipeline_unique_packets_total", "Decoded packets that were not capture duplicates.", nil, nil)
-	descFCFlows   = prometheus.NewDesc("flowmon_flowcount_window_flows", "Distinct flows counted in the current window.", nil, nil)
-	descFCDropped = prometheus.NewDesc("flowmon_flowcount_dropped_flows", "Flows of the current window the full filter could not count.", nil, nil)
+	// The window gauges describe the last published window, the one
+	// /api/v1/ccf serves, not the open one: the open window is empty after
+	// a replay's end (its final window is published and a new one begun),
+	// and mid-window it is a count on its way up. An operator comparing
+	// the metric with a peer's filter, or scraping after a replay, wants
+	// the window that is done.
+	descFCFlows = prometheus.NewDesc("flowmon_flowcount_window_flows",
+		"Distinct flows in the last published flow-count window (the one "+flowcount.Path+" serves; after a replay, its final window).", nil, nil)
+	descFCDropped = prometheus.NewDesc("flowmon_flowcount_dropped_flows",
+		"Packets of new flows the full filter could not count, in the last published flow-count window.", nil, nil)
 	descFCMem     = prometheus.NewDesc("flowmon_flowcount_memory_bytes", "Memory of one window's counting cuckoo filter.", nil, nil)
 	descFCWindows = prometheus.NewDesc("flowmon_flowcount_windows_total", "Windows completed and published.", nil, nil)
 )
@@ -57,13 +65,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	unique := c.pub.unique
 	c.pub.mu.Unlock()
 	var fc flowcount.Stats
-	for _, s := range c.shards {
+	counters := make([]*flowcount.Counter, len(c.shards))
+	for i, s := range c.shards {
 		st := s.flowcountStats()
-		fc.Flows += st.Flows
-		fc.Dropped += st.Dropped
 		fc.Bytes += st.Bytes
 		fc.Windows = max(fc.Windows, st.Windows)
+		counters[i] = s.counter
 	}
+	last := flowcount.LastWindow(counters...)
 
 	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
@@ -85,8 +94,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descSkipped, st.Skipped[r], r.String())
 	}
 	counter(descUnique, unique)
-	gauge(descFCFlows, fc.Flows)
-	gauge(descFCDropped, fc.Dropped)
+	gauge(descFCFlows, last.Flows)
+	gauge(descFCDropped, last.Dropped)
 	gauge(descFCMem, fc.Bytes)
 	counter(descFCWindows, fc.Windows)
 

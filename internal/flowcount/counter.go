@@ -163,6 +163,43 @@ func (c *Counter) Count(flowHash uint64) uint64 { return c.cur.Count(flowHash) }
 // Safe from any goroutine.
 func (c *Counter) Last() *Snapshot { return c.last.Load() }
 
+// Window describes the latest published window of one or more counters.
+type Window struct {
+	Start, End time.Time // zero before any window is published
+	Flows      uint64    // distinct flows (the filter's count: exact up to its false positives)
+	Packets    uint64
+	Dropped    uint64 // packets of new flows refused by a full filter
+	Partial    bool   // some counter published it with Flush
+	Missing    int    // counters whose last window is older (see Handler)
+}
+
+// LastWindow sums the counters' snapshots of the latest published window,
+// the one Handler serves: after a replay's Flush, the final window. The
+// counters are shards holding disjoint flows, so their flows add up. Safe
+// from any goroutine (it reads the immutable snapshots only).
+func LastWindow(counters ...*Counter) Window {
+	var w Window
+	snaps := make([]*Snapshot, len(counters))
+	for i, c := range counters {
+		s := c.Last()
+		snaps[i] = s
+		if s != nil && s.Start.After(w.Start) {
+			w.Start, w.End = s.Start, s.End
+		}
+	}
+	for _, s := range snaps {
+		if s == nil || !s.Start.Equal(w.Start) {
+			w.Missing++
+			continue
+		}
+		w.Flows += s.Filter.Stats().Distinct
+		w.Packets += s.Packets
+		w.Dropped += s.Dropped
+		w.Partial = w.Partial || s.Partial
+	}
+	return w
+}
+
 // Stats describes the current window (packet goroutine only).
 type Stats struct {
 	WindowStart time.Time

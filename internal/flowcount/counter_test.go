@@ -259,3 +259,38 @@ func TestShardedHandler(t *testing.T) {
 		}
 	}
 }
+
+// TestLastWindow sums the shards' latest published window, counts the
+// shards that have not published it, and after Flush reads the final
+// window (not the empty one Flush begins).
+func TestLastWindow(t *testing.T) {
+	o := Options{ExpectedFlows: 3000, Window: time.Minute}
+	shards := []*Counter{mustCounter(t, o), mustCounter(t, o), mustCounter(t, o)}
+	if w := LastWindow(shards...); w.Flows != 0 || w.Missing != 3 || !w.Start.IsZero() {
+		t.Errorf("before any window: %+v", w)
+	}
+	// Window 1: 30 flows, 2 packets each, spread over the shards.
+	for h := uint64(1); h <= 30; h++ {
+		shards[h%3].Add(h, t0)
+		shards[h%3].Add(h, t0.Add(time.Second))
+	}
+	// Window 2 begins on shards 0 and 1 only: window 1 is published
+	// there, shard 2 has not seen its end.
+	shards[0].Add(100, t0.Add(time.Minute))
+	shards[1].Add(101, t0.Add(time.Minute))
+	w := LastWindow(shards...)
+	if w.Start != t0 || w.End != t0.Add(time.Minute) || w.Missing != 1 || w.Partial {
+		t.Errorf("window 1 on two shards: %+v", w)
+	}
+	if w.Flows != 20 || w.Packets != 40 {
+		t.Errorf("window 1 on two shards: %d flows, %d packets; want 20, 40", w.Flows, w.Packets)
+	}
+	for _, c := range shards {
+		c.Flush()
+	}
+	// Shard 2 flushes window 1, the others window 2, which is the latest.
+	w = LastWindow(shards...)
+	if w.Start != t0.Add(time.Minute) || w.Flows != 2 || w.Packets != 2 || w.Missing != 1 || !w.Partial {
+		t.Errorf("after Flush: %+v, want window 2 with 2 flows, 1 shard missing, partial", w)
+	}
+}

@@ -29,7 +29,8 @@
 // Last, and the http.Handler that serves GET /api/v1/ccf, never block the
 // packet path. With one Counter per worker shard, Handler(shards...)
 // serves the merge (ccf.Merge, a multiset sum: shards hold disjoint flows)
-// of the shards' latest window, at request time.
+// of the shards' latest window, at request time, and LastWindow sums the
+// same window's statistics for metrics.
 //
 // # Diff
 //
