@@ -11,9 +11,13 @@ import (
 	"github.com/flowmon/flowmon/internal/engine"
 )
 
-// minRateSeconds is the shortest run whose packet rate the summary
-// prints: below it, start-up (sizing the filters) dominates the figure.
-const minRateSeconds = 0.5
+// The summary prints a packet rate only for runs of at least
+// minRatePackets and minRateSeconds: below them, start-up (sizing and
+// zeroing the filters) dominates the figure.
+const (
+	minRatePackets = 100_000
+	minRateSeconds = 0.5
+)
 
 func printSummary(w io.Writer, s *engine.Summary) {
 	fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
@@ -38,7 +42,7 @@ func printSummary(w io.Writer, s *engine.Summary) {
 	} else {
 		fmt.Fprintf(w, "trace            %s .. %s (%.3f s)\n", s.TraceStart.Format(time.RFC3339Nano), s.TraceEnd.Format(time.RFC3339Nano), s.TraceSeconds)
 	}
-	if s.RunSeconds < minRateSeconds {
+	if s.Packets < minRatePackets || s.RunSeconds < minRateSeconds {
 		fmt.Fprintf(w, "run              %.3f s (too short for a meaningful packet rate)\n", s.RunSeconds)
 	} else {
 		fmt.Fprintf(w, "run              %.3f s, %.0f packets/s\n", s.RunSeconds, s.PacketsPerSecond)

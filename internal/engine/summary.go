@@ -133,7 +133,7 @@ func (s *Summary) warn(capacity int) {
 		sh := a.Shadow
 		s.Warnings = append(s.Warnings, fmt.Sprintf(
 			"the ACSM's measured error %.4g (%d errors in %d checks) is above its target %g: "+
-				"it holds more concurrent flows than capacity %d sizes it for; raise capacity",
+				"it holds more concurrent flows than capacity %d sizes it for; raise the capacity setting",
 			sh.ErrorRate, sh.errors(), sh.Checks, sh.Target, capacity))
 	}
 }
