@@ -131,8 +131,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// usageError prints msg and the command's usage to its flag set's output
-// and returns errUsage (exit status 2, nothing on stdout).
+// usageError prints "flowmon NAME: msg" to the flag set's output (stderr)
+// and returns errUsage (exit status 2, nothing on stdout). The whole usage
+// is not printed: it would bury the one line that matters.
 func usageError(fs *flag.FlagSet, format string, a ...any) error {
 	fmt.Fprintf(fs.Output(), "flowmon %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
 	return errUsage
