@@ -1,0 +1,6 @@
+package c
+
+import "testing"
+
+func TestOK(t *testing.T)    {}
+func TestPanic(t *testing.T) { panic("boom") }

@@ -1,0 +1,2 @@
+module tj
+go 1.26

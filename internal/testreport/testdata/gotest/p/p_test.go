@@ -1,0 +1,6 @@
+package p
+
+import "testing"
+
+func init()              { panic("init boom") }
+func TestP(t *testing.T) {}
