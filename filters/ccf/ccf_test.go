@@ -194,6 +194,12 @@ func TestFullNeverEvicts(t *testing.T) {
 		t.Errorf("stats %+v after %d insertions", st, len(in))
 	}
 	t.Logf("full at %d elements, load %.3f", len(in), st.Load)
+	// A full filter refuses the packets of every new flow, on the packet
+	// path: without allocating.
+	full := f.Clone()
+	if a := testing.AllocsPerRun(100, func() { full.Insert(r.Uint64(), 1) }); a != 0 {
+		t.Errorf("a refused insertion allocates %v times", a)
+	}
 	// Deleting makes room again: stashed victims move back to buckets.
 	for _, k := range in[:20] {
 		if !f.Delete(k) {
