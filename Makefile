@@ -12,10 +12,13 @@ all: build test
 build:
 	$(GO) build -o $(BIN) ./cmd/flowmon
 
-# The test command of README.md and .ci/run: gofmt, vet, every test, and
-# a closing "N passed, N failed, N skipped" line.
+# The test command of README.md and .ci/run: gofmt, vet, every test but
+# the long ones (FLOWMON_LONG=1 runs those, see internal/testgate), and a
+# closing "N passed, N failed, N skipped" line. TESTFLAGS=-short leaves
+# out the slower default tests too.
+TESTFLAGS ?=
 test:
-	GO=$(GO) scripts/test.sh
+	GO=$(GO) scripts/test.sh $(TESTFLAGS)
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -26,8 +29,8 @@ vet:
 lint: fmt-check vet
 
 # Benchmarks of every package; compare runs with benchstat. The 10M-key
-# filters (hundreds of MB, minutes to build) run only when BENCH names
-# 10M, e.g. make bench BENCH=/10M.
+# filters (hundreds of MB, minutes to build) are long: they run only with
+# FLOWMON_LONG=1, e.g. FLOWMON_LONG=1 make bench BENCH=/10M.
 BENCH ?= .
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count 5 $(PKGS) | tee bench.txt
@@ -46,10 +49,11 @@ fuzz-short:
 generate:
 	$(GO) generate $(PKGS)
 
-# End-to-end tests that need real services or the kernel.
+# End-to-end tests that need real services or the kernel: long tests
+# (FLOWMON_LONG=1) named E2E.
 e2e:
 	@scripts/install-deps.sh e2e || echo "warning: could not install prometheus; the e2e tests will skip, saying so"
-	FLOWMON_E2E=1 $(GO) test -count 1 -timeout 20m -run E2E $(PKGS)
+	FLOWMON_LONG=1 $(GO) test -count 1 -timeout 20m -run E2E $(PKGS)
 
 # Reproduce the papers' tables under docs/results/.
 eval: build

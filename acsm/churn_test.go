@@ -3,9 +3,10 @@ package acsm
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
 // churn runs the workload behind the paper's "sBF false negatives stay
@@ -62,11 +63,9 @@ func churn(t testing.TB, kind BackendKind, p float64, live, batch, rounds int) (
 	return float64(nfn) / float64(live), float64(nwrong) / float64(live), b.MemoryBytes()
 }
 
-// TestChurnTable prints the churn experiment (FLOWMON_LONG=1).
+// TestChurnTable prints the churn experiment (long: FLOWMON_LONG=1).
 func TestChurnTable(t *testing.T) {
-	if os.Getenv("FLOWMON_LONG") == "" {
-		t.Skip("set FLOWMON_LONG=1 to run the churn experiment")
-	}
+	testgate.Long(t)
 	const live, batch = 20000, 20000
 	var sb strings.Builder
 	for _, rounds := range []int{1, 10, 50} {

@@ -2,8 +2,9 @@ package kbf
 
 import (
 	"math/bits"
-	"os"
 	"testing"
+
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
 func TestSidonFieldAndPairs(t *testing.T) {
@@ -122,12 +123,10 @@ func TestGreedyCodes(t *testing.T) {
 
 // TestGreedyFigure2 measures the greedy search against the counting bound
 // (paper Fig. 2). Slow (about 20 minutes, 8192 codes need 2^32-bit maps,
-// 1 GiB): FLOWMON_LONG=1. Measured: 100:15, 256:18, 512:21, 1024:24,
+// 1 GiB): long (internal/testgate). Measured: 100:15, 256:18, 512:21, 1024:24,
 // 2048:27, 3000:28, 4096:29, 8192:32 bits.
 func TestGreedyFigure2(t *testing.T) {
-	if os.Getenv("FLOWMON_LONG") == "" {
-		t.Skip("set FLOWMON_LONG=1")
-	}
+	testgate.Long(t)
 	for _, n := range []int{100, 256, 512, 1024, 2048, 3000, 4096, 8192} {
 		b, err := GreedyBits(n)
 		if err != nil {

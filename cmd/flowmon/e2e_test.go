@@ -14,15 +14,16 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
-// e2e gates the tests that start real programs: they run under make e2e
-// (FLOWMON_E2E=1), which installs what they need first.
+// e2e gates the tests that start real programs: they are long
+// (internal/testgate) and run under make e2e, which installs what they
+// need first.
 func e2e(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Getenv("FLOWMON_E2E") == "" {
-		t.Skip("end-to-end test: run with FLOWMON_E2E=1 (make e2e)")
-	}
+	testgate.Long(t)
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed (scripts/install-deps.sh e2e installs it): %v", tool, err)

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/benchgate"
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
 const golden = 0x9e3779b97f4a7c15
@@ -17,7 +17,7 @@ var benchFilters sync.Map // size -> *Filter, built on first use
 // benchFilter returns a filter holding n keys with count 1, built lazily
 // so the 10M filter is only built when a 10M benchmark is selected.
 func benchFilter(b *testing.B, n uint64) *Filter {
-	benchgate.SkipLarge(b, n)
+	testgate.LongSize(b, n)
 	if f, ok := benchFilters.Load(n); ok {
 		return f.(*Filter)
 	}

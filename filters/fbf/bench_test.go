@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/benchgate"
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
 // benchFBF builds (lazily, inside the sub-benchmark, so 10M is built only
@@ -15,7 +15,7 @@ import (
 // TestAndAdd (Algorithm 1: the check, plus the insertion of the absent) of
 // fresh elements at a fixed time inside the period.
 func benchFBF(b *testing.B, size int, blocked bool) {
-	benchgate.SkipLarge(b, uint64(size))
+	testgate.LongSize(b, uint64(size))
 	const period = time.Second
 	f, err := NewWithOptions(Options{ElementsPerPeriod: uint64(size / 2), FPRate: 0.01, Refresh: period, Blocked: blocked})
 	if err != nil {

@@ -2,17 +2,18 @@ package fbf
 
 import (
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
-// TestEvalRuns runs the whole evaluation with few probes (FLOWMON_LONG=1
-// runs it with the paper's 200k and prints it).
+// TestEvalRuns runs the whole evaluation with few probes, and with the
+// paper's 200k when long tests run (FLOWMON_LONG=1, internal/testgate).
 func TestEvalRuns(t *testing.T) {
 	trials := 2000
-	if os.Getenv("FLOWMON_LONG") == "1" {
+	if testgate.Enabled() {
 		trials = 200_000
 	}
 	var b strings.Builder

@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"encoding/binary"
+	"flag"
 	"io"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/testgate"
 )
 
 // Helpers that decode a generated trace with gopacket and check it against
@@ -290,15 +292,21 @@ func isDuplicate(prev, d *decoded, ttlChange bool) bool {
 	return bytes.Equal(a, b)
 }
 
+// The trace TestCheckFile checks, and how its duplicates were made; paths
+// are relative to this package's folder.
+var (
+	checkTrace     = flag.String("pcap", "../../pcaps/sample.pcap", "TestCheckFile: a pcap written by flowmon gen, its .truth.jsonl beside it")
+	checkTTLChange = flag.Bool("dup-ttl-change", false, "TestCheckFile: the pcap was generated with --dup-ttl-change")
+)
+
 // TestCheckFile checks a trace written by `flowmon gen` against its truth
-// sidecar (lengths, checksums, counts, duplicates, Zeek's conn_state):
+// sidecar (lengths, checksums, counts, duplicates, Zeek's conn_state). It
+// is long (internal/testgate):
 //
-//	FLOWMON_GEN_CHECK=pcaps/sample.pcap go test ./internal/gen -run TestCheckFile
+//	FLOWMON_LONG=1 go test ./internal/gen -run TestCheckFile [-args -pcap /abs/x.pcap [-dup-ttl-change]]
 func TestCheckFile(t *testing.T) {
-	path := os.Getenv("FLOWMON_GEN_CHECK")
-	if path == "" {
-		t.Skip("set FLOWMON_GEN_CHECK to a pcap written by flowmon gen")
-	}
+	testgate.Long(t)
+	path := *checkTrace
 	pcap, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +336,6 @@ func TestCheckFile(t *testing.T) {
 	if st.Duplicates == 0 {
 		o.DupRate = 0
 	}
-	o.DupTTLChange = os.Getenv("FLOWMON_GEN_TTL_CHANGE") != ""
+	o.DupTTLChange = *checkTTLChange
 	checkTruth(t, o, pkts, recs, st)
 }
