@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flowmon/flowmon/acsm/internal/hashx"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"github.com/flowmon/flowmon/kbf"
 )
 
@@ -184,7 +184,7 @@ func (t *Tracker) Observe(p *capture.Packet) Event {
 	}
 	data := p.PayloadLen > 0
 	t.step(t.st, p, flags, data, &ev)
-	if t.shadow != nil && hashx.Reduce(hashx.Mix(p.Hash^0x5348414457), uint64(t.cfg.ShadowRate)) == 0 {
+	if t.shadow != nil && hashmix.Reduce(hashmix.Mix(p.Hash^0x5348414457), uint64(t.cfg.ShadowRate)) == 0 {
 		t.shadow.rotate(now)
 		sev := Event{}
 		t.step(t.shadow, p, flags, data, &sev)

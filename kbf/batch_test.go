@@ -1,6 +1,7 @@
 package kbf
 
 import (
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -233,12 +234,12 @@ func TestLocateBlockedSplit(t *testing.T) {
 			for key := uint64(0); key < 2000; key++ {
 				var got, want [MaxK]int
 				f.locate(key, &got)
-				h1 := mix64(key ^ f.seed)
-				h2 := mix64(h1 ^ 0x9e3779b97f4a7c15)
+				h1 := hashmix.Mix(key ^ f.seed)
+				h2 := hashmix.Mix(h1 ^ 0x9e3779b97f4a7c15)
 				L := uint64(f.perLine)
-				line := fastrange(h1, f.lines)
-				step := 1 + fastrange(h2, f.lines-1)
-				h3 := mix64(h2)
+				line := hashmix.Reduce(h1, f.lines)
+				step := 1 + hashmix.Reduce(h2, f.lines-1)
+				h3 := hashmix.Mix(h2)
 				j := 0
 				for g := 0; g < f.groups; g++ {
 					perm := linePerms[(h3>>(permBits*g))%permCount]

@@ -2,6 +2,7 @@ package kbf
 
 import (
 	"fmt"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"runtime"
 	"sync"
 	"testing"
@@ -18,7 +19,7 @@ import (
 const benchValues = 3000
 
 func benchVal(j int) uint32 { return uint32(j % benchValues) }
-func benchKey(j int) uint64 { return mix64(uint64(j) + 0x5eed) }
+func benchKey(j int) uint64 { return hashmix.Mix(uint64(j) + 0x5eed) }
 
 // benchLayout is a layout compared by the benchmarks.
 type benchLayout struct {
@@ -395,8 +396,8 @@ func BenchmarkLineReads(b *testing.B) {
 			lines := uint64(len(cells) / 16)
 			// line x of key j: other keys for each L, so no line is read twice
 			at := func(j, l, x int) int {
-				h := mix64(uint64(j) ^ uint64(l)<<48)
-				return int(16 * fastrange(h^uint64(x)*0x9e3779b97f4a7c15, lines))
+				h := hashmix.Mix(uint64(j) ^ uint64(l)<<48)
+				return int(16 * hashmix.Reduce(h^uint64(x)*0x9e3779b97f4a7c15, lines))
 			}
 			ls := []int{10, 3, 2, 1}
 			const ahead = 16
@@ -468,8 +469,8 @@ func BenchmarkDependentWork(b *testing.B) {
 					var sum uint32
 					j := uint64(0)
 					for b.Loop() {
-						h := mix64(j)
-						v := cells[16*fastrange(h, lines)] + cells[16*fastrange(mix64(h), lines)]
+						h := hashmix.Mix(j)
+						v := cells[16*hashmix.Reduce(h, lines)] + cells[16*hashmix.Reduce(hashmix.Mix(h), lines)]
 						if work {
 							v = dependentWork(v)
 						}

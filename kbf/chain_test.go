@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"hash/crc32"
 	"testing"
 )
@@ -20,7 +21,7 @@ func TestChainGrowth(t *testing.T) {
 	capacity := c.Filters()[0].Capacity()
 	n := 5 * capacity
 	for i := 0; i < n; i++ {
-		if err := c.Insert(mix64(uint64(i)), uint32(i%3000)); err != nil {
+		if err := c.Insert(hashmix.Mix(uint64(i)), uint32(i%3000)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,13 +33,13 @@ func TestChainGrowth(t *testing.T) {
 	}
 	wrong, unknown, fp := 0, 0, 0
 	for i := 0; i < n; i++ {
-		v, r := c.Query(mix64(uint64(i)))
+		v, r := c.Query(hashmix.Mix(uint64(i)))
 		if r == Unknown {
 			unknown++
 		} else if r != Found || v != uint32(i%3000) {
 			wrong++
 		}
-		if _, r := c.Query(mix64(uint64(i + n))); r == Found {
+		if _, r := c.Query(hashmix.Mix(uint64(i + n))); r == Found {
 			fp++
 		}
 	}
@@ -47,13 +48,13 @@ func TestChainGrowth(t *testing.T) {
 		t.Errorf("chain: %d wrong, %d unknown, %d false positives", wrong, unknown, fp)
 	}
 	// Delete and update reach the filter that holds the key.
-	if err := c.Update(mix64(1), 1, 2); err != nil {
+	if err := c.Update(hashmix.Mix(1), 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Delete(mix64(uint64(n-1)), uint32((n-1)%3000)); err != nil {
+	if err := c.Delete(hashmix.Mix(uint64(n-1)), uint32((n-1)%3000)); err != nil {
 		t.Fatal(err)
 	}
-	if _, r := c.Query(mix64(uint64(n - 1))); r != Absent {
+	if _, r := c.Query(hashmix.Mix(uint64(n - 1))); r != Absent {
 		t.Errorf("deleted key: %v", r)
 	}
 	// Delete most keys, then compaction merges the filters back.
@@ -65,7 +66,7 @@ func TestChainGrowth(t *testing.T) {
 		if i == 1 {
 			v = 2
 		}
-		if err := c.Delete(mix64(uint64(i)), v); err != nil {
+		if err := c.Delete(hashmix.Mix(uint64(i)), v); err != nil {
 			t.Fatalf("delete %d: %v", i, err)
 		}
 	}
@@ -78,7 +79,7 @@ func TestChainGrowth(t *testing.T) {
 	}
 	unknown = 0
 	for i := 0; i < n-1; i += 10 {
-		v, r := c.Query(mix64(uint64(i)))
+		v, r := c.Query(hashmix.Mix(uint64(i)))
 		if r == Unknown {
 			unknown++
 		} else if r != Found || v != uint32(i%3000) {
@@ -100,19 +101,19 @@ func TestMergeKeepsAndLoses(t *testing.T) {
 	for j := 0; j < 4; j++ {
 		f := newT(t, o)
 		for i := j * n; i < (j+1)*n; i++ {
-			f.Insert(mix64(uint64(i)), val(i))
+			f.Insert(hashmix.Mix(uint64(i)), val(i))
 		}
 		fs = append(fs, f)
 	}
 	count := func(f *Filter, keys int) (unknown, fp int) {
 		for i := 0; i < keys; i++ {
-			v, r := f.Query(mix64(uint64(i)))
+			v, r := f.Query(hashmix.Mix(uint64(i)))
 			if r == Unknown {
 				unknown++
 			} else if r != Found || v != val(i) {
 				t.Fatalf("key %d: %d %v", i, v, r)
 			}
-			if _, r := f.Query(mix64(uint64(i + 100*n))); r == Found {
+			if _, r := f.Query(hashmix.Mix(uint64(i + 100*n))); r == Found {
 				fp++
 			}
 		}
@@ -153,7 +154,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 			o.Capacity, o.FPRate, o.Seed = 3000, 1e-3, 3
 			f := newT(t, o)
 			for i := 0; i < 3000; i++ {
-				f.Insert(mix64(uint64(i)), uint32(i%o.Values))
+				f.Insert(hashmix.Mix(uint64(i)), uint32(i%o.Values))
 			}
 			data, err := f.MarshalBinary()
 			if err != nil {
@@ -168,8 +169,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 				t.Fatal("round trip differs")
 			}
 			for i := 0; i < 3000; i++ {
-				v1, r1 := f.Query(mix64(uint64(i)))
-				v2, r2 := g.Query(mix64(uint64(i)))
+				v1, r1 := f.Query(hashmix.Mix(uint64(i)))
+				v2, r2 := g.Query(hashmix.Mix(uint64(i)))
 				if v1 != v2 || r1 != r2 {
 					t.Fatalf("key %d: %d %v vs %d %v", i, v1, r1, v2, r2)
 				}
@@ -195,7 +196,7 @@ func TestUnmarshalVersion1(t *testing.T) {
 	for _, lay := range []LayoutKind{Standard, Blocked} {
 		f := newT(t, Options{Capacity: 1000, FPRate: 1e-3, Values: 100, Encoder: Sidon, Layout: lay})
 		for i := 0; i < 1000; i++ {
-			f.Insert(mix64(uint64(i)), uint32(i%100))
+			f.Insert(hashmix.Mix(uint64(i)), uint32(i%100))
 		}
 		data, _ := f.MarshalBinary()
 		data[4] = 1

@@ -2,6 +2,7 @@ package kbf
 
 import (
 	"fmt"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -201,7 +202,7 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 	nv := uint32(c.Values)
 	for b := 0; b < c.Batches; b++ {
 		for i := b * batch; i < (b+1)*batch; i++ {
-			next := (cur[i] + 1 + uint32(mix64(keys[i]))%(nv-1)) % nv
+			next := (cur[i] + 1 + uint32(hashmix.Mix(keys[i]))%(nv-1)) % nv
 			if nv == 1 {
 				next = cur[i]
 			}

@@ -2,7 +2,7 @@ package kbf
 
 import (
 	"fmt"
-	"math/bits"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"sync"
 	"unsafe"
 )
@@ -246,21 +246,6 @@ func (f *Filter) setCell(i int, w uint32) {
 	f.c32[i] = w
 }
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-// fastrange maps h uniformly onto [0, n).
-func fastrange(h, n uint64) uint64 {
-	hi, _ := bits.Mul64(h, n)
-	return hi
-}
-
 // locate writes the key's k distinct cell indexes. The two hashes of double
 // hashing are both derived from the 64-bit key: h1 = mix(key^seed), h2 =
 // mix(h1). Standard: i_j = (a + j b) mod m with m prime and b in [1, m),
@@ -271,8 +256,8 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 	h1, h2 := f.keyHashes(key)
 	if f.perLine == 0 {
 		m := uint64(f.m)
-		a := fastrange(h1, m)
-		b := 1 + fastrange(h2, m-1)
+		a := hashmix.Reduce(h1, m)
+		b := 1 + hashmix.Reduce(h2, m-1)
 		for j := 0; j < f.k; j++ {
 			idx[j] = int(a)
 			a += b
@@ -298,7 +283,7 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 		} else { // 32 cells: the two halves in turn, a permutation each
 			bits := h3 >> (2 * permBits * g)
 			if g >= 3 {
-				bits = mix64(h3) // 6 x 10 bits used up
+				bits = hashmix.Mix(h3) // 6 x 10 bits used up
 			}
 			p := [2]uint64{linePerms[bits&permMask], linePerms[bits>>permBits&permMask]}
 			for c := 0; c < cnt; c++ {
@@ -314,15 +299,14 @@ func (f *Filter) locate(key uint64, idx *[MaxK]int) {
 
 // keyHashes are the two hashes of double hashing, both from the key.
 func (f *Filter) keyHashes(key uint64) (h1, h2 uint64) {
-	h1 = mix64(key ^ f.seed)
-	return h1, mix64(h1 ^ 0x9e3779b97f4a7c15)
+	return hashmix.Split(key, f.seed)
 }
 
 // blockHash is the blocked layout's start from the key's two hashes: its
 // first line, the step to the next (double hashing over the prime number
 // of lines), and h3, whose bits pick the cells inside each line.
 func (f *Filter) blockHash(h1, h2 uint64) (line, step, h3 uint64) {
-	return fastrange(h1, f.lines), 1 + fastrange(h2, f.lines-1), mix64(h2)
+	return hashmix.Reduce(h1, f.lines), 1 + hashmix.Reduce(h2, f.lines-1), hashmix.Mix(h2)
 }
 
 func (f *Filter) nextLine(line, step uint64) uint64 {

@@ -3,6 +3,7 @@ package kbf
 import (
 	"errors"
 	"fmt"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -178,7 +179,7 @@ func TestDeleteAbsentChangesNothing(t *testing.T) {
 			o.Capacity, o.FPRate = 2000, 1e-2
 			f := newT(t, o)
 			for i := uint64(0); i < 2000; i++ {
-				f.Insert(mix64(i), uint32(i)%uint32(o.Values))
+				f.Insert(hashmix.Mix(i), uint32(i)%uint32(o.Values))
 			}
 			before, st := snapshot(f), f.Stats()
 			notFound, mismatch, tried := 0, 0, 0
@@ -186,11 +187,11 @@ func TestDeleteAbsentChangesNothing(t *testing.T) {
 				// A never-inserted key whose cells all fit a code is a
 				// Bloom false positive, indistinguishable from a stored key;
 				// every key the filter itself calls absent must be refused.
-				if _, r := f.Query(mix64(i)); r != Absent {
+				if _, r := f.Query(hashmix.Mix(i)); r != Absent {
 					continue
 				}
 				tried++
-				err := f.Delete(mix64(i), 1)
+				err := f.Delete(hashmix.Mix(i), 1)
 				switch {
 				case errors.Is(err, ErrNotFound):
 					notFound++
@@ -201,10 +202,10 @@ func TestDeleteAbsentChangesNothing(t *testing.T) {
 				}
 			}
 			// a stored key with the wrong value
-			if err := f.Delete(mix64(1), 2); !errors.Is(err, ErrMismatch) {
+			if err := f.Delete(hashmix.Mix(1), 2); !errors.Is(err, ErrMismatch) {
 				t.Errorf("delete with wrong value: %v", err)
 			}
-			if err := f.Update(mix64(1), 2, 3); !errors.Is(err, ErrMismatch) {
+			if err := f.Update(hashmix.Mix(1), 2, 3); !errors.Is(err, ErrMismatch) {
 				t.Errorf("update with wrong old value: %v", err)
 			}
 			if err := f.Delete(1, uint32(o.Values)); !errors.Is(err, ErrValueRange) {
@@ -306,7 +307,7 @@ func TestOverloadShare(t *testing.T) {
 		f := newT(t, o)
 		n := PCapacity(f.m, o.FPRate)
 		for i := 0; i < n; i++ {
-			f.Insert(mix64(uint64(i)), 0)
+			f.Insert(hashmix.Mix(uint64(i)), 0)
 		}
 		over := 0
 		for i := 0; i < f.m; i++ {
@@ -349,7 +350,7 @@ func TestNoAllocs(t *testing.T) {
 		f := newT(t, o)
 		i := uint64(0)
 		allocs := testing.AllocsPerRun(1000, func() {
-			k := mix64(i)
+			k := hashmix.Mix(i)
 			f.Insert(k, 1)
 			f.Query(k)
 			f.Update(k, 1, 2)
@@ -435,17 +436,17 @@ func TestQueryPaper(t *testing.T) {
 	o := Options{Capacity: n, FPRate: 1e-2, Values: 3000, Encoder: Sidon}
 	f := newT(t, o)
 	for i := 0; i < n; i++ {
-		f.Insert(mix64(uint64(i)), uint32(i%3000))
+		f.Insert(hashmix.Mix(uint64(i)), uint32(i%3000))
 	}
 	fn, paperFP, fp := 0, 0, 0
 	for i := 0; i < n; i++ {
-		if v, r := f.QueryPaper(mix64(uint64(i))); r != Found || v != uint32(i%3000) {
+		if v, r := f.QueryPaper(hashmix.Mix(uint64(i))); r != Found || v != uint32(i%3000) {
 			fn++
 		}
-		if _, r := f.QueryPaper(mix64(uint64(i + n))); r == Found {
+		if _, r := f.QueryPaper(hashmix.Mix(uint64(i + n))); r == Found {
 			paperFP++
 		}
-		if _, r := f.Query(mix64(uint64(i + n))); r == Found {
+		if _, r := f.Query(hashmix.Mix(uint64(i + n))); r == Found {
 			fp++
 		}
 	}

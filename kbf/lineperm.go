@@ -1,5 +1,7 @@
 package kbf
 
+import "github.com/flowmon/flowmon/internal/hashmix"
+
 // Cells inside a line of the blocked layout. A key takes cnt of a line's
 // 16 cells (32-bit cells; 32 for 16-bit cells, two halves of 16), and
 // which cnt matters: two keys sharing a line should share cells no more
@@ -31,8 +33,8 @@ var linePerms = func() (t [permCount]uint64) {
 			p[j] = uint64(j)
 		}
 		for j := 15; j > 0; j-- { // Fisher-Yates
-			x = mix64(x + 0x9e3779b97f4a7c15)
-			r := fastrange(x, uint64(j+1))
+			x = hashmix.Mix(x + hashmix.Golden)
+			r := hashmix.Reduce(x, uint64(j+1))
 			p[j], p[r] = p[r], p[j]
 		}
 		for j, v := range p {

@@ -1,6 +1,10 @@
 package kbf
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/flowmon/flowmon/internal/hashmix"
+)
 
 func TestLinePermsArePermutations(t *testing.T) {
 	for i, p := range linePerms {
@@ -25,14 +29,14 @@ func TestLinePermsDecode(t *testing.T) {
 		}
 		f := newT(t, c.options(n))
 		for i := 0; i < n; i++ {
-			f.Insert(mix64(uint64(i)), uint32(i%3000))
+			f.Insert(hashmix.Mix(uint64(i)), uint32(i%3000))
 		}
 		fn, fp := 0, 0
 		for i := 0; i < n; i++ {
-			if v, r := f.Query(mix64(uint64(i))); r != Found || v != uint32(i%3000) {
+			if v, r := f.Query(hashmix.Mix(uint64(i))); r != Found || v != uint32(i%3000) {
 				fn++
 			}
-			if _, r := f.Query(mix64(uint64(i + n))); r == Found {
+			if _, r := f.Query(hashmix.Mix(uint64(i + n))); r == Found {
 				fp++
 			}
 		}

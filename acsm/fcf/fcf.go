@@ -45,8 +45,8 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/flowmon/flowmon/acsm/internal/hashx"
 	"github.com/flowmon/flowmon/acsm/internal/packed"
+	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
 // Sentinel errors.
@@ -172,12 +172,12 @@ func (f *Filter) Cells() int { return f.cells.Len() }
 // locate returns the fingerprint and the first cell of h's bucket in each
 // subtable.
 func (f *Filter) locate(h uint64, first *[16]int) uint32 {
-	h1, h2 := hashx.Pair(h, f.seed)
+	h1, h2 := hashmix.Pair(h, f.seed)
 	for i := 0; i < f.d; i++ {
-		b := int(hashx.Reduce(h1+uint64(i)*h2, uint64(f.buckets)))
+		b := int(hashmix.Reduce(h1+uint64(i)*h2, uint64(f.buckets)))
 		first[i] = (i*f.buckets + b) * f.h
 	}
-	fp := uint32(hashx.Mix(h2) >> (64 - f.fbits))
+	fp := uint32(hashmix.Mix(h2) >> (64 - f.fbits))
 	if fp == 0 {
 		fp = 1
 	}

@@ -41,8 +41,8 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/flowmon/flowmon/acsm/internal/hashx"
 	"github.com/flowmon/flowmon/acsm/internal/packed"
+	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
 // Sentinel errors.
@@ -148,12 +148,12 @@ func (f *Filter) M() int { return f.m }
 // for the key itself.
 func (f *Filter) cell(h1, h2 uint64, i int) int {
 	part := f.m / f.k
-	return i*part + int(hashx.Reduce(h1+uint64(i)*h2, uint64(part)))
+	return i*part + int(hashmix.Reduce(h1+uint64(i)*h2, uint64(part)))
 }
 
 // Insert adds key h with value v.
 func (f *Filter) Insert(h uint64, v uint32) {
-	h1, h2 := hashx.Pair(h, f.seed)
+	h1, h2 := hashmix.Pair(h, f.seed)
 	code := v + 1
 	for i := 0; i < f.k; i++ {
 		c := f.cell(h1, h2, i)
@@ -173,7 +173,7 @@ func (f *Filter) Insert(h uint64, v uint32) {
 
 // Query looks h up.
 func (f *Filter) Query(h uint64) (uint32, Answer) {
-	h1, h2 := hashx.Pair(h, f.seed)
+	h1, h2 := hashmix.Pair(h, f.seed)
 	var got uint32
 	conflict := false
 	for i := 0; i < f.k; i++ {
@@ -210,7 +210,7 @@ func (f *Filter) present(h1, h2 uint64) bool {
 // Update changes h's value to nv: cells owned by h alone (count 1) take
 // the new value, shared cells become DK.
 func (f *Filter) Update(h uint64, old, nv uint32) error {
-	h1, h2 := hashx.Pair(h, f.seed)
+	h1, h2 := hashmix.Pair(h, f.seed)
 	if !f.present(h1, h2) {
 		return ErrNotFound
 	}
@@ -228,7 +228,7 @@ func (f *Filter) Update(h uint64, old, nv uint32) error {
 
 // Delete removes h (stored with value v).
 func (f *Filter) Delete(h uint64, v uint32) error {
-	h1, h2 := hashx.Pair(h, f.seed)
+	h1, h2 := hashmix.Pair(h, f.seed)
 	if !f.present(h1, h2) {
 		return ErrNotFound
 	}

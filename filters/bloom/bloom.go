@@ -3,6 +3,7 @@ package bloom
 import (
 	"errors"
 	"fmt"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"math/bits"
 
 	"github.com/zeebo/xxh3"
@@ -45,26 +46,11 @@ type Filter struct {
 	count   uint64
 }
 
-// mix is the SplitMix64 finalizer: a bijection that decorrelates h2 from h1.
-func mix(h uint64) uint64 {
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
-}
-
 // LCG constants (Knuth's MMIX); the top bits of this generator are well mixed.
 const (
 	lcgMul = 6364136223846793005
 	lcgAdd = 1442695040888963407
 )
-
-func reduce(x, n uint64) uint64 {
-	hi, _ := bits.Mul64(x, n)
-	return hi
-}
 
 // Add inserts the element with hash h.
 func (f *Filter) Add(h uint64) {
@@ -75,8 +61,8 @@ func (f *Filter) Add(h uint64) {
 // means certainly absent.
 func (f *Filter) Test(h uint64) bool {
 	if f.blocked {
-		blk := f.words[reduce(mix(h), f.blocks)*blockWrds:][:blockWrds]
-		y := mix(h ^ lcgAdd)
+		blk := f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds:][:blockWrds]
+		y := hashmix.Mix(h ^ lcgAdd)
 		for i := uint32(0); i < f.k; i++ {
 			p := y >> (64 - 9)
 			if blk[p>>6]&(1<<(p&63)) == 0 {
@@ -86,9 +72,9 @@ func (f *Filter) Test(h uint64) bool {
 		}
 		return true
 	}
-	x, d := mix(h), mix(h^lcgAdd)|1
+	x, d := hashmix.Mix(h), hashmix.Mix(h^lcgAdd)|1
 	for i := uint32(0); i < f.k; i++ {
-		p := reduce(x, f.m)
+		p := hashmix.Reduce(x, f.m)
 		if f.words[p>>6]&(1<<(p&63)) == 0 {
 			return false
 		}
@@ -103,8 +89,8 @@ func (f *Filter) Test(h uint64) bool {
 func (f *Filter) TestAndAdd(h uint64) bool {
 	present := true
 	if f.blocked {
-		blk := f.words[reduce(mix(h), f.blocks)*blockWrds:][:blockWrds]
-		y := mix(h ^ lcgAdd)
+		blk := f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds:][:blockWrds]
+		y := hashmix.Mix(h ^ lcgAdd)
 		for i := uint32(0); i < f.k; i++ {
 			p := y >> (64 - 9)
 			w, b := &blk[p>>6], uint64(1)<<(p&63)
@@ -113,9 +99,9 @@ func (f *Filter) TestAndAdd(h uint64) bool {
 			y = y*lcgMul + lcgAdd
 		}
 	} else {
-		x, d := mix(h), mix(h^lcgAdd)|1
+		x, d := hashmix.Mix(h), hashmix.Mix(h^lcgAdd)|1
 		for i := uint32(0); i < f.k; i++ {
-			p := reduce(x, f.m)
+			p := hashmix.Reduce(x, f.m)
 			w, b := &f.words[p>>6], uint64(1)<<(p&63)
 			present = present && *w&b != 0
 			*w |= b

@@ -3,8 +3,8 @@ package cbf
 import (
 	"errors"
 	"fmt"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"math"
-	"math/bits"
 )
 
 // Sentinel errors.
@@ -100,24 +100,14 @@ func New(o Options) (*Filter, error) {
 // Options returns the options with every default filled in.
 func (f *Filter) Options() Options { return f.opts }
 
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // hashes returns h1, h2 of Eq. 12 (h2 odd, so the k cells differ when m
 // is a power of two).
 func (f *Filter) hashes(key uint64) (uint64, uint64) {
-	h1 := mix(key ^ f.opts.Seed)
-	return h1, mix(h1^0x9e3779b97f4a7c15) | 1
+	return hashmix.Pair(key, f.opts.Seed)
 }
 
 func (f *Filter) cell(h uint64) (w uint64, sh uint) {
-	i, _ := bits.Mul64(h, f.opts.Cells)
+	i := hashmix.Reduce(h, f.opts.Cells)
 	return i / uint64(f.perWord), uint(i%uint64(f.perWord)) * f.c
 }
 

@@ -1,6 +1,10 @@
 package ccf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/flowmon/flowmon/internal/hashmix"
+)
 
 // Filter is a counting cuckoo filter: a multiset of 64-bit key hashes,
 // each stored as a fingerprint and a multiplicity counter.
@@ -65,7 +69,7 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	fp, a := f.sh.derive(key, f.opts.Seed)
 	for li := range f.levels {
 		t := &f.levels[li]
-		i1 := reduce(a, t.m)
+		i1 := hashmix.Reduce(a, t.m)
 		if loc := f.sh.find(t, fp, i1, alt(i1, fp, t.m)); loc != locNone {
 			return f.add(t, loc, n), nil
 		}
@@ -76,7 +80,7 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	c := f.clamp(0, n)
 	for li := range f.levels {
 		t := &f.levels[li]
-		i1 := reduce(a, t.m)
+		i1 := hashmix.Reduce(a, t.m)
 		if f.sh.place(t, fp, i1, alt(i1, fp, t.m), c, f.opts.MaxKicks, &f.rng) {
 			f.distinct++
 			f.total += c
@@ -91,7 +95,7 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	}
 	f.levels = append(f.levels, f.sh.newTable(f.levels[0].m<<len(f.levels), f.opts.StashSize))
 	t := &f.levels[len(f.levels)-1]
-	i1 := reduce(a, t.m)
+	i1 := hashmix.Reduce(a, t.m)
 	f.sh.place(t, fp, i1, alt(i1, fp, t.m), c, f.opts.MaxKicks, &f.rng)
 	f.distinct++
 	f.total += c
@@ -123,7 +127,7 @@ func (f *Filter) locate(key uint64) (t *table, loc uint64, ok bool) {
 	fp, a := f.sh.derive(key, f.opts.Seed)
 	for li := range f.levels {
 		t := &f.levels[li]
-		i1 := reduce(a, t.m)
+		i1 := hashmix.Reduce(a, t.m)
 		if loc := f.sh.find(t, fp, i1, alt(i1, fp, t.m)); loc != locNone {
 			return t, loc, true
 		}

@@ -1,6 +1,7 @@
 package ccf
 
 import (
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"math"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestHashSpread(t *testing.T) {
 	alts := make([]float64, m)
 	for k := range uint64(n) {
 		fp, a := sh.derive(k, 0)
-		i := reduce(a, m)
+		i := hashmix.Reduce(a, m)
 		buckets[i]++
 		fps[fp-1]++
 		alts[alt(i, fp, m)]++
@@ -43,7 +44,7 @@ func TestHashPinned(t *testing.T) {
 		{0x666c6f776d6f6e31, 7, 27575, 610, 604},
 	} {
 		fp, a := sh.derive(tc.key, tc.seed)
-		i1 := reduce(a, 1000)
+		i1 := hashmix.Reduce(a, 1000)
 		if fp != tc.fp || i1 != tc.i1 || alt(i1, fp, 1000) != tc.i2 {
 			t.Errorf("key %x seed %d: fp %d buckets %d/%d, pinned %d %d/%d", tc.key, tc.seed, fp, i1, alt(i1, fp, 1000), tc.fp, tc.i1, tc.i2)
 		}

@@ -1,6 +1,10 @@
 package ccf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/flowmon/flowmon/internal/hashmix"
+)
 
 // Class is how an element of the local multiset A compares with the
 // remote multiset B (Section 4.1's four sets, seen from A).
@@ -152,7 +156,7 @@ func (d *Decoded) Classify(key uint64) (Class, uint64) {
 	fp, a := f.sh.derive(key, f.opts.Seed)
 	for l := range f.levels {
 		t := &f.levels[l]
-		i1 := reduce(a, t.m)
+		i1 := hashmix.Reduce(a, t.m)
 		loc := f.sh.find(t, fp, i1, alt(i1, fp, t.m))
 		if loc == locNone {
 			continue

@@ -1,6 +1,6 @@
 package ccf
 
-import "math/bits"
+import "github.com/flowmon/flowmon/internal/hashmix"
 
 // table is one level: m buckets of b packed slots, and a small stash.
 //
@@ -76,30 +76,12 @@ func (s *shape) set(t *table, i, v uint64) {
 
 func (s *shape) pack(fp, count uint64) uint64 { return fp | count<<s.f }
 
-// mix is the splitmix64 finalizer: a bijection of uint64 with full
-// avalanche.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // derive turns a key hash into a fingerprint in [1, 2^f-1] and the value a
 // from which each level's first bucket is reduced. The two come from two
 // different bijections of the key, so they are independent for any f.
 func (s *shape) derive(key, seed uint64) (fp, a uint64) {
-	a = mix(key ^ seed)
-	hi, _ := bits.Mul64(mix(a^0x9e3779b97f4a7c15), s.fpMask)
-	return hi + 1, a
-}
-
-// reduce maps x uniformly onto [0, m) (Lemire's multiply-shift).
-func reduce(x, m uint64) uint64 {
-	hi, _ := bits.Mul64(x, m)
-	return hi
+	a, b := hashmix.Split(key, seed)
+	return hashmix.Reduce(b, s.fpMask) + 1, a
 }
 
 // alt returns the other candidate bucket of fingerprint fp stored in
@@ -107,7 +89,7 @@ func reduce(x, m uint64) uint64 {
 // (the paper's Eq. 1) it is an involution, alt(alt(i)) = i, but it works
 // for any m, so memory need not be rounded up to a power of two.
 func alt(i, fp, m uint64) uint64 {
-	h := reduce(mix(fp), m)
+	h := hashmix.Reduce(hashmix.Mix(fp), m)
 	j := h + m - i
 	if j >= m {
 		j -= m
@@ -228,7 +210,7 @@ func (s *shape) place(t *table, fp, i1, i2, c uint64, maxKicks int, rng *uint64)
 		cur = i2
 	}
 	for range maxKicks {
-		k := cur*uint64(s.b) + reduce(next(rng), uint64(s.b))
+		k := cur*uint64(s.b) + hashmix.Reduce(next(rng), uint64(s.b))
 		old := s.get(t, k)
 		s.set(t, k, s.pack(fp, c))
 		fp, c = old&s.fpMask, old>>s.f

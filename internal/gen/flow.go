@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -193,13 +194,8 @@ func newFlow() *flow {
 	return f
 }
 
-// splitmix64 is a bijective 64-bit mixer (Steele et al., SplitMix).
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+// splitmix64 is SplitMix64's output function: one step of its sequence.
+func splitmix64(x uint64) uint64 { return hashmix.Mix(x + hashmix.Golden) }
 
 // seed resets both random sources for flow idx of scenario sc.
 func (f *flow) seed(seed uint64, sc scenario, idx int) {
