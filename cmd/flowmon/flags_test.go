@@ -40,6 +40,8 @@ func TestReplayRejectsBadSettings(t *testing.T) {
 		{[]string{"--json", "--flows-out", "-"}, "--flows-out - and --json both write to stdout"},
 		{[]string{"--decode-only", "--flows-out", "x"}, "--flows-out does nothing with --decode-only"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		// Every error is reported, not only the first.
+		{[]string{"--capacity", "0", "--workers", "0"}, "--capacity 0: must be between 1 and 67108864 (expected concurrent flows)\nflowmon replay: --workers 0: must be"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append(append([]string{"replay"}, c.args...), sample), &out, &errb)

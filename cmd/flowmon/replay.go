@@ -69,11 +69,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	if err := s.Validate(func(n string) bool { return given[n] }); err != nil {
-		var se *engine.SettingError
-		if errors.As(err, &se) {
-			return nil, usageError(fs, "%s", se.Spell("--"))
-		}
-		return nil, usageError(fs, "%v", err)
+		return nil, settingsError(fs, err)
 	}
 	switch {
 	case f.linger && f.listen == "":
@@ -86,6 +82,23 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		return nil, usageError(fs, "--listen does nothing with --decode-only (no stage has metrics)")
 	}
 	return f, nil
+}
+
+// settingsError prints each of Validate's errors with its flag's name.
+func settingsError(fs *flag.FlagSet, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var se *engine.SettingError
+		if errors.As(e, &se) {
+			usageError(fs, "%s", se.Spell("--"))
+		} else {
+			usageError(fs, "%v", e)
+		}
+	}
+	return errUsage
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {

@@ -84,46 +84,52 @@ func (e *SettingError) Spell(prefix string) string {
 	return fmt.Sprintf("%s%s %s: %s", prefix, e.Name, e.Value, want)
 }
 
-// Validate checks every setting and returns the first error, a
-// *SettingError. given reports whether the operator set a setting (a
+// Validate checks every setting and returns all the errors found, each a
+// *SettingError, joined (errors.Join; errors.As finds the first). given reports whether the operator set a setting (a
 // flag on the command line, a key in the file): a setting given that
 // does nothing with the others is an error, not silently ignored.
 func (s *Settings) Validate(given func(name string) bool) error {
+	var errs []error
 	if _, err := acsm.ParseBackend(s.Backend); err != nil || s.Backend == "" {
-		return &SettingError{"backend", q(s.Backend), "must be kbf, sbf, fcf or exact"}
+		errs = append(errs, &SettingError{"backend", q(s.Backend), "must be kbf, sbf, fcf or exact"})
 	}
 	if _, err := kbf.ParseEncoder(s.KBFEncoder); err != nil {
-		return &SettingError{"kbf-encoder", q(s.KBFEncoder), "must be sidon or greedy"}
+		errs = append(errs, &SettingError{"kbf-encoder", q(s.KBFEncoder), "must be sidon or greedy"})
 	}
 	if _, err := kbf.ParseLayout(s.KBFLayout); err != nil {
-		return &SettingError{"kbf-layout", q(s.KBFLayout), "must be standard or blocked"}
+		errs = append(errs, &SettingError{"kbf-layout", q(s.KBFLayout), "must be standard or blocked"})
 	}
 	if _, err := acsm.ParseMachine(s.Machine); err != nil || s.Machine == "" {
-		return &SettingError{"machine", q(s.Machine), "must be zeek or flags"}
+		errs = append(errs, &SettingError{"machine", q(s.Machine), "must be zeek or flags"})
 	}
 	if s.Capacity < 1 || s.Capacity > MaxCapacity {
-		return &SettingError{"capacity", fmt.Sprint(s.Capacity), fmt.Sprintf("must be between 1 and %d (expected concurrent flows)", MaxCapacity)}
+		errs = append(errs, &SettingError{"capacity", fmt.Sprint(s.Capacity), fmt.Sprintf("must be between 1 and %d (expected concurrent flows)", MaxCapacity)})
 	}
 	if !(s.P > 0 && s.P < 1) {
-		return &SettingError{"p", fmt.Sprint(s.P), "must be above 0 and below 1 (the ACSM's target error rate)"}
+		errs = append(errs, &SettingError{"p", fmt.Sprint(s.P), "must be above 0 and below 1 (the ACSM's target error rate)"})
 	}
 	if s.DedupWindow <= 0 || s.DedupWindow > MaxDedupWindow {
-		return &SettingError{"dedup-window", s.DedupWindow.String(), fmt.Sprintf("must be above 0 and at most %v", MaxDedupWindow)}
+		errs = append(errs, &SettingError{"dedup-window", s.DedupWindow.String(), fmt.Sprintf("must be above 0 and at most %v", MaxDedupWindow)})
 	}
 	if s.RetransWindow < 0 || s.RetransWindow > MaxRetransWindow {
-		return &SettingError{"retrans-window", s.RetransWindow.String(), fmt.Sprintf("must be between 0 (off) and %v", MaxRetransWindow)}
+		errs = append(errs, &SettingError{"retrans-window", s.RetransWindow.String(), fmt.Sprintf("must be between 0 (off) and %v", MaxRetransWindow)})
 	}
 	if s.MaxFlows < 1 || s.MaxFlows > MaxMaxFlows {
-		return &SettingError{"max-flows", fmt.Sprint(s.MaxFlows), fmt.Sprintf("must be between 1 and %d", MaxMaxFlows)}
+		errs = append(errs, &SettingError{"max-flows", fmt.Sprint(s.MaxFlows), fmt.Sprintf("must be between 1 and %d", MaxMaxFlows)})
 	}
 	if s.Workers < 1 || s.Workers > MaxWorkers {
-		return &SettingError{"workers", fmt.Sprint(s.Workers), fmt.Sprintf("must be between 1 and %d", MaxWorkers)}
+		errs = append(errs, &SettingError{"workers", fmt.Sprint(s.Workers), fmt.Sprintf("must be between 1 and %d", MaxWorkers)})
 	}
-	return s.checkUseless(given)
+	if len(errs) == 0 {
+		errs = s.checkUseless(given)
+	}
+	return errors.Join(errs...)
 }
 
 // checkUseless rejects settings given that the others make do nothing.
-func (s *Settings) checkUseless(given func(string) bool) error {
+// It runs on valid values only: "does nothing with backend foo" would
+// only confuse.
+func (s *Settings) checkUseless(given func(string) bool) []error {
 	if given == nil {
 		return nil
 	}
@@ -150,12 +156,13 @@ func (s *Settings) checkUseless(given func(string) bool) error {
 		errs = append(errs, useless("dedup-window", s.value("dedup-window"), why),
 			useless("retrans-window", s.value("retrans-window"), why))
 	}
+	var out []error
 	for _, err := range errs {
 		if err != nil {
-			return err
+			out = append(out, err)
 		}
 	}
-	return nil
+	return out
 }
 
 // Config returns the stages' configuration for valid settings (Validate
