@@ -40,10 +40,12 @@ type flowTable struct {
 type flowEntry struct {
 	first, last time.Time
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
+	uid         uint64    // seed of the flow's uid (uid.go)
 	ended       bool
 	written     bool
 	state       acsm.ConnState
 	origIsDst   bool
+	conn        connFields // history, bytes, missed bytes (history.go)
 }
 
 type endedFlow struct {
@@ -84,17 +86,24 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		for div := time.Duration(2); len(t.m) >= t.maxFlows && div <= 1<<20; div *= 2 {
 			t.sweep(now, div)
 		}
-		e = &flowEntry{first: p.Timestamp}
-		t.m[p.Key] = e
-		t.distinct++
+		e = t.start(p)
 	} else if e.ended && ev.New {
 		// The 5-tuple is reused after its flow ended: a new flow. The
 		// old one's record goes out now; its queue entry is then skipped.
 		t.writeOnce(p.Key, e)
-		e = &flowEntry{first: p.Timestamp}
-		t.m[p.Key] = e
-		t.distinct++
+		e = t.start(p)
 	}
+	// The orientation as the backend answered; when it could not tell,
+	// the flow keeps the one it had (a new flow: its sender originates).
+	first := e.pkts[0]+e.pkts[1] == 0
+	origIsDst := e.origIsDst
+	switch {
+	case ev.Result != acsm.Unknown:
+		origIsDst = ev.OrigIsDst
+	case first:
+		origIsDst = p.Reversed
+	}
+	e.conn.observe(p, origIsDst, first)
 	e.last = p.Timestamp
 	if p.Reversed {
 		e.pkts[1]++
@@ -106,13 +115,21 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	}
 	// The state as the backend answered it at the flow's latest packet: an
 	// open flow's record carries it, even if the flow has aged out since.
-	e.state, e.origIsDst = ev.State, ev.OrigIsDst
+	e.state, e.origIsDst = ev.State, origIsDst
 	if !ev.Ended {
 		return
 	}
 	e.ended = true
 	t.states[ev.State.String()]++
 	t.ended = append(t.ended, endedFlow{key: p.Key, e: e, at: p.Timestamp})
+}
+
+// start enters a new flow at its first packet.
+func (t *flowTable) start(p *capture.Packet) *flowEntry {
+	e := &flowEntry{first: p.Timestamp, uid: uidSeed(p)}
+	t.m[p.Key] = e
+	t.distinct++
+	return e
 }
 
 // sweep times out the open flows idle longer than their timeout divided
@@ -200,35 +217,52 @@ func (t *flowTable) finish() error {
 }
 
 // FlowRecord is one line of the flow log: Zeek's conn.log field names for
-// the fields Zeek has.
+// the fields Zeek has, in conn.log's order. Bytes, history and
+// missed_bytes follow Zeek's rules (history.go); history is empty where
+// Zeek's is unset ("-"), as for ICMP.
 type FlowRecord struct {
-	TS        float64    `json:"ts"`
-	Duration  float64    `json:"duration"`
-	OrigH     netip.Addr `json:"id.orig_h"`
-	OrigP     uint16     `json:"id.orig_p"`
-	RespH     netip.Addr `json:"id.resp_h"`
-	RespP     uint16     `json:"id.resp_p"`
-	Proto     string     `json:"proto"`
-	ConnState string     `json:"conn_state"`
-	OrigPkts  uint64     `json:"orig_pkts"`
-	RespPkts  uint64     `json:"resp_pkts"`
+	TS          float64    `json:"ts"`
+	UID         string     `json:"uid"`
+	OrigH       netip.Addr `json:"id.orig_h"`
+	OrigP       uint16     `json:"id.orig_p"`
+	RespH       netip.Addr `json:"id.resp_h"`
+	RespP       uint16     `json:"id.resp_p"`
+	Proto       string     `json:"proto"`
+	Duration    float64    `json:"duration"`
+	OrigBytes   uint64     `json:"orig_bytes"`
+	RespBytes   uint64     `json:"resp_bytes"`
+	ConnState   string     `json:"conn_state"`
+	MissedBytes uint64     `json:"missed_bytes"`
+	History     string     `json:"history"`
+	OrigPkts    uint64     `json:"orig_pkts"`
+	OrigIPBytes uint64     `json:"orig_ip_bytes"`
+	RespPkts    uint64     `json:"resp_pkts"`
+	RespIPBytes uint64     `json:"resp_ip_bytes"`
 }
 
 func (t *flowTable) write(k capture.Key, e *flowEntry, st acsm.ConnState, origIsDst bool) {
 	if t.enc == nil || t.err != nil {
 		return
 	}
+	c := &e.conn
+	o, rs := &c.side[0], &c.side[1]
 	r := FlowRecord{
 		TS:       float64(e.first.UnixNano()) / 1e9,
+		UID:      formatUID(e.uid),
 		Duration: e.last.Sub(e.first).Seconds(),
 		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
-		Proto:     capture.ProtoName(k.Proto),
-		ConnState: st.String(),
-		OrigPkts:  e.pkts[0], RespPkts: e.pkts[1],
+		Proto:       capture.ProtoName(k.Proto),
+		ConnState:   st.String(),
+		MissedBytes: uint64(o.missed) + uint64(rs.missed),
+		History:     c.history(),
+		OrigPkts:    e.pkts[0], RespPkts: e.pkts[1],
 	}
 	if origIsDst {
 		r.OrigH, r.OrigP, r.RespH, r.RespP = k.Dst, k.DstPort, k.Src, k.SrcPort
 		r.OrigPkts, r.RespPkts = e.pkts[1], e.pkts[0]
+		o, rs = rs, o
 	}
+	r.OrigBytes, r.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
+	r.OrigIPBytes, r.RespIPBytes = o.ipBytes, rs.ipBytes
 	t.err = t.enc.Encode(&r)
 }
