@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (make test): gofmt and vet, then every test,
 # closing with one line "N passed, N failed, N skipped" of top-level tests.
+# go test -json is read by internal/testreport (package lines, then only
+# the failed tests', builds' and packages' own output); the exit status is
+# non-zero when anything failed. Arguments go to go test (e.g. -short).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -9,18 +12,12 @@ if [ -n "$out" ]; then
 	echo "gofmt needed:"; echo "$out"; exit 1
 fi
 $GO vet ./... || exit 1
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-$GO test -v -timeout 12m "$@" ./... >"$log" 2>&1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Built first, so that a broken reporter is not mistaken for failed tests.
+$GO build -o "$tmp/testreport" ./internal/testreport/cmd/testreport || exit 1
+# stderr too: what go test prints there (it could not start, say) is part
+# of the report.
+$GO test -json -timeout 12m "$@" ./... >"$tmp/log" 2>&1
 status=$?
-# Package lines as go test prints them without -v, then any failure.
-grep -E '^(ok|FAIL|\?) ' "$log"
-if [ $status -ne 0 ]; then
-	echo; echo "failures:"
-	grep -E -B2 -A30 -- '--- FAIL|^panic:|build failed|\[setup failed\]' "$log" | head -400
-fi
-passed=$(grep -c '^--- PASS' "$log")
-failed=$(grep -c '^--- FAIL' "$log")
-skipped=$(grep -c '^--- SKIP' "$log")
-echo "$passed passed, $failed failed, $skipped skipped"
-exit $status
+"$tmp/testreport" -status "$status" <"$tmp/log"
