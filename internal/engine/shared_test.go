@@ -13,6 +13,9 @@ import (
 // nothing may panic, a damaged file must end in a ReadError, and the flow
 // records must account for every flow.
 func TestReplayEverySharedCapture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays every shared capture (about 25 s): not with -short")
+	}
 	var files []string
 	for _, c := range sharedpcaps.Captures(t) {
 		files = append(files, c.Path)
