@@ -21,13 +21,26 @@ type pcapFile struct {
 	br      *bufio.Reader
 	order   binary.ByteOrder
 	nanos   bool
+	swapped lengthOrder
 	snaplen uint32
 	link    uint16
 	pending int    // bytes of the last record still to discard
 	off     int64  // offset of the record after the pending one
-	trailer error  // damage found while returning the last record
 	big     []byte // records larger than the buffer
 }
+
+// lengthOrder says where a record header keeps its captured length.
+// Before version 2.3 the captured and original lengths were the other way
+// round, and some 2.3 files were written either way; libpcap's sf-pcap.c
+// and Wireshark's wiretap both swap them back as below, so a 2.0 file (as
+// nDPI's fuzz-2021-10-13.pcap) reads as its captured lengths say.
+type lengthOrder uint8
+
+const (
+	lengthsInOrder lengthOrder = iota
+	lengthsSwapped             // versions 2.0 to 2.2: original length first
+	lengthsMaybe               // version 2.3: swapped when captured > original
+)
 
 // maxRecord bounds a record's captured length, as libpcap does, so a
 // corrupt length cannot make the reader allocate gigabytes.
@@ -57,6 +70,12 @@ func newPcapFile(br *bufio.Reader) (*pcapFile, error) {
 	if major := f.order.Uint16(h[4:]); major != 2 {
 		return nil, fmt.Errorf("pcap major version %d: %w", major, ErrFormat)
 	}
+	switch minor := f.order.Uint16(h[6:]); {
+	case minor < 3:
+		f.swapped = lengthsSwapped
+	case minor == 3:
+		f.swapped = lengthsMaybe
+	}
 	f.snaplen = f.order.Uint32(h[16:])
 	// The upper bits of the link-type field carry FCS length and flags
 	// (pcap-linktype(7)); the link type is the low 16 bits.
@@ -65,13 +84,12 @@ func newPcapFile(br *bufio.Reader) (*pcapFile, error) {
 }
 
 // next returns the next record. The data is valid until the next call.
-// A last record cut short by the end of the file is returned with what it
-// holds, and the next call reports the damage.
+// A record cut short by the end of the input (its header or its data) is
+// damage, not a packet: nothing of it is returned, only the error, and
+// f.off stays at the record's start. capinfos and tcpdump count such a
+// file the same way.
 func (f *pcapFile) next() ([]byte, gopacket.CaptureInfo, error) {
 	var ci gopacket.CaptureInfo
-	if f.trailer != nil {
-		return nil, ci, f.trailer
-	}
 	if f.pending > 0 {
 		if _, err := f.br.Discard(f.pending); err != nil {
 			return nil, ci, noEOF(err)
@@ -84,51 +102,50 @@ func (f *pcapFile) next() ([]byte, gopacket.CaptureInfo, error) {
 		if err == io.EOF && len(h) == 0 {
 			return nil, ci, io.EOF
 		}
-		return nil, ci, fmt.Errorf("record header cut short (%d of 16 bytes): %w", len(h), io.ErrUnexpectedEOF)
+		// noEOF, not a blanket ErrUnexpectedEOF: a gzip checksum or disk
+		// error under the buffer must keep its own name.
+		return nil, ci, fmt.Errorf("record header cut short (%d of 16 bytes): %w", len(h), noEOF(err))
 	}
 	sec, frac := f.order.Uint32(h[0:]), f.order.Uint32(h[4:])
 	caplen, wirelen := f.order.Uint32(h[8:]), f.order.Uint32(h[12:])
+	if f.swapped == lengthsSwapped || f.swapped == lengthsMaybe && caplen > wirelen {
+		caplen, wirelen = wirelen, caplen
+	}
+	if caplen > maxRecord {
+		// libpcap refuses such a record without reading it, and so does
+		// Wireshark; reading on would only parse garbage as headers.
+		return nil, ci, fmt.Errorf("captured length %d: %w", caplen, ErrRecordTooLong)
+	}
 	if !f.nanos {
 		frac *= 1000
 	}
 	ci.Timestamp = time.Unix(int64(sec), int64(frac)).UTC()
 	ci.CaptureLength = int(caplen)
 	ci.Length = int(max(wirelen, caplen)) // never less than what was captured
-	if n := 16 + int(caplen); caplen <= maxRecord && n <= f.br.Size() {
+	if n := 16 + int(caplen); n <= f.br.Size() {
 		b, err := f.br.Peek(n)
-		f.pending = len(b)
 		if err != nil {
-			return f.cutShort(b[16:], ci, caplen)
+			return nil, ci, cutShort(caplen, len(b)-16, err)
 		}
+		f.pending = n
 		return b[16:], ci, nil
 	}
-	// Longer than the buffer: copy. Read no more than libpcap would take.
-	f.br.Discard(16)
-	f.off += 16
-	want := min(caplen, maxRecord)
-	if cap(f.big) < int(want) {
-		f.big = make([]byte, want)
+	// Longer than the buffer: copy.
+	if cap(f.big) < int(caplen) {
+		f.big = make([]byte, caplen)
 	}
-	k, err := io.ReadFull(f.br, f.big[:want])
-	f.off += int64(k)
+	f.br.Discard(16) // peeked above, so it cannot fail
+	k, err := io.ReadFull(f.br, f.big[:caplen])
 	if err != nil {
-		f.off -= 16 + int64(k) // the damage is at the record's start
-		return f.cutShort(f.big[:k], ci, caplen)
+		return nil, ci, cutShort(caplen, k, err)
 	}
-	if caplen > maxRecord {
-		f.off -= 16 + int64(k)
-		return nil, ci, fmt.Errorf("captured length %d: %w", caplen, ErrRecordTooLong)
-	}
-	return f.big[:k], ci, nil
+	f.off += 16 + int64(caplen)
+	return f.big[:caplen], ci, nil
 }
 
-// cutShort returns what a record cut short by the end of the file holds,
-// and keeps the error for the next call. f.off stays at the record.
-func (f *pcapFile) cutShort(data []byte, ci gopacket.CaptureInfo, caplen uint32) ([]byte, gopacket.CaptureInfo, error) {
-	f.trailer = fmt.Errorf("last record of %d bytes cut short after %d: %w", caplen, len(data), io.ErrUnexpectedEOF)
-	f.pending = 0
-	ci.CaptureLength = len(data)
-	return data, ci, nil
+// cutShort is the error for a record whose data ends after got bytes.
+func cutShort(caplen uint32, got int, err error) error {
+	return fmt.Errorf("last record of %d bytes cut short after %d: %w", caplen, got, noEOF(err))
 }
 
 func noEOF(err error) error {

@@ -172,10 +172,7 @@ func (r *Reader) ngLink(iface int) uint16 {
 // offset is the position of the next record in the capture stream.
 func (r *Reader) offset() int64 {
 	if r.pcap != nil {
-		if r.pcap.pending > 0 && r.pcap.trailer == nil {
-			return r.pcap.off + int64(r.pcap.pending)
-		}
-		return r.pcap.off
+		return r.pcap.off + int64(r.pcap.pending)
 	}
 	return r.count.n.Load() - int64(r.buf.Buffered())
 }

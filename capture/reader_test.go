@@ -109,25 +109,49 @@ func TestReaderTruncatedFile(t *testing.T) {
 	if len(ps) != 6 || !errors.As(err, &re) || re.Offset != offs[6] || re.Packets != 6 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("cut in header: %d packets, err %v", len(ps), err)
 	}
-	// Cut inside record 6's data: its captured part is still returned.
+	// Cut inside record 6's data: a record cut short is damage, not a
+	// packet, as capinfos counts it; the error names the record's start.
 	ps, st, err := readBytes(t, full[:offs[6]+16+60])
-	if len(ps) != 7 || st.Packets != 7 || ps[6].CapLen != 60 || !errors.As(err, &re) || re.Offset != offs[6] {
+	if len(ps) != 6 || st.Packets != 6 || !errors.As(err, &re) || re.Offset != offs[6] || re.Packets != 6 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("cut in data: %d packets, err %v", len(ps), err)
 	}
-	// A length running past the end of the file reads as a cut-short last
-	// record, as capinfos counts it: what is there is returned.
+	// A cut exactly between records is a clean end.
+	ps, _, err = readBytes(t, full[:offs[6]])
+	if len(ps) != 6 || err != nil {
+		t.Fatalf("cut between records: %d packets, err %v", len(ps), err)
+	}
+	// A length beyond any record's is refused without reading it, whether
+	// or not the file holds that many bytes after it.
 	bad := append([]byte(nil), full...)
 	binary.LittleEndian.PutUint32(bad[offs[3]+8:], 1<<30)
-	_, st, err = readBytes(t, bad)
-	if st.Packets != 4 || !errors.As(err, &re) || re.Offset != offs[3] || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("length past the end: %d records, err %v", st.Packets, err)
+	for _, data := range [][]byte{bad, append(bad, make([]byte, 300000)...)} {
+		_, st, err = readBytes(t, data)
+		if st.Packets != 3 || !errors.As(err, &re) || re.Offset != offs[3] || re.Packets != 3 || !errors.Is(err, ErrRecordTooLong) {
+			t.Fatalf("corrupt length: %d records, err %v", st.Packets, err)
+		}
 	}
-	// A corrupt length with more than any record's worth of bytes after
-	// it is damage, and nothing of it is returned.
-	bad = append(bad, make([]byte, 300000)...)
-	_, st, err = readBytes(t, bad)
-	if st.Packets != 3 || !errors.As(err, &re) || re.Offset != offs[3] || !errors.Is(err, ErrRecordTooLong) {
-		t.Fatalf("corrupt length: %d records, err %v", st.Packets, err)
+}
+
+// TestReaderSwappedLengths reads version 2.0-2.3 files, whose record
+// headers put the original length before the captured one (libpcap's
+// sf-pcap.c swaps them back for 2.0-2.2 always, and for 2.3 when the
+// captured length is the larger).
+func TestReaderSwappedLengths(t *testing.T) {
+	frames := testFrames(t, 3)
+	for _, minor := range []uint16{0, 2, 3} {
+		data := pcapBytes(binary.LittleEndian, false, 1, frames)
+		binary.LittleEndian.PutUint16(data[6:], minor)
+		// Snap each frame's original length to 1500 and write it first.
+		off := 24
+		for _, f := range frames {
+			binary.LittleEndian.PutUint32(data[off+8:], 1500)
+			binary.LittleEndian.PutUint32(data[off+12:], uint32(len(f)))
+			off += 16 + len(f)
+		}
+		ps, st, err := readBytes(t, data)
+		if err != nil || len(ps) != 3 || st.Packets != 3 || int(ps[2].CapLen) != len(frames[2]) || ps[2].WireLen != 1500 {
+			t.Fatalf("minor %d: %d packets, err %v", minor, len(ps), err)
+		}
 	}
 }
 
