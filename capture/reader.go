@@ -155,10 +155,22 @@ func (r *Reader) Next(p *Packet) error {
 }
 
 func (r *Reader) read() ([]byte, gopacket.CaptureInfo, error) {
-	if r.ng != nil {
-		return r.ng.ZeroCopyReadPacketData()
+	if r.pcap != nil {
+		return r.pcap.next()
 	}
-	return r.pcap.next()
+	data, ci, err := r.ng.ZeroCopyReadPacketData()
+	switch {
+	case err == io.EOF && r.count.err != nil && r.count.err != io.EOF:
+		// pcapgo calls any failure at a block's start a clean end, so a
+		// gzip stream cut between two blocks, or missing its trailer,
+		// would read as a whole file.
+		return nil, ci, fmt.Errorf("read: %w", r.count.err)
+	case err == io.ErrUnexpectedEOF:
+		// A block cut short: pcapgo has read part of it, and returns
+		// none of it, as capinfos counts none of it.
+		return nil, ci, fmt.Errorf("last block cut short: %w", err)
+	}
+	return data, ci, err
 }
 
 func (r *Reader) ngLink(iface int) uint16 {
@@ -195,13 +207,19 @@ func (r *Reader) Close() error {
 	return nil
 }
 
+// countingReader counts the bytes read through it, for offsets and
+// progress, and keeps the error that ended them.
 type countingReader struct {
-	r io.Reader
-	n atomic.Int64
+	r   io.Reader
+	n   atomic.Int64
+	err error // first error from r; read only by the reading goroutine
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n.Add(int64(n))
+	if err != nil && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }
