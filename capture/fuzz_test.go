@@ -146,6 +146,8 @@ func FuzzDecode(f *testing.F) {
 func FuzzReader(f *testing.F) {
 	f.Add(pcapBytes(binary.LittleEndian, false, 1, testFrames(f, 3)))
 	f.Add(pcapBytes(binary.BigEndian, true, 101, [][]byte{{0x45, 0, 0, 20}}))
+	cut := pcapBytes(binary.LittleEndian, false, 1, testFrames(f, 3))
+	f.Add(cut[:len(cut)-5]) // the last record cut short
 	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1c, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data), "fuzz", int64(len(data)))
@@ -161,6 +163,11 @@ func FuzzReader(f *testing.F) {
 			var re *ReadError
 			if err != io.EOF && !errors.As(err, &re) {
 				t.Fatalf("Next returned %T %v", err, err)
+			}
+			// The damage is reported after the packets counted, not
+			// after a partial record counted as one more.
+			if re != nil && re.Packets != r.Stats().Packets {
+				t.Fatalf("error says %d packets, stats %d: %v", re.Packets, r.Stats().Packets, err)
 			}
 			if r.Next(&p) != err {
 				t.Fatalf("the end is not sticky")

@@ -6,7 +6,7 @@
 set -euo pipefail
 need=()
 case "${1:-test}" in
-test) ;;
+test) command -v capinfos >/dev/null || need+=(tshark) ;; # capture tests compare counts with capinfos
 bench) command -v tcpdump >/dev/null || need+=(tcpdump) ;;
 e2e) command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus) ;;
 *) echo "usage: $0 test|bench|e2e" >&2; exit 2 ;;
