@@ -32,9 +32,9 @@ func build(t testing.TB, n int, p float64) *Filter {
 // two such keys meet after an update).
 func TestAgainstExact(t *testing.T) {
 	const n = 20000
-	// Orders 28-35: the order of seed 30 loses a key, so the bound is
-	// exercised (about 1 order in 30 does).
-	for seed := uint64(28); seed < 36; seed++ {
+	// About 1 order in 30 loses a key; which ones depends on the hash, so
+	// TestAmbiguousKeyTakesAnothersCell builds that case on purpose.
+	for seed := uint64(1); seed <= 8; seed++ {
 		checkAgainstExact(t, n, seed)
 	}
 }
