@@ -7,7 +7,7 @@ set -euo pipefail
 need=()
 case "${1:-test}" in
 test) command -v capinfos >/dev/null || need+=(tshark) ;; # capture tests compare counts with capinfos
-bench) command -v tcpdump >/dev/null || need+=(tcpdump) ;;
+bench) for p in tcpdump:tcpdump softflowd:softflowd nfpcapd:nfdump argus:argus-server racount:argus-client; do PATH=$PATH:/usr/sbin command -v "${p%%:*}" >/dev/null || need+=("${p#*:}"); done; [ -x /usr/bin/time ] || need+=(time) ;;
 e2e) command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus) ;;
 *) echo "usage: $0 test|bench|e2e" >&2; exit 2 ;;
 esac
