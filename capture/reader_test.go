@@ -258,3 +258,14 @@ func BenchmarkReaderNext(b *testing.B) {
 		}
 	}
 }
+
+// TestOpenMissingFile pins the one wording of an unreadable input, which
+// the command line prints as it is: "open capture: " once, then the
+// operating system's own "open NAME: ..." error.
+func TestOpenMissingFile(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "nonexist.pcap")
+	_, err := Open(name)
+	if want := "open capture: open " + name + ": no such file or directory"; err == nil || err.Error() != want || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err %v, want %q wrapping os.ErrNotExist", err, want)
+	}
+}
