@@ -218,7 +218,8 @@ func replayRecords(t *testing.T, path string) ([]FlowRecord, bool) {
 	return readJSONLines[FlowRecord](t, log.Bytes()), true
 }
 
-// zeekProto is the proto column Zeek writes: "icmp" for ICMPv6 too.
+// zeekProto is the proto column Zeek writes for the generator's truth's
+// proto: "icmp" for ICMPv6 too.
 func zeekProto(p string) string {
 	if p == "icmp6" {
 		return "icmp"
@@ -233,7 +234,7 @@ func matchRecord(recs []FlowRecord, used []bool, r zeekRow) (rec *FlowRecord, re
 	if !r.hasEndpoint {
 		only := -1
 		for i := range recs {
-			if zeekProto(recs[i].Proto) == r.proto {
+			if recs[i].Proto == r.proto {
 				if only >= 0 {
 					return nil, false
 				}
@@ -254,7 +255,7 @@ func matchRecord(recs []FlowRecord, used []bool, r zeekRow) (rec *FlowRecord, re
 	for _, want := range []bool{false, true} {
 		for i := range recs {
 			x := &recs[i]
-			if used[i] || zeekProto(x.Proto) != r.proto {
+			if used[i] || x.Proto != r.proto {
 				continue
 			}
 			a, ap, b, bp := x.OrigH, int(x.OrigP), x.RespH, int(x.RespP)

@@ -29,7 +29,7 @@ type truthFlow struct {
 }
 
 func (f truthFlow) id() string {
-	return fmt.Sprintf("%s %s:%d %s:%d", f.Proto, f.OrigH, f.OrigP, f.RespH, f.RespP)
+	return fmt.Sprintf("%s %s:%d %s:%d", zeekProto(f.Proto), f.OrigH, f.OrigP, f.RespH, f.RespP)
 }
 
 func readJSONLines[T any](t *testing.T, data []byte) []T {

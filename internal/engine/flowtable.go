@@ -240,6 +240,18 @@ type FlowRecord struct {
 	RespIPBytes uint64     `json:"resp_ip_bytes"`
 }
 
+// connProto is conn.log's proto: Zeek's transport_proto, which has icmp
+// for ICMPv6 too and unknown_transport for what is not TCP, UDP or ICMP.
+func connProto(p uint8) string {
+	switch p {
+	case capture.ProtoTCP, capture.ProtoUDP, capture.ProtoICMP:
+		return capture.ProtoName(p)
+	case capture.ProtoICMPv6:
+		return "icmp"
+	}
+	return "unknown_transport"
+}
+
 func (t *flowTable) write(k capture.Key, e *flowEntry, st acsm.ConnState, origIsDst bool) {
 	if t.enc == nil || t.err != nil {
 		return
@@ -251,7 +263,7 @@ func (t *flowTable) write(k capture.Key, e *flowEntry, st acsm.ConnState, origIs
 		UID:      formatUID(e.uid),
 		Duration: e.last.Sub(e.first).Seconds(),
 		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
-		Proto:       capture.ProtoName(k.Proto),
+		Proto:       connProto(k.Proto),
 		ConnState:   st.String(),
 		MissedBytes: uint64(o.missed) + uint64(rs.missed),
 		History:     c.history(),

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/flowmon/flowmon/capture"
+import (
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/hashmix"
+)
 
 // A flow's uid is derived from what the flow is, not from when a worker
 // met it: the flow hash, the first packet's time and that packet's
@@ -13,18 +16,9 @@ import "github.com/flowmon/flowmon/capture"
 // uidSeed is the 64 bits a uid is made from, taken at the flow's first
 // packet (8 bytes per flow).
 func uidSeed(p *capture.Packet) uint64 {
-	h := mix64(p.Hash ^ uint64(p.Timestamp.UnixNano()))
-	h = mix64(h ^ uint64(p.Seq)<<32 ^ uint64(p.Ack))
-	return mix64(h ^ uint64(p.IPID)<<16 ^ uint64(p.Flags))
-}
-
-// mix64 is SplitMix64's finalizer: every input bit moves every output bit.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	h := hashmix.Mix(p.Hash ^ uint64(p.Timestamp.UnixNano()))
+	h = hashmix.Mix(h ^ uint64(p.Seq)<<32 ^ uint64(p.Ack))
+	return hashmix.Mix(h ^ uint64(p.IPID)<<16 ^ uint64(p.Flags))
 }
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -35,7 +29,7 @@ const uidDigits = 17
 // formatUID spells a seed as a Zeek-style uid: the seed's 64 bits and 32
 // more derived from them, in base62.
 func formatUID(seed uint64) string {
-	hi, lo := uint64(uint32(mix64(seed^0x9e3779b97f4a7c15))), seed // 96 bits: hi:lo
+	hi, lo := uint64(uint32(hashmix.Mix(seed^hashmix.Golden))), seed // 96 bits: hi:lo
 	var b [1 + uidDigits]byte
 	b[0] = 'C'
 	for i := uidDigits; i > 0; i-- {
