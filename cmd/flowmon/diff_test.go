@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"net/http/httptest"
@@ -168,7 +169,7 @@ func TestDiffPeer(t *testing.T) {
 			}
 			srv := httptest.NewServer(h) // 127.0.0.1:0
 			defer srv.Close()
-			if _, err := engine.Replay([]string{samplePcap}, engine.ReplayOptions{Pipeline: pl}); err != nil {
+			if _, err := engine.Replay(context.Background(), []string{samplePcap}, engine.ReplayOptions{Pipeline: pl}); err != nil {
 				t.Fatal(err)
 			}
 			var o, e bytes.Buffer

@@ -131,7 +131,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	opt := engine.ReplayOptions{Config: cfg, Context: ctx}
+	opt := engine.ReplayOptions{Config: cfg}
 	if f.listen != "" {
 		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
 			return err
@@ -156,7 +156,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		opt.Progress = &engine.Progress{}
 		stopProgress = drawProgress(stderr, opt.Progress)
 	}
-	s, err := engine.Replay(f.files, opt)
+	s, err := engine.Replay(ctx, f.files, opt)
 	if stopProgress != nil {
 		stopProgress()
 	}

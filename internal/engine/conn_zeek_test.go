@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -211,7 +212,7 @@ func replayRecords(t *testing.T, path string) ([]FlowRecord, bool) {
 	cfg.Dedup.PacketsPerWindow = 1024
 	var log bytes.Buffer
 	cfg.FlowLog = &log
-	s, err := Replay([]string{path}, ReplayOptions{Config: cfg})
+	s, err := Replay(context.Background(), []string{path}, ReplayOptions{Config: cfg})
 	if s == nil || (err != nil && s.Packets == 0) {
 		return nil, false
 	}

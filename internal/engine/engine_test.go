@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -72,7 +73,7 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 			cfg.FlowCount.ExpectedFlows = 4096
 			var log bytes.Buffer
 			cfg.FlowLog = &log
-			s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
+			s, err := Replay(context.Background(), []string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +129,7 @@ func replaySample(t *testing.T, workers int) (*Summary, string) {
 	cfg.Workers = workers
 	var log bytes.Buffer
 	cfg.FlowLog = &log
-	s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
+	s, err := Replay(context.Background(), []string{"../../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -84,7 +85,7 @@ func TestWindowFlowsAfterReplay(t *testing.T) {
 			}
 			srv := httptest.NewServer(h)
 			defer srv.Close()
-			if _, err := Replay([]string{sample}, ReplayOptions{Pipeline: pl}); err != nil {
+			if _, err := Replay(context.Background(), []string{sample}, ReplayOptions{Pipeline: pl}); err != nil {
 				t.Fatal(err)
 			}
 			resp, err := http.Get(srv.URL + "/metrics")

@@ -21,19 +21,16 @@ type Progress struct {
 	BytesAll  atomic.Int64 // size of the current file, -1 when unknown
 }
 
-// ReplayOptions configure a replay.
+// ReplayOptions configure a run.
 type ReplayOptions struct {
 	Config   Config
 	Progress *Progress // may be nil
 	// Pipeline, when set, is used instead of one built from Config (a
 	// caller that serves the pipeline's metrics builds it first).
 	Pipeline *Pipeline
-	// Context, when set, stops the replay when done (an operator's
-	// interrupt): the summary holds what was read, and the error says so.
-	Context context.Context
 }
 
-// ErrStopped is returned (wrapped) by a replay whose Context was done.
+// ErrStopped is returned (wrapped) by a run whose context was done.
 var ErrStopped = errors.New("replay stopped")
 
 // ErrNoInput is matched (errors.Is) by the error of a replay that could
@@ -47,12 +44,27 @@ func (e noInputError) Error() string        { return e.err.Error() }
 func (e noInputError) Unwrap() error        { return e.err }
 func (e noInputError) Is(target error) bool { return target == ErrNoInput }
 
-// Replay reads the files in order through the pipeline and returns the
-// summary. A damaged file ends the replay: the summary holds everything
-// read before the damage, and the error says where it was. When the
-// first file cannot be read at all, the summary is nil and the error
-// (wrapping ErrNoInput) says why.
-func Replay(files []string, opt ReplayOptions) (*Summary, error) {
+// Replay reads the files in order through the pipeline (Run on
+// capture.OpenFiles) and returns the summary.
+func Replay(ctx context.Context, files []string, opt ReplayOptions) (*Summary, error) {
+	src, err := capture.OpenFiles(files...)
+	if err != nil {
+		return nil, noInputError{err}
+	}
+	defer src.Close()
+	s, err := Run(ctx, src, opt)
+	if s != nil {
+		s.Files = files
+	}
+	return s, err
+}
+
+// Run reads src through the pipeline until its end, damage, or ctx is
+// done, and returns the summary. Damage ends the run: the summary holds
+// everything read before it, and the error says where it was. When not
+// one packet could be read, the summary is nil and the error (matching
+// ErrNoInput) says why. Run does not close src.
+func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, error) {
 	start := time.Now()
 	pl := opt.Pipeline
 	var err error
@@ -61,29 +73,18 @@ func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 			return nil, err
 		}
 	}
-	ctx := opt.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	s := &Summary{Files: files}
-	var total capture.Stats
-	for _, name := range files {
-		var st *capture.Stats
-		st, err = replayFile(ctx, name, s, pl, &total, opt.Progress)
-		if st != nil {
-			total.Add(st)
+	s := &Summary{}
+	err = feed(ctx, src, s, pl, opt.Progress)
+	st := src.Stats()
+	if err != nil {
+		if st.Packets == 0 && !errors.Is(err, ErrStopped) {
+			pl.Finish(s, s.TraceEnd) // stops the workers
+			return nil, noInputError{err}
 		}
-		if err != nil {
-			if total.Packets == 0 && !errors.Is(err, ErrStopped) {
-				pl.Finish(s, s.TraceEnd) // stops the workers
-				return nil, noInputError{err}
-			}
-			s.ReadError = err.Error()
-			break
-		}
+		s.ReadError = err.Error()
 	}
-	s.fill(&total)
-	pl.publish(&total)
+	s.fill(st)
+	pl.publish(st)
 	if ferr := pl.Finish(s, s.TraceEnd); ferr != nil && err == nil {
 		err = ferr
 	}
@@ -94,21 +95,17 @@ func Replay(files []string, opt ReplayOptions) (*Summary, error) {
 	return s, err
 }
 
-func replayFile(ctx context.Context, name string, s *Summary, pl *Pipeline, before *capture.Stats, prog *Progress) (*capture.Stats, error) {
-	r, err := capture.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
+// feed hands src's packets to pl until src ends (nil) or fails.
+func feed(ctx context.Context, src capture.Source, s *Summary, pl *Pipeline, prog *Progress) error {
+	pr, _ := src.(capture.Progresser)
 	var p capture.Packet
 	var n uint64
 	for {
-		err := r.Next(&p)
-		if err != nil {
+		if err := src.Next(&p); err != nil {
 			if errors.Is(err, io.EOF) {
-				err = nil
+				return nil
 			}
-			return r.Stats(), err
+			return err
 		}
 		if s.TraceStart.IsZero() || p.Timestamp.Before(s.TraceStart) {
 			s.TraceStart = p.Timestamp
@@ -118,18 +115,18 @@ func replayFile(ctx context.Context, name string, s *Summary, pl *Pipeline, befo
 		}
 		pl.Packet(&p)
 		if n++; n%publishEvery == 0 {
-			sum := *before
-			sum.Add(r.Stats())
-			pl.publish(&sum)
+			pl.publish(src.Stats())
 			if ctx.Err() != nil {
-				return r.Stats(), fmt.Errorf("%w after %d packets of %s: %w", ErrStopped, n, name, context.Cause(ctx))
+				return fmt.Errorf("%w after %d packets: %w", ErrStopped, n, context.Cause(ctx))
 			}
 		}
 		if prog != nil && n&4095 == 0 {
-			read, all := r.Progress()
-			prog.BytesRead.Store(read)
-			prog.BytesAll.Store(all)
-			prog.Packets.Store(r.Stats().Packets)
+			if pr != nil {
+				read, all := pr.Progress()
+				prog.BytesRead.Store(read)
+				prog.BytesAll.Store(all)
+			}
+			prog.Packets.Store(src.Stats().Packets)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +31,7 @@ func TestHandlerServesMetricsAndCCF(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	s, err := Replay([]string{"../../pcaps/sample.pcap"}, ReplayOptions{Pipeline: pl})
+	s, err := Replay(context.Background(), []string{"../../pcaps/sample.pcap"}, ReplayOptions{Pipeline: pl})
 	if err != nil {
 		t.Fatal(err)
 	}

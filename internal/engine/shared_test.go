@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestReplayEverySharedCapture(t *testing.T) {
 	cfg.Workers = 2
 	var packets, flows, damaged int
 	for _, name := range files {
-		s, err := Replay([]string{name}, ReplayOptions{Config: cfg})
+		s, err := Replay(context.Background(), []string{name}, ReplayOptions{Config: cfg})
 		if s == nil {
 			continue // not a capture flowmon opens (the reader's tests cover why)
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -53,7 +54,7 @@ func TestUIDsUniqueAndStable(t *testing.T) {
 			cfg.Workers = workers
 			var log strings.Builder
 			cfg.FlowLog = &log
-			if s, _ := Replay([]string{filepath.Join(dir, f)}, ReplayOptions{Config: cfg}); s == nil {
+			if s, _ := Replay(context.Background(), []string{filepath.Join(dir, f)}, ReplayOptions{Config: cfg}); s == nil {
 				continue
 			}
 			for _, r := range readJSONLines[FlowRecord](t, []byte(log.String())) {

@@ -1,0 +1,108 @@
+package capture
+
+import (
+	"errors"
+	"io"
+)
+
+// Source is where packets come from: a capture file, several in turn, or a
+// live interface. The engine reads every source the same way and never
+// opens files or sockets itself.
+//
+// Next decodes the next flow packet into p, in place (p.Payload points
+// into the source's buffer until the next call); frames that do not
+// decode are counted in Stats by reason and skipped. It returns io.EOF
+// at the end, and a *ReadError when the input is damaged, after every
+// packet before the damage. Stats returns the source's counters, which
+// change as Next is called. A Source is used by one goroutine.
+type Source interface {
+	Next(p *Packet) error
+	Stats() *Stats
+	Close() error
+}
+
+// Progresser is a Source that knows how far through its input it is:
+// bytes read, and the input's size (-1 when unknown, as for stdin).
+type Progresser interface {
+	Progress() (read, total int64)
+}
+
+var (
+	_ Source     = (*Reader)(nil)
+	_ Source     = (*Files)(nil)
+	_ Progresser = (*Files)(nil)
+)
+
+// Files reads capture files one after another as one Source. Its Stats
+// add up the files read so far.
+type Files struct {
+	names []string
+	next  int     // index of the file after cur
+	cur   *Reader // nil once every file is read
+	done  Stats   // files already read
+	sum   Stats   // done + cur's, what Stats returns
+}
+
+// OpenFiles opens the first of names (Open's rules: "-" is stdin, gzip is
+// undone) and the others when their turn comes. An error opening the
+// first is returned here; one opening a later file, from Next.
+func OpenFiles(names ...string) (*Files, error) {
+	if len(names) == 0 {
+		return nil, errors.New("open capture: no file named")
+	}
+	r, err := Open(names[0])
+	if err != nil {
+		return nil, err
+	}
+	return &Files{names: names, next: 1, cur: r}, nil
+}
+
+// Next decodes the next packet of the current file, going on to the next
+// file at its end.
+func (f *Files) Next(p *Packet) error {
+	for f.cur != nil {
+		err := f.cur.Next(p)
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+		f.done.Add(f.cur.Stats())
+		f.cur.Close()
+		f.cur = nil
+		if f.next < len(f.names) {
+			r, err := Open(f.names[f.next])
+			if err != nil {
+				return err
+			}
+			f.cur = r
+			f.next++
+		}
+	}
+	return io.EOF
+}
+
+// Stats returns the counts of every file read so far.
+func (f *Files) Stats() *Stats {
+	f.sum = f.done
+	if f.cur != nil {
+		f.sum.Add(f.cur.Stats())
+	}
+	return &f.sum
+}
+
+// Progress reports how far through the current file the source is.
+func (f *Files) Progress() (read, total int64) {
+	if f.cur == nil {
+		return 0, 0
+	}
+	return f.cur.Progress()
+}
+
+// Close closes the file being read.
+func (f *Files) Close() error {
+	if f.cur == nil {
+		return nil
+	}
+	err := f.cur.Close()
+	f.cur = nil
+	return err
+}
