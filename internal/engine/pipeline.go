@@ -45,6 +45,9 @@ type Config struct {
 	// FlowLog, when set, receives one JSON line per flow: when it ends,
 	// and for flows still open at the end of the replay.
 	FlowLog io.Writer
+	// Consumers build, for each shard, what sees every packet with its
+	// ACSM event (consumer.go): rules and exporters attach here.
+	Consumers []NewConsumer
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
@@ -106,7 +109,7 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		p.log = bufio.NewWriterSize(cfg.FlowLog, 1<<16)
 	}
 	workers := max(cfg.Workers, 1)
-	for range workers {
+	for i := range workers {
 		var w io.Writer
 		switch {
 		case p.log == nil:
@@ -117,7 +120,7 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 			p.logs = append(p.logs, l)
 			w = l
 		}
-		s, err := newShard(cfg, workers, w)
+		s, err := newShard(cfg, i, workers, w)
 		if err != nil {
 			return nil, err
 		}
@@ -278,6 +281,11 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		}
 		s.Flows += sh.flows.distinct
 		s.FlowsTimedOut += sh.flows.evicted
+		for _, c := range sh.consumers {
+			if cerr := c.Finish(end); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
 		sh.tracker.Flush(end) // ages to the trace's end and publishes its counters
 		sh.counter.Flush()    // the last, partial window becomes the served one
 		sh.publish(0)

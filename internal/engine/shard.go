@@ -18,6 +18,8 @@ type shard struct {
 	tracker *acsm.Tracker
 	counter *flowcount.Counter
 	flows   *flowTable
+	// consumers see every packet after the stages above (consumer.go).
+	consumers []Consumer
 
 	in   chan *batch // nil for an inline shard
 	free chan *batch
@@ -47,7 +49,7 @@ type batch struct {
 	n    int
 }
 
-func newShard(cfg Config, workers int, log io.Writer) (*shard, error) {
+func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 	ac := cfg.ACSM
 	ac.Capacity = max(1, (ac.Capacity+workers-1)/workers)
 	fo := cfg.FlowCount
@@ -67,6 +69,13 @@ func newShard(cfg Config, workers int, log io.Writer) (*shard, error) {
 	}
 	to := ac.Timeouts.WithDefaults()
 	s.flows = newFlowTable(log, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	for _, nc := range cfg.Consumers {
+		c, err := nc(index, workers)
+		if err != nil {
+			return nil, fmt.Errorf("build consumer of shard %d: %w", index, err)
+		}
+		s.consumers = append(s.consumers, c)
+	}
 	return s, nil
 }
 
@@ -74,6 +83,9 @@ func (s *shard) packet(p *capture.Packet) {
 	ev := s.tracker.Observe(p)
 	s.counter.Add(p.Hash, p.Timestamp)
 	s.flows.packet(p, &ev)
+	for _, c := range s.consumers {
+		c.Packet(p, &ev)
+	}
 }
 
 // start runs the shard on its own goroutine, fed through in.
