@@ -3,63 +3,31 @@ package acsm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/flowmon/flowmon/acsm/backend"
 )
 
 // Sentinel errors.
 var (
 	// ErrConfig reports a Config that Validate rejects.
 	ErrConfig = errors.New("acsm: invalid config")
-	// ErrFull reports an insert into a backend with no room left (the exact
-	// backend past its cap, an fcf bucket set with no free cell).
-	ErrFull = errors.New("acsm: backend full")
-	// ErrNotFound reports an update or delete of a key a backend does not hold.
-	ErrNotFound = errors.New("acsm: key not found")
+	// ErrFull and ErrNotFound are the stores' (acsm/backend).
+	ErrFull     = backend.ErrFull
+	ErrNotFound = backend.ErrNotFound
 	// ErrUnknownConnState reports a conn_state name Zeek does not use.
 	ErrUnknownConnState = errors.New("acsm: unknown conn_state")
 )
 
-// Backend stores one small value (0..Values-1) per flow hash. The four
-// implementations are Exact (a map), kbf's key-value Bloom filter, and
-// Bonomi et al.'s stateful Bloom filter (acsm/sbf) and
-// fingerprint-compressed filter (acsm/fcf). Backends are not safe for
-// concurrent use. None allocates on Insert, Query, Update or Delete except
-// Exact, which grows its map up to its cap.
-type Backend interface {
-	Insert(h uint64, v uint32) error
-	Query(h uint64) (uint32, Result)
-	Update(h uint64, old, new uint32) error
-	Delete(h uint64, v uint32) error
-	// Prefetch starts loading the memory an operation on h reads and
-	// returns at once (a hint: a backend may do nothing).
-	Prefetch(h uint64)
-	// Reset empties the backend, keeping its memory.
-	Reset()
-	MemoryBytes() int
-	Stats() BackendStats
-}
+// Backend is a store of one small value per flow hash; the interface, its
+// answer and its counters live in the leaf package acsm/backend, which
+// every store implements. The four stores are Exact (a map), kbf's
+// key-value Bloom filter (adapted in backends.go), Bonomi et al.'s
+// stateful Bloom filter (acsm/sbf) and fingerprint-compressed filter
+// (acsm/fcf).
+type Backend = backend.Backend
 
-// BackendStats are a backend's own counters (the JSON names are those of
-// the replay summary's acsm.backend_counters).
-type BackendStats struct {
-	Inserts        uint64 `json:"inserts"`         // successful inserts
-	InsertFailures uint64 `json:"insert_failures"` // inserts refused (full)
-	Updates        uint64 `json:"updates"`
-	Deletes        uint64 `json:"deletes"`
-	DontKnow       uint64 `json:"dont_know"`       // queries answered Unknown
-	DecodeFailures uint64 `json:"decode_failures"` // updates/deletes refused because the stored value did not match
-	Expired        uint64 `json:"expired"`         // flows dropped by aging (filled in by the tracker)
-}
-
-// Add adds o's counters to s (backends of several generations or shards).
-func (s *BackendStats) Add(o BackendStats) {
-	s.Inserts += o.Inserts
-	s.InsertFailures += o.InsertFailures
-	s.Updates += o.Updates
-	s.Deletes += o.Deletes
-	s.DontKnow += o.DontKnow
-	s.DecodeFailures += o.DecodeFailures
-	s.Expired += o.Expired
-}
+// BackendStats are a backend's counters (acsm/backend).
+type BackendStats = backend.Stats
 
 // Exact is the ground-truth backend: a map from flow hash to value, with a
 // hard cap on its size. It is exact up to 64-bit hash collisions. It is not

@@ -102,15 +102,11 @@ type sbfBackend struct {
 func (b *sbfBackend) Insert(h uint64, v uint32) error { b.f.Insert(h, v); b.st.Inserts++; return nil }
 
 func (b *sbfBackend) Query(h uint64) (uint32, Result) {
-	v, a := b.f.Query(h)
-	switch a {
-	case sbf.Found:
-		return v, Found
-	case sbf.DontKnow:
+	v, r := b.f.Query(h)
+	if r == Unknown {
 		b.st.DontKnow++
-		return 0, Unknown
 	}
-	return 0, Absent
+	return v, r
 }
 
 func (b *sbfBackend) Update(h uint64, old, nv uint32) error {
@@ -151,15 +147,11 @@ func (b *fcfBackend) Insert(h uint64, v uint32) error {
 }
 
 func (b *fcfBackend) Query(h uint64) (uint32, Result) {
-	v, a := b.f.Query(h)
-	switch a {
-	case fcf.Found:
-		return v, Found
-	case fcf.DontKnow:
+	v, r := b.f.Query(h)
+	if r == Unknown {
 		b.st.DontKnow++
-		return 0, Unknown
 	}
-	return 0, Absent
+	return v, r
 }
 
 func (b *fcfBackend) Update(h uint64, old, nv uint32) error {

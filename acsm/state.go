@@ -1,6 +1,10 @@
 package acsm
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/flowmon/flowmon/acsm/backend"
+)
 
 // EndpointState is one side's TCP state, as Zeek's TCP analyzer keeps it
 // (TCP_ENDPOINT_*). UDP and other protocols use Inactive and Active.
@@ -74,27 +78,15 @@ func ParseConnState(s string) (ConnState, error) {
 	return ConnUnknown, fmt.Errorf("parse conn_state %q: %w", s, ErrUnknownConnState)
 }
 
-// Result is a backend's answer to a lookup.
-type Result uint8
+// Result is a backend's answer to a lookup (acsm/backend).
+type Result = backend.Result
 
 // Lookup results.
 const (
-	Absent  Result = iota // no state stored for the key
-	Found                 // a value was decoded
-	Unknown               // the key seems present but its value cannot be told ("don't know")
+	Absent  = backend.Absent
+	Found   = backend.Found
+	Unknown = backend.Unknown
 )
-
-func (r Result) String() string {
-	switch r {
-	case Absent:
-		return "absent"
-	case Found:
-		return "found"
-	case Unknown:
-		return "unknown"
-	}
-	return fmt.Sprintf("Result(%d)", uint8(r))
-}
 
 // Anomaly is a set of flag anomalies seen on one packet.
 type Anomaly uint16

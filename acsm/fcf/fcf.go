@@ -42,6 +42,7 @@ package fcf
 import (
 	"errors"
 	"fmt"
+	"github.com/flowmon/flowmon/acsm/backend"
 	"math"
 	"math/bits"
 
@@ -55,16 +56,6 @@ var (
 	ErrFull     = errors.New("fcf: buckets full")
 	ErrNotFound = errors.New("fcf: key not found")
 	ErrMismatch = errors.New("fcf: no matching cell holds the stated value")
-)
-
-// Answer is a lookup's outcome.
-type Answer uint8
-
-// Answers.
-const (
-	Absent Answer = iota
-	Found
-	DontKnow
 )
 
 // Options sizes a Filter.
@@ -237,16 +228,16 @@ func (f *Filter) match(h uint64, want uint32) (n, any, withWant int, v uint32) {
 }
 
 // Query looks h up.
-func (f *Filter) Query(h uint64) (uint32, Answer) {
+func (f *Filter) Query(h uint64) (uint32, backend.Result) {
 	n, _, _, v := f.match(h, math.MaxUint32)
 	switch {
 	case n == 0:
-		return 0, Absent
+		return 0, backend.Absent
 	case n > 1:
 		f.stats.DontKnow++
-		return 0, DontKnow
+		return 0, backend.Unknown
 	}
-	return v, Found
+	return v, backend.Found
 }
 
 func (f *Filter) pick(h uint64, old uint32) (int, error) {

@@ -2,6 +2,7 @@ package fcf
 
 import (
 	"errors"
+	"github.com/flowmon/flowmon/acsm/backend"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -58,10 +59,10 @@ func checkAgainstExact(t *testing.T, n int, seed uint64) {
 	ambiguous := 0
 	for _, h := range keys {
 		got, a := f.Query(h)
-		if a == Absent || (a == Found && got != ref[h]) {
+		if a == backend.Absent || (a == backend.Found && got != ref[h]) {
 			t.Fatalf("seed %d: member %x: %d %v, want %d", seed, h, got, a, ref[h])
 		}
-		if a == DontKnow {
+		if a == backend.Unknown {
 			ambiguous++
 		}
 	}
@@ -125,10 +126,10 @@ func TestAmbiguousKeyTakesAnothersCell(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, a := f.Query(x); a != Found {
+	if _, a := f.Query(x); a != backend.Found {
 		t.Fatalf("x: %v, want found", a)
 	}
-	if _, a := f.Query(y); a != DontKnow {
+	if _, a := f.Query(y); a != backend.Unknown {
 		t.Fatalf("y: %v, want don't know", a)
 	}
 	for _, err := range []error{f.Update(x, 5, 6), f.Update(y, 6, 7), f.Delete(y, 7)} {
@@ -139,7 +140,7 @@ func TestAmbiguousKeyTakesAnothersCell(t *testing.T) {
 	if err := f.Delete(x, 6); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("deleting x after y took its cell: %v, want %v", err, ErrNotFound)
 	}
-	if v, a := f.Query(y); a != Found || v != 6 {
+	if v, a := f.Query(y); a != backend.Found || v != 6 {
 		t.Fatalf("y's own cell: %d %v, want 6 found", v, a)
 	}
 }
@@ -175,7 +176,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		fp := 0
 		const q = 200000
 		for i := 0; i < q; i++ {
-			if _, a := f.Query(r.Uint64()); a != Absent {
+			if _, a := f.Query(r.Uint64()); a != backend.Absent {
 				fp++
 			}
 		}

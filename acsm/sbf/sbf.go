@@ -38,6 +38,7 @@ package sbf
 import (
 	"errors"
 	"fmt"
+	"github.com/flowmon/flowmon/acsm/backend"
 	"math"
 	"math/bits"
 
@@ -49,16 +50,6 @@ import (
 var (
 	ErrOptions  = errors.New("sbf: invalid options")
 	ErrNotFound = errors.New("sbf: key not found")
-)
-
-// Answer is a lookup's outcome.
-type Answer uint8
-
-// Answers.
-const (
-	Absent Answer = iota
-	Found
-	DontKnow
 )
 
 // Options sizes a Filter.
@@ -172,14 +163,14 @@ func (f *Filter) Insert(h uint64, v uint32) {
 }
 
 // Query looks h up.
-func (f *Filter) Query(h uint64) (uint32, Answer) {
+func (f *Filter) Query(h uint64) (uint32, backend.Result) {
 	h1, h2 := hashmix.Pair(h, f.seed)
 	var got uint32
 	conflict := false
 	for i := 0; i < f.k; i++ {
 		c := f.cell(h1, h2, i)
 		if f.counts.Get(c) == 0 {
-			return 0, Absent
+			return 0, backend.Absent
 		}
 		x := f.vals.Get(c)
 		switch {
@@ -192,9 +183,9 @@ func (f *Filter) Query(h uint64) (uint32, Answer) {
 	}
 	if got == 0 || conflict {
 		f.stats.DontKnow++
-		return 0, DontKnow
+		return 0, backend.Unknown
 	}
-	return got - 1, Found
+	return got - 1, backend.Found
 }
 
 // present reports whether every cell of h has a nonzero count.

@@ -1,6 +1,7 @@
 package sbf
 
 import (
+	"github.com/flowmon/flowmon/acsm/backend"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -34,11 +35,11 @@ func TestAgainstExact(t *testing.T) {
 	for h, v := range ref {
 		got, a := f.Query(h)
 		switch {
-		case a == Absent:
+		case a == backend.Absent:
 			t.Fatalf("member %x absent", h)
-		case a == Found && got != v:
+		case a == backend.Found && got != v:
 			t.Fatalf("member %x: value %d, want %d", h, got, v)
-		case a == DontKnow:
+		case a == backend.Unknown:
 			dk++
 		}
 	}
@@ -54,7 +55,7 @@ func TestAgainstExact(t *testing.T) {
 		}
 	}
 	for h := range ref {
-		if _, a := f.Query(h); a != Absent {
+		if _, a := f.Query(h); a != backend.Absent {
 			t.Fatalf("deleted key %x still present", h)
 		}
 	}
@@ -72,7 +73,7 @@ func TestFalsePositiveRate(t *testing.T) {
 		fp := 0
 		const q = 200000
 		for i := 0; i < q; i++ {
-			if _, a := f.Query(r.Uint64()); a != Absent {
+			if _, a := f.Query(r.Uint64()); a != backend.Absent {
 				fp++
 			}
 		}
@@ -94,13 +95,13 @@ func TestUpdateLosesSharedCells(t *testing.T) {
 	if err := f.Update(1, 2, 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, a := f.Query(1); a != DontKnow {
+	if _, a := f.Query(1); a != backend.Unknown {
 		t.Fatalf("shared cell after update: %v, want don't know", a)
 	}
 	if err := f.Delete(2, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, a := f.Query(1); a != DontKnow {
+	if _, a := f.Query(1); a != backend.Unknown {
 		t.Fatalf("after the other key left: %v, want still don't know", a)
 	}
 }
