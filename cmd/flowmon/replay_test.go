@@ -10,8 +10,16 @@ import (
 )
 
 func TestReplayJSON(t *testing.T) {
+	// The workers own the dedup of their flows: the counts are the same
+	// on any number of them.
+	for _, workers := range []string{"1", "2", "4"} {
+		t.Run(workers+"-workers", func(t *testing.T) { testReplayJSON(t, workers) })
+	}
+}
+
+func testReplayJSON(t *testing.T, workers string) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"replay", "--json", "../../pcaps/sample.pcap"}, &out, &errb); code != 0 {
+	if code := run([]string{"replay", "--json", "--workers", workers, "../../pcaps/sample.pcap"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var s map[string]any

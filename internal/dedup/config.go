@@ -84,6 +84,26 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Share returns the configuration of one of workers Dedups that split the
+// traffic by flow hash (a packet and its duplicates have the same flow
+// hash, so they meet in the same Dedup): each sees about 1/workers of the
+// packets and is sized for that share of PacketsPerWindow, and of the
+// retransmission window's. Defaults are filled; for one worker the result
+// is c.WithDefaults(). Flows are not equal, so a shard holding more than
+// its share of the traffic runs above FPRate in proportion.
+func (c Config) Share(workers int) Config {
+	c = c.WithDefaults()
+	if workers <= 1 {
+		return c
+	}
+	w := uint64(workers)
+	c.PacketsPerWindow = max(1, (c.PacketsPerWindow+w-1)/w)
+	if c.Retrans.Enabled {
+		c.Retrans.PacketsPerWindow = max(1, (c.Retrans.PacketsPerWindow+w-1)/w)
+	}
+	return c
+}
+
 // Validate checks c (after WithDefaults) and reports every broken rule.
 func (c Config) Validate() error {
 	var errs []error

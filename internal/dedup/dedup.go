@@ -107,8 +107,18 @@ func flowHash(p *capture.Packet) uint64 {
 	return p.Key.Hash()
 }
 
-// Fingerprint returns the packet's identity hash (see the package doc).
-func (d *Dedup) Fingerprint(p *capture.Packet) uint64 {
+// Fingerprint returns the packet's identity hash (see the package doc)
+// with the configured PayloadBytes. It reads only the configuration, so
+// any goroutine may call it, also while the owner runs Check.
+func (d *Dedup) Fingerprint(p *capture.Packet) uint64 { return Fingerprint(p, d.cfg.PayloadBytes) }
+
+// Fingerprint returns p's identity hash over its header fields and the
+// first payloadBytes (clamped to [0, MaxPayloadBytes]) captured payload
+// bytes. It is the only step that reads the payload: a reader computes it
+// while the payload is in its buffer and hands the packet, without
+// payload, and the fingerprint to the goroutine that runs CheckPrint. It
+// allocates nothing.
+func Fingerprint(p *capture.Packet, payloadBytes int) uint64 {
 	var b [fpHeader + MaxPayloadBytes]byte
 	binary.LittleEndian.PutUint64(b[0:], flowHash(p))
 	if p.Reversed {
@@ -122,7 +132,7 @@ func (d *Dedup) Fingerprint(p *capture.Packet) uint64 {
 	binary.LittleEndian.PutUint32(b[20:], p.Seq)
 	binary.LittleEndian.PutUint32(b[24:], p.Ack)
 	binary.LittleEndian.PutUint32(b[28:], p.PayloadLen)
-	n := copy(b[fpHeader:fpHeader+d.cfg.PayloadBytes], p.Payload)
+	n := copy(b[fpHeader:fpHeader+min(max(payloadBytes, 0), MaxPayloadBytes)], p.Payload)
 	return capture.HashBytes(b[:fpHeader+n])
 }
 
@@ -141,13 +151,21 @@ func segmentPrint(p *capture.Packet) uint64 {
 }
 
 // Check classifies p at its own timestamp and remembers it. It allocates
-// nothing.
-func (d *Dedup) Check(p *capture.Packet) Verdict {
+// nothing. It is CheckPrint(p, d.Fingerprint(p)).
+func (d *Dedup) Check(p *capture.Packet) Verdict { return d.CheckPrint(p, d.Fingerprint(p)) }
+
+// CheckPrint classifies p, whose Fingerprint is fp, at its own timestamp
+// and remembers it. It reads p's header fields but not its payload, so p
+// may be a copy made after the payload's buffer was reused. It allocates
+// nothing and does no floating-point work: the filters' estimates are
+// published on their own clock (once per second of packet time) and by
+// Publish.
+func (d *Dedup) CheckPrint(p *capture.Packet, fp uint64) Verdict {
 	d.packets++
 	if d.packets&1023 == 0 {
-		d.Publish()
+		d.publishCounts()
 	}
-	if d.dup.TestAndAdd(d.Fingerprint(p), p.Timestamp) {
+	if d.dup.TestAndAdd(fp, p.Timestamp) {
 		d.duplicates++
 		return Duplicate
 	}
@@ -169,16 +187,23 @@ func (d *Dedup) Counts() (packets, duplicates, retransmissions uint64) {
 	return d.packets, d.duplicates, d.retrans
 }
 
-// Publish makes the current counts and filter state visible to Stats. Check
-// calls it every 1024 packets; call it at the end of a replay.
+// Publish makes the current counts and filter state visible to Stats; call
+// it at the end of a replay. Check publishes the counts every 1024 packets
+// and the filters publish their state every second of packet time; Publish
+// also evaluates the filters' false-positive model, which is too costly for
+// the packet path.
 func (d *Dedup) Publish() {
-	d.pub.packets.Store(d.packets)
-	d.pub.duplicates.Store(d.duplicates)
-	d.pub.retrans.Store(d.retrans)
+	d.publishCounts()
 	d.dup.Publish()
 	if d.retx != nil {
 		d.retx.Publish()
 	}
+}
+
+func (d *Dedup) publishCounts() {
+	d.pub.packets.Store(d.packets)
+	d.pub.duplicates.Store(d.duplicates)
+	d.pub.retrans.Store(d.retrans)
 }
 
 // Stats is a snapshot for metrics.

@@ -208,6 +208,79 @@ func TestNoAllocs(t *testing.T) {
 	}
 }
 
+func TestNoAllocsSplit(t *testing.T) {
+	d, _ := New(Config{Retrans: RetransConfig{Enabled: true}})
+	evs := stream(3, 4096, 100, 200_000, 0.02, time.Millisecond)
+	i := 0
+	var fp uint64
+	if n := testing.AllocsPerRun(10_000, func() {
+		fp = Fingerprint(&evs[i%len(evs)].p, 32)
+		i++
+	}); n != 0 {
+		t.Errorf("Fingerprint: %v allocs per packet", n)
+	}
+	i = 0
+	if n := testing.AllocsPerRun(10_000, func() {
+		e := &evs[i%len(evs)]
+		d.CheckPrint(&e.p, fp^uint64(i))
+		i++
+	}); n != 0 {
+		t.Errorf("CheckPrint: %v allocs per packet", n)
+	}
+}
+
+// TestCheckPrintSplit checks that the split check (fingerprint with the
+// payload, check on a payload-less copy) gives Check's verdicts.
+func TestCheckPrintSplit(t *testing.T) {
+	cfg := Config{Retrans: RetransConfig{Enabled: true}}
+	whole, _ := New(cfg)
+	split, _ := New(cfg)
+	evs := stream(5, 4096, 100, 200_000, 0.05, time.Millisecond)
+	var dups int
+	for i := range evs {
+		p := evs[i].p
+		fp := split.Fingerprint(&p)
+		if fp != Fingerprint(&p, cfg.WithDefaults().PayloadBytes) {
+			t.Fatal("method and function fingerprints differ")
+		}
+		want := whole.Check(&p)
+		p.Payload = nil
+		if got := split.CheckPrint(&p, fp); got != want {
+			t.Fatalf("packet %d: split verdict %v, Check %v", i, got, want)
+		}
+		if want == Duplicate {
+			dups++
+		}
+	}
+	if dups == 0 {
+		t.Fatal("the stream has no duplicates")
+	}
+}
+
+func TestShare(t *testing.T) {
+	c := Config{PacketsPerWindow: 1001, Retrans: RetransConfig{Enabled: true, PacketsPerWindow: 9}}
+	if got := c.Share(1); got != c.WithDefaults() {
+		t.Errorf("Share(1) = %+v, want the defaults filled", got)
+	}
+	got := c.Share(4)
+	if got.PacketsPerWindow != 251 || got.Retrans.PacketsPerWindow != 3 {
+		t.Errorf("Share(4): %d and %d packets per window, want 251 and 3", got.PacketsPerWindow, got.Retrans.PacketsPerWindow)
+	}
+	if err := got.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func BenchmarkFingerprint(b *testing.B) {
+	evs := stream(4, 1<<16, 5000, 1_000_000, 0.02, time.Millisecond)
+	b.ReportAllocs()
+	var s uint64
+	for i := 0; b.Loop(); i++ {
+		s += Fingerprint(&evs[i&(len(evs)-1)].p, 32)
+	}
+	_ = s
+}
+
 func BenchmarkSeen(b *testing.B) {
 	for _, retrans := range []bool{false, true} {
 		name := "dup-window"

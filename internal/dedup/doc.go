@@ -46,6 +46,14 @@
 //
 // # Concurrency
 //
-// A Dedup is owned by one goroutine (a worker); Check and Seen are not safe
-// for concurrent use. Stats and Metrics may run on any goroutine.
+// A Dedup is owned by one goroutine (a worker); Check, CheckPrint and Seen
+// are not safe for concurrent use. Stats and Metrics may run on any
+// goroutine, and so may Fingerprint, which reads only the configuration.
+//
+// The check is split in two so that the payload need not travel: the
+// goroutine that holds the packet's bytes computes Fingerprint, and the
+// worker that owns the packet's flow runs CheckPrint with it. A duplicate
+// has the same flow hash as its original, so when the engine shards flows
+// by hash over several Dedups (each sized by Config.Share), a packet and
+// its duplicates always meet in the same one.
 package dedup

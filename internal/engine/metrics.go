@@ -15,11 +15,8 @@ import (
 // goroutine copies them here every publishEvery packets and at the end, so
 // a scrape never touches the packet path's own variables.
 type published struct {
-	mu              sync.Mutex
-	capture         capture.Stats
-	unique          uint64
-	duplicates      uint64
-	retransmissions uint64
+	mu      sync.Mutex
+	capture capture.Stats
 }
 
 const publishEvery = 8192
@@ -62,11 +59,12 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.pub.mu.Lock()
 	st := c.pub.capture
-	unique := c.pub.unique
 	c.pub.mu.Unlock()
 	var fc flowcount.Stats
+	var unique uint64
 	counters := make([]*flowcount.Counter, len(c.shards))
 	for i, s := range c.shards {
+		unique += s.publishedCounts().unique
 		st := s.flowcountStats()
 		fc.Bytes += st.Bytes
 		fc.Windows = max(fc.Windows, st.Windows)
@@ -105,15 +103,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // do not import the Prometheus client). It is unchecked: its metric set is
 // the stages' to define.
 type stageCollector struct {
-	dedup  *dedup.Dedup
 	shards []*shard
 }
 
 func (c *stageCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.dedup != nil {
-		for _, m := range dedup.Metrics(c.dedup) {
+	// One dedup per shard: Metrics sums them.
+	var ds []*dedup.Dedup
+	for _, sh := range c.shards {
+		if sh.dedup != nil {
+			ds = append(ds, sh.dedup)
+		}
+	}
+	if ds != nil {
+		for _, m := range dedup.Metrics(ds...) {
 			constMetric(ch, m.Name, m.Help, m.Counter, "window", m.Window, m.Value)
 		}
 	}

@@ -69,41 +69,42 @@ func DefaultConfig() Config {
 	}
 }
 
-// Pipeline runs packets through dedup (on the calling goroutine, which
-// sees every packet) and then through the shard that owns the packet's
-// flow. Packet, Finish and the publishing belong to one goroutine.
+// Pipeline hands packets to the shard that owns the packet's flow, which
+// drops duplicates (dedup) and runs the per-flow stages. The calling
+// goroutine, which holds the payload, computes only the dedup fingerprint.
+// Packet, Finish and the publishing belong to one goroutine.
 type Pipeline struct {
-	dedup  *dedup.Dedup
-	shards []*shard
-	cur    []*batch // per shard, the batch being filled
-	sent   []uint64 // per shard, batches handed over
-	seq    uint64   // packets handed to the shards
-	log    *bufio.Writer
-	logErr error
+	// fpBytes is the payload bytes the dedup fingerprint reads (-1: no
+	// dedup stage).
+	fpBytes int
+	shards  []*shard
+	cur     []*batch // per shard, the batch being filled
+	sent    []uint64 // per shard, batches handed over
+	seq     uint64   // packets handed to the shards
+	log     *bufio.Writer
+	logErr  error
 	// logs are the worker shards' record logs, merged into log when seq
 	// reaches nextSync (nil with one shard or no flow log).
 	logs     []*recordLog
 	nextSync uint64
 
-	duplicates      uint64
-	retransmissions uint64
-	unique          uint64
-	pub             published
-	decodeOnly      bool
-	acsm            acsm.Config // as configured, for the summary's target and warnings
+	pub        published
+	decodeOnly bool
+	acsm       acsm.Config // as configured, for the summary's target and warnings
 }
 
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1}
 	if cfg.DecodeOnly {
 		return p, nil
 	}
-	var err error
 	if !cfg.NoDedup {
-		if p.dedup, err = dedup.New(cfg.Dedup); err != nil {
+		dc := cfg.Dedup.WithDefaults()
+		if err := dc.Validate(); err != nil {
 			return nil, fmt.Errorf("build dedup stage: %w", err)
 		}
+		p.fpBytes = dc.PayloadBytes
 	}
 	if cfg.FlowLog != nil {
 		p.log = bufio.NewWriterSize(cfg.FlowLog, 1<<16)
@@ -138,31 +139,31 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 	return p, nil
 }
 
-// Packet runs one decoded packet through the stages. With workers the
-// packet is copied into a batch (without its payload, which points into
-// the reader's buffer and which no per-flow stage reads).
+// Packet runs one decoded packet through the stages. Here it only gets its
+// dedup fingerprint, the one step that reads the payload; with workers the
+// packet is then copied into a batch (without its payload, which points
+// into the reader's buffer and which no per-flow stage reads) with the
+// fingerprint beside it, and the owning shard drops it if it is a
+// duplicate.
 func (p *Pipeline) Packet(pk *capture.Packet) {
 	if p.decodeOnly {
 		return
 	}
-	if p.dedup != nil {
-		switch p.dedup.Check(pk) {
-		case dedup.Duplicate:
-			p.duplicates++
-			return
-		case dedup.Retransmission:
-			p.retransmissions++
-		}
+	var fp uint64
+	if p.fpBytes >= 0 {
+		fp = dedup.Fingerprint(pk, p.fpBytes)
 	}
-	p.unique++
 	if p.cur == nil {
-		p.shards[0].packet(pk)
+		if s := p.shards[0]; s.admit(pk, fp) {
+			s.packet(pk)
+		}
 		return
 	}
 	i := shardOf(pk.Hash, len(p.shards))
 	b := p.cur[i]
 	b.pkts[b.n] = *pk
 	b.pkts[b.n].Payload = nil
+	b.fp[b.n] = fp
 	b.seq[b.n] = p.seq
 	p.seq++
 	if b.n++; b.n == batchSize {
@@ -225,7 +226,7 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if err := reg.Register(&collector{pub: &p.pub, shards: p.shards}); err != nil {
 		return fmt.Errorf("register pipeline metrics: %w", err)
 	}
-	if err := reg.Register(&stageCollector{dedup: p.dedup, shards: p.shards}); err != nil {
+	if err := reg.Register(&stageCollector{shards: p.shards}); err != nil {
 		return fmt.Errorf("register stage metrics: %w", err)
 	}
 	return nil
@@ -245,11 +246,9 @@ func (p *Pipeline) CCFHandler() http.Handler {
 func (p *Pipeline) publish(st *capture.Stats) {
 	p.pub.mu.Lock()
 	p.pub.capture = *st
-	p.pub.unique, p.pub.duplicates, p.pub.retransmissions = p.unique, p.duplicates, p.retransmissions
 	p.pub.mu.Unlock()
-	if p.dedup != nil {
-		p.dedup.Publish()
-	}
+	// Worker shards publish after each batch; the dedup stages publish
+	// their counts themselves every 1024 packets.
 	if p.cur == nil {
 		for _, s := range p.shards {
 			s.publish(0)
@@ -272,7 +271,13 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	for _, l := range p.logs {
 		l.seq = finishSeq
 	}
+	var counts dedupCounts
 	for _, sh := range p.shards {
+		if sh.dedup != nil {
+			sh.dedup.Publish()
+			s.DedupMemoryBytes += sh.dedup.MemoryBytes()
+		}
+		counts.add(sh.counts)
 		if ferr := sh.flows.finish(); ferr != nil && err == nil {
 			err = ferr
 		}
@@ -309,11 +314,8 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.ACSM = ac
 	s.warn(p.acsm.Capacity)
 	s.Workers = len(p.shards)
-	s.UniquePackets = p.unique
-	s.Duplicates = p.duplicates
-	s.Retransmissions = p.retransmissions
-	if p.dedup != nil {
-		s.DedupMemoryBytes = p.dedup.MemoryBytes()
-	}
+	s.UniquePackets = counts.unique
+	s.Duplicates = counts.duplicates
+	s.Retransmissions = counts.retransmissions
 	return err
 }

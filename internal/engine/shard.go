@@ -7,14 +7,17 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/flowcount"
 )
 
 // shard owns the per-flow stages for the flows whose hash selects it: its
+// dedup (a packet's duplicates have its flow hash, so they come here too),
 // ACSM, flow counter and flow table. A shard is driven by one goroutine
 // (its worker, or the reader when there is one shard), so nothing in it
 // takes a lock on the packet path.
 type shard struct {
+	dedup   *dedup.Dedup // nil with Config.NoDedup
 	tracker *acsm.Tracker
 	counter *flowcount.Counter
 	flows   *flowTable
@@ -28,10 +31,24 @@ type shard struct {
 	// shard with a flow log; nil otherwise).
 	log *recordLog
 
-	mu        sync.Mutex // guards fc and batches, published after each batch
+	// counts of the packets the shard admitted, dropped as duplicates and
+	// marked as retransmissions (owner only; pub has the published copy).
+	counts dedupCounts
+
+	mu        sync.Mutex // guards fc, pub and batches, published after each batch
 	processed sync.Cond  // signalled when batches grows
 	batches   uint64     // batches processed
 	fc        flowcount.Stats
+	pub       dedupCounts
+}
+
+// dedupCounts are a shard's packet counts; the pipeline's are their sums.
+type dedupCounts struct{ unique, duplicates, retransmissions uint64 }
+
+func (c *dedupCounts) add(o dedupCounts) {
+	c.unique += o.unique
+	c.duplicates += o.duplicates
+	c.retransmissions += o.retransmissions
 }
 
 // batchSize packets go to a worker in one channel send, so the hand-over
@@ -46,6 +63,7 @@ const prefetchAhead = 4
 type batch struct {
 	pkts [batchSize]capture.Packet
 	seq  [batchSize]uint64 // each packet's number in the pipeline (recordlog.go)
+	fp   [batchSize]uint64 // each packet's dedup fingerprint (0 without dedup)
 	n    int
 }
 
@@ -61,6 +79,12 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 	s.processed.L = &s.mu
 	s.log, _ = log.(*recordLog)
 	var err error
+	if !cfg.NoDedup {
+		// Sized for this shard's share of the packet rate.
+		if s.dedup, err = dedup.New(cfg.Dedup.Share(workers)); err != nil {
+			return nil, fmt.Errorf("build dedup stage: %w", err)
+		}
+	}
 	if s.tracker, err = acsm.New(ac); err != nil {
 		return nil, fmt.Errorf("build acsm stage: %w", err)
 	}
@@ -79,6 +103,23 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 	return s, nil
 }
 
+// admit runs p, whose dedup fingerprint is fp, through the shard's dedup
+// and counts it; it reports false for a duplicate to drop.
+func (s *shard) admit(p *capture.Packet, fp uint64) bool {
+	if s.dedup != nil {
+		switch s.dedup.CheckPrint(p, fp) {
+		case dedup.Duplicate:
+			s.counts.duplicates++
+			return false
+		case dedup.Retransmission:
+			s.counts.retransmissions++
+		}
+	}
+	s.counts.unique++
+	return true
+}
+
+// packet runs an admitted packet through the per-flow stages.
 func (s *shard) packet(p *capture.Packet) {
 	ev := s.tracker.Observe(p)
 	s.counter.Add(p.Hash, p.Timestamp)
@@ -106,6 +147,9 @@ func (s *shard) start() {
 				if j := i + prefetchAhead; j < b.n {
 					s.tracker.Prefetch(b.pkts[j].Hash)
 				}
+				if !s.admit(&b.pkts[i], b.fp[i]) {
+					continue
+				}
 				if s.log != nil {
 					s.log.seq = b.seq[i]
 				}
@@ -124,6 +168,7 @@ func (s *shard) publish(done uint64) {
 	st := s.counter.Stats()
 	s.mu.Lock()
 	s.fc = st
+	s.pub = s.counts
 	s.batches += done
 	if done > 0 {
 		s.processed.Signal()
@@ -138,6 +183,13 @@ func (s *shard) waitProcessed(n uint64) {
 		s.processed.Wait()
 	}
 	s.mu.Unlock()
+}
+
+// publishedCounts returns the counts as of the shard's last publish.
+func (s *shard) publishedCounts() dedupCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pub
 }
 
 func (s *shard) flowcountStats() flowcount.Stats {
