@@ -3,8 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/netip"
-	"slices"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -17,41 +17,49 @@ import (
 // that are open: an ended flow leaves once its record is written, an open
 // one when it has been idle past its timeout (its record then carries the
 // state it had), and the table never holds more than maxFlows: at the cap
-// the longest-idle flows are timed out early. So memory follows the
+// a flow close to its timeout is timed out early. So memory follows the
 // configured capacity, not the trace's length or a flood.
+//
+// The flows live in a fixed open-addressing table (flowslots.go). Idle
+// flows are found by a clock hand that passes a few slots at every packet
+// and the whole table at least once per sweepEvery of packet time; a flow
+// met past its deadline before the hand gets to it is timed out then. At
+// the cap, the flow with the earliest deadline among a sample of
+// evictSample goes. So each packet costs O(1) amortized, and which flow
+// goes when depends only on the packets and their times: the flow log is
+// the same from run to run.
 type flowTable struct {
-	m        map[capture.Key]*flowEntry
+	meta     []slotMeta
+	slots    []flowSlot
+	count    int               // flows held
 	distinct uint64            // flows started (records, as Zeek counts connections)
-	states   map[string]uint64 // flows by final conn_state
+	states   map[string]uint64 // flows by final conn_state (filled by finish)
+	byState  [256]uint64       // flows by final conn_state, while running
 	evicted  uint64            // open flows timed out by the table
 	maxFlows int
-	idleNew  time.Duration // timeout of a flow in S0, SH, SHR or unknown
-	idleEst  time.Duration // timeout of the others
-	sweepAt  time.Time     // next periodic sweep, in packet time
+	idleNew  int64 // timeout (ns) of a flow in S0, SH, SHR or unknown
+	idleEst  int64 // timeout of the others
+	// The clock: hand is the next slot it looks at; lastNow the latest
+	// packet time, and frac the part of a slot it owes for the time since.
+	hand    int
+	lastNow int64
+	frac    int64
 	// ended flows wait linger (packet time) for their stragglers before
-	// their record is written, oldest first.
+	// their record is written, oldest first: a ring of capacity maxFlows.
 	ended  []endedFlow
-	head   int // ended[:head] are written
-	linger time.Duration
+	head   int // ended[head] is the oldest
+	nEnded int
+	linger int64
 	enc    *json.Encoder
 	err    error
 }
 
-type flowEntry struct {
-	first, last time.Time
-	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
-	uid         uint64    // seed of the flow's uid (uid.go)
-	ended       bool
-	written     bool
-	state       acsm.ConnState
-	origIsDst   bool
-	conn        connFields // history, bytes, missed bytes (history.go)
-}
-
+// endedFlow names an ended flow by its hash and uid seed: if the slot no
+// longer holds that flow (its 5-tuple started another, or the cap timed
+// it out), its record has been written.
 type endedFlow struct {
-	key capture.Key
-	e   *flowEntry
-	at  time.Time
+	hash, uid uint64
+	at        int64
 }
 
 // recordLinger is how long after its end a flow's record waits for the
@@ -59,12 +67,19 @@ type endedFlow struct {
 // tcp_close_delay is 5 s) because it also reassembles; counting needs less.
 const recordLinger = 2 * time.Second
 
-// sweepEvery is how often (packet time) the table looks for idle flows.
-const sweepEvery = 10 * time.Second
+// sweepEvery is the longest (packet time) the clock takes to pass every
+// slot; sweepStep how many slots it passes at every packet at least.
+const (
+	sweepEvery = 10 * time.Second
+	sweepStep  = 2
+)
 
 func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
-	t := &flowTable{m: map[capture.Key]*flowEntry{}, states: map[string]uint64{}, linger: recordLinger,
-		maxFlows: max(maxFlows, 1), idleNew: idleNew, idleEst: idleEst}
+	maxFlows = max(maxFlows, 1)
+	n := slotCount(maxFlows)
+	t := &flowTable{meta: make([]slotMeta, n), slots: make([]flowSlot, n), ended: make([]endedFlow, maxFlows),
+		states: map[string]uint64{}, linger: int64(recordLinger), maxFlows: maxFlows,
+		idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64}
 	if w != nil {
 		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
 	}
@@ -73,25 +88,30 @@ func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *fl
 
 // packet records one packet and the ACSM's event for it.
 func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
-	now := p.Timestamp
+	now := p.Timestamp.UnixNano()
 	t.flushEnded(now)
-	if !now.Before(t.sweepAt) {
-		t.sweep(now, 1)
-		t.sweepAt = now.Add(sweepEvery)
-	}
-	e := t.m[p.Key]
-	if e == nil {
-		// At the cap, time out idle flows early: half the timeouts, then a
-		// quarter, ... until there is room again.
-		for div := time.Duration(2); len(t.m) >= t.maxFlows && div <= 1<<20; div *= 2 {
-			t.sweep(now, div)
+	t.tick(now)
+	tag, k := slotTag(p.Hash), packKey(&p.Key)
+	i, found := t.lookup(tag, &k)
+	e := &t.slots[i]
+	switch {
+	case !found:
+		if t.count >= t.maxFlows {
+			t.timeOut(t.victim(tag))
+			i = t.freeSlot(tag)
+			e = &t.slots[i]
 		}
-		e = t.start(p)
-	} else if e.ended && ev.New {
+		t.start(i, tag, &k, p, now)
+	case e.ended && ev.New:
 		// The 5-tuple is reused after its flow ended: a new flow. The
 		// old one's record goes out now; its queue entry is then skipped.
-		t.writeOnce(p.Key, e)
-		e = t.start(p)
+		t.writeOnce(e)
+		t.start(i, tag, &k, p, now)
+	case now >= t.meta[i].deadline:
+		// Idle past its timeout before the clock came by: the flow is
+		// over and this packet starts another in its slot.
+		t.expire(e)
+		t.start(i, tag, &k, p, now)
 	}
 	// The orientation as the backend answered; when it could not tell,
 	// the flow keeps the one it had (a new flow: its sender originates).
@@ -104,12 +124,8 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		origIsDst = p.Reversed
 	}
 	e.conn.observe(p, origIsDst, first)
-	e.last = p.Timestamp
-	if p.Reversed {
-		e.pkts[1]++
-	} else {
-		e.pkts[0]++
-	}
+	e.last = now
+	e.pkts[b2i(p.Reversed)]++
 	if e.ended {
 		return // a straggler after the end (the last ACK)
 	}
@@ -117,102 +133,137 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	// open flow's record carries it, even if the flow has aged out since.
 	e.state, e.origIsDst = ev.State, origIsDst
 	if !ev.Ended {
+		t.meta[i].deadline = now + t.timeout(e.state)
 		return
 	}
 	e.ended = true
-	t.states[ev.State.String()]++
-	t.ended = append(t.ended, endedFlow{key: p.Key, e: e, at: p.Timestamp})
-}
-
-// start enters a new flow at its first packet.
-func (t *flowTable) start(p *capture.Packet) *flowEntry {
-	e := &flowEntry{first: p.Timestamp, uid: uidSeed(p)}
-	t.m[p.Key] = e
-	t.distinct++
-	return e
-}
-
-// sweep times out the open flows idle longer than their timeout divided
-// by div, writing their records oldest first.
-func (t *flowTable) sweep(now time.Time, div time.Duration) {
-	var idle []capture.Key
-	for k, e := range t.m {
-		// As the ACSM's tiers: a handshake still open or one side only
-		// times out fast, a flow both sides spoke in slowly.
-		timeout := t.idleEst
-		switch e.state {
-		case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
-			timeout = t.idleNew
-		}
-		if !e.ended && now.Sub(e.last) >= timeout/div {
-			idle = append(idle, k)
-		}
+	t.meta[i].deadline = maxTime // the ended queue writes it
+	t.byState[ev.State]++
+	if t.nEnded == len(t.ended) {
+		t.flushOne() // the queue is full: the oldest goes out early
 	}
-	t.sortOldestFirst(idle)
-	for _, k := range idle {
-		e := t.m[k]
-		t.states[e.state.String()]++
-		t.writeOnce(k, e)
-		delete(t.m, k)
+	t.ended[(t.head+t.nEnded)%len(t.ended)] = endedFlow{hash: tag, uid: e.uid, at: now}
+	t.nEnded++
+}
+
+// start enters a new flow at its first packet in slot i, empty or holding
+// a flow whose record is written.
+func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) {
+	if t.meta[i].hash == 0 {
+		t.count++
+	}
+	t.meta[i] = slotMeta{hash: tag, deadline: maxTime}
+	t.slots[i] = flowSlot{key: *k, first: now, uid: uidSeed(p)}
+	t.distinct++
+}
+
+// timeout is the idle timeout of a flow in state s: as the ACSM's tiers,
+// a handshake still open or one side only times out fast, a flow both
+// sides spoke in slowly.
+func (t *flowTable) timeout(s acsm.ConnState) int64 {
+	switch s {
+	case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
+		return t.idleNew
+	}
+	return t.idleEst
+}
+
+// timeOut writes the record of the flow in slot i and removes it: an open
+// flow timed out, or at the cap any flow.
+func (t *flowTable) timeOut(i int) {
+	t.expire(&t.slots[i])
+	t.remove(i)
+}
+
+// expire writes the record of a flow that leaves before its end or
+// linger is over.
+func (t *flowTable) expire(e *flowSlot) {
+	if !e.ended {
+		t.byState[e.state]++
 		t.evicted++
 	}
+	t.writeOnce(e)
 }
 
-func (t *flowTable) sortOldestFirst(keys []capture.Key) {
-	slices.SortFunc(keys, func(a, b capture.Key) int {
-		if c := t.m[a].first.Compare(t.m[b].first); c != 0 {
-			return c
+// tick moves the clock hand: sweepStep slots, and more as packet time
+// passes, so that it goes round the table at least every sweepEvery.
+// Flows past their deadline are timed out as it passes them.
+func (t *flowTable) tick(now int64) {
+	n := int64(len(t.meta))
+	steps := int64(sweepStep)
+	if now > t.lastNow {
+		if t.lastNow != math.MinInt64 {
+			if dt := now - t.lastNow; dt >= int64(sweepEvery) {
+				steps = n
+			} else {
+				t.frac += dt * n
+				steps += t.frac / int64(sweepEvery)
+				t.frac %= int64(sweepEvery)
+			}
 		}
-		return a.Compare(b)
-	})
+		t.lastNow = now
+	}
+	for steps = min(steps, n); steps > 0; steps-- {
+		m := &t.meta[t.hand]
+		if m.hash != 0 && now >= m.deadline {
+			t.timeOut(t.hand) // another flow may move into the slot: look again
+			continue
+		}
+		t.hand = t.next(t.hand)
+	}
 }
 
 // flushEnded writes the records of flows that ended more than linger
 // before now.
-func (t *flowTable) flushEnded(now time.Time) {
-	for t.head < len(t.ended) && now.Sub(t.ended[t.head].at) >= t.linger {
-		f := &t.ended[t.head]
-		t.writeOnce(f.key, f.e)
-		if t.m[f.key] == f.e {
-			delete(t.m, f.key) // its stragglers are in; the flow is done
-		}
-		*f = endedFlow{}
-		t.head++
+func (t *flowTable) flushEnded(now int64) {
+	for t.nEnded > 0 && now-t.ended[t.head].at >= t.linger {
+		t.flushOne()
 	}
-	// Compact once the written prefix is most of the queue, so each entry
-	// is moved O(1) times.
-	if t.head > 1024 && t.head*2 > len(t.ended) {
-		t.ended = t.ended[:copy(t.ended, t.ended[t.head:])]
+}
+
+// flushOne writes the oldest ended flow's record and removes the flow, if
+// its slot still holds it.
+func (t *flowTable) flushOne() {
+	f := t.ended[t.head]
+	if i := t.find(f.hash, f.uid); i >= 0 {
+		t.writeOnce(&t.slots[i])
+		t.remove(i) // its stragglers are in; the flow is done
+	}
+	if t.head++; t.head == len(t.ended) {
 		t.head = 0
 	}
+	t.nEnded--
 }
 
-func (t *flowTable) writeOnce(k capture.Key, e *flowEntry) {
+func (t *flowTable) writeOnce(e *flowSlot) {
 	if !e.written {
 		e.written = true
-		t.write(k, e, e.state, e.origIsDst)
+		t.write(e)
 	}
 }
 
-// finish writes a record for every flow still open, oldest first, with its
-// latest state.
+// finish writes a record for every flow still open, in the table's order
+// (which the packets decide), with its latest state, and frees the table.
 func (t *flowTable) finish() error {
-	for _, f := range t.ended[t.head:] {
-		t.writeOnce(f.key, f.e)
+	for t.nEnded > 0 {
+		t.flushOne()
 	}
-	t.ended, t.head = nil, 0
-	keys := make([]capture.Key, 0, len(t.m))
-	for k, e := range t.m {
-		if !e.ended {
-			keys = append(keys, k)
+	for i := range t.meta {
+		if t.meta[i].hash == 0 {
+			continue
+		}
+		if e := &t.slots[i]; !e.ended {
+			t.byState[e.state]++
+			t.writeOnce(e)
 		}
 	}
-	t.sortOldestFirst(keys)
-	for _, k := range keys {
-		e := t.m[k]
-		t.states[e.state.String()]++
-		t.write(k, e, e.state, e.origIsDst)
+	t.meta, t.slots, t.ended, t.count = nil, nil, nil, 0
+	for s, n := range t.byState {
+		if n > 0 {
+			t.states[acsm.ConnState(s).String()] += n
+		}
 	}
+	t.byState = [256]uint64{}
 	return t.err
 }
 
@@ -252,16 +303,17 @@ func connProto(p uint8) string {
 	return "unknown_transport"
 }
 
-func (t *flowTable) write(k capture.Key, e *flowEntry, st acsm.ConnState, origIsDst bool) {
+func (t *flowTable) write(e *flowSlot) {
 	if t.enc == nil || t.err != nil {
 		return
 	}
+	k, st, origIsDst := e.key.key(), e.state, e.origIsDst
 	c := &e.conn
 	o, rs := &c.side[0], &c.side[1]
 	r := FlowRecord{
-		TS:       float64(e.first.UnixNano()) / 1e9,
+		TS:       float64(e.first) / 1e9,
 		UID:      formatUID(e.uid),
-		Duration: e.last.Sub(e.first).Seconds(),
+		Duration: time.Duration(e.last - e.first).Seconds(),
 		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
 		Proto:       connProto(k.Proto),
 		ConnState:   st.String(),

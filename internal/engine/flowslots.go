@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"net/netip"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/hashmix"
+)
+
+// The flow table's storage: one open-addressing table of fixed size,
+// allocated when the table is made and never grown, so that a flow costs
+// no allocation and memory is bounded by max-flows.
+//
+// Layout, per slot (256 bytes):
+//
+//	slotMeta   16  hash (0: empty), deadline (packet time, ns)
+//	flowSlot  240  key (packed, 38), first/last (16), packets (16),
+//	               uid seed (8), conn.log fields (152), state and flags
+//
+// The metas are an array of their own: probing and the sweep read 16
+// bytes a slot, four slots a cache line, and touch a flowSlot only at a
+// match. There are 4/3 slots per flow of the cap (slotCount), so the
+// table is at most 3/4 full.
+//
+// Probing is linear from the slot hashmix gives the flow hash (mixed
+// with a seed of the table's own, as the shards take the hash's top
+// bits); a match is a meta with the flow's hash whose slot holds the
+// flow's key. Deletion shifts the following slots of the run back
+// (Knuth's Algorithm R), so there are no tombstones and a full table does
+// not degrade.
+
+// slotMeta is the part of a slot that probing and sweeping read.
+type slotMeta struct {
+	hash     uint64 // the flow hash with bit 0 set; 0: empty
+	deadline int64  // packet time (UnixNano) the flow times out at; maxTime for an ended flow
+}
+
+// flowSlot is one open flow.
+type flowSlot struct {
+	key         packedKey
+	first, last int64     // packet times (UnixNano)
+	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
+	uid         uint64    // seed of the flow's uid (uid.go)
+	conn        connFields
+	state       acsm.ConnState
+	ended       bool
+	written     bool
+	origIsDst   bool
+}
+
+// packedKey is a capture.Key without pointers (netip.Addr holds one), so
+// the slots are not scanned by the garbage collector: addresses as 16
+// bytes and their families. Zones are not kept (the decoder sets none).
+type packedKey struct {
+	src, dst         [16]byte
+	srcPort, dstPort uint16
+	proto            uint8
+	fams             uint8 // bits 0-1: Src's family (0 none, 1 IPv4, 2 IPv6); bits 2-3: Dst's
+}
+
+func famOf(a netip.Addr) uint8 {
+	switch {
+	case a.Is4():
+		return 1
+	case a.Is6():
+		return 2
+	}
+	return 0
+}
+
+func packKey(k *capture.Key) packedKey {
+	return packedKey{src: k.Src.As16(), dst: k.Dst.As16(), srcPort: k.SrcPort, dstPort: k.DstPort, proto: k.Proto,
+		fams: famOf(k.Src) | famOf(k.Dst)<<2}
+}
+
+func unpackAddr(b [16]byte, fam uint8) netip.Addr {
+	switch fam {
+	case 1:
+		return netip.AddrFrom4([4]byte(b[12:]))
+	case 2:
+		return netip.AddrFrom16(b)
+	}
+	return netip.Addr{}
+}
+
+func (k *packedKey) key() capture.Key {
+	return capture.Key{Src: unpackAddr(k.src, k.fams&3), Dst: unpackAddr(k.dst, k.fams>>2&3),
+		SrcPort: k.srcPort, DstPort: k.dstPort, Proto: k.proto}
+}
+
+// slotCount is the table's size for a cap: 4/3 of it, a load factor of
+// at most 3/4, where a linear probe for a missing key reads 8.5 metas on
+// average (Knuth), about two cache lines.
+func slotCount(maxFlows int) int { return maxFlows + (maxFlows+2)/3 }
+
+// flowTableSeed decorrelates the table's index from the shard's (the
+// hash's top bits).
+const flowTableSeed = 0x6a09e667f3bcc909
+
+const maxTime = int64(^uint64(0) >> 1)
+
+func slotTag(h uint64) uint64 { return h | 1 }
+
+// home is a tagged hash's first slot.
+func (t *flowTable) home(tag uint64) int {
+	return int(hashmix.Reduce(hashmix.Mix(tag^flowTableSeed), uint64(len(t.meta))))
+}
+
+func (t *flowTable) next(i int) int {
+	if i++; i == len(t.meta) {
+		return 0
+	}
+	return i
+}
+
+// lookup finds the packet's flow: its slot and true, or the empty slot
+// that ends its probe and false.
+func (t *flowTable) lookup(tag uint64, k *packedKey) (int, bool) {
+	for i := t.home(tag); ; i = t.next(i) {
+		switch t.meta[i].hash {
+		case 0:
+			return i, false
+		case tag:
+			if t.slots[i].key == *k {
+				return i, true
+			}
+		}
+	}
+}
+
+// find is the slot of the flow of hash tag and uid seed uid, or -1.
+func (t *flowTable) find(tag, uid uint64) int {
+	for i := t.home(tag); t.meta[i].hash != 0; i = t.next(i) {
+		if t.meta[i].hash == tag && t.slots[i].uid == uid {
+			return i
+		}
+	}
+	return -1
+}
+
+// freeSlot is the first empty slot of tag's probe.
+func (t *flowTable) freeSlot(tag uint64) int {
+	i := t.home(tag)
+	for t.meta[i].hash != 0 {
+		i = t.next(i)
+	}
+	return i
+}
+
+// remove empties slot i and shifts the rest of its run back so that
+// every flow stays reachable from its home.
+func (t *flowTable) remove(i int) {
+	t.count--
+	n := len(t.meta)
+	for j := i; ; {
+		j = t.next(j)
+		h := t.meta[j].hash
+		if h == 0 {
+			break
+		}
+		// The flow at j may fill i unless its home lies cyclically in (i, j].
+		home := t.home(h)
+		dj, di := j-home, j-i
+		if dj < 0 {
+			dj += n
+		}
+		if di < 0 {
+			di += n
+		}
+		if dj >= di {
+			t.meta[i], t.slots[i] = t.meta[j], t.slots[j]
+			i = j
+		}
+	}
+	t.meta[i] = slotMeta{}
+}
+
+// victim is the flow to time out early when the table is at its cap: of
+// the first evictSample flows from tag's home, the one with the earliest
+// deadline (an idle handshake before an idle established flow; an ended
+// flow only if all are ended), the first at a tie.
+func (t *flowTable) victim(tag uint64) int {
+	best, seen, want := -1, 0, min(evictSample, t.count)
+	for i := t.home(tag); seen < want; i = t.next(i) {
+		m := &t.meta[i]
+		if m.hash == 0 {
+			continue
+		}
+		seen++
+		if best < 0 || m.deadline < t.meta[best].deadline {
+			best = i
+		}
+	}
+	return best
+}
+
+// evictSample is how many flows victim compares: a sample of 8 from a
+// random place holds a flow among the oldest eighth of deadlines with
+// probability 1-(7/8)^8 = 0.66, and costs two or three cache lines.
+const evictSample = 8
