@@ -3,6 +3,8 @@ package acsm
 import (
 	"fmt"
 	"time"
+
+	"github.com/flowmon/flowmon/acsm/dleft"
 )
 
 // Timeouts are the per-tier idle timeouts, after Suricata's flow timeouts.
@@ -45,10 +47,14 @@ func (t Timeouts) of(x Tier) time.Duration {
 // established flows dominate, ended ones are deleted.
 var tierShare = [numTiers]float64{0.5, 0.5, 0.25}
 
-// loc says where a value was found: tier and generation (-1: nowhere).
-type loc struct{ t, g int8 }
+// loc says where a value was found: tier and generation, and for the
+// dleft table the cell (-1: nowhere).
+type loc struct {
+	t, g int8
+	slot int32
+}
 
-var nowhere = loc{-1, -1}
+var nowhere = loc{-1, -1, -1}
 
 // ring is one tier: two generations, the current one taking every insert.
 // When the current generation is older than the tier's timeout, the older
@@ -64,10 +70,13 @@ type ring struct {
 }
 
 // store is a set of backends with aging: one ring per tier, or a single
-// backend when aging is off. It is not safe for concurrent use.
+// backend when aging is off, or one dleft table that ages its cells
+// itself (dl; aging is then false: there are no rings). It is not safe
+// for concurrent use.
 type store struct {
 	m       *machine
 	aging   bool
+	dl      *dleft.Table
 	rings   [numTiers]ring
 	started bool
 	next    int64 // earliest packet time a rotation can be due
@@ -79,6 +88,24 @@ func newStore(m *machine, cfg *Config, kind BackendKind, seed uint64) (*store, e
 	s := &store{m: m, aging: !cfg.NoAging}
 	spec := BackendSpec{Kind: kind, Capacity: cfg.Capacity, FPRate: cfg.FPRate, MemoryBytes: cfg.MemoryBytes,
 		Values: m.values, Seed: seed, ExactCap: cfg.ExactCap, KBFEncoder: cfg.KBFEncoder, KBFLayout: cfg.KBFLayout}
+	if kind == BackendDLeft {
+		spec.Tier = make([]uint8, m.values)
+		for v, t := range m.tier {
+			spec.Tier[v] = uint8(t)
+		}
+		if s.aging {
+			to := cfg.Timeouts
+			spec.Timeouts = []time.Duration{TierNew: to.New, TierEstablished: to.Established, TierClosed: to.Closed}
+		}
+		b, err := NewBackend(spec)
+		if err != nil {
+			return nil, err
+		}
+		s.aging = false
+		s.dl = b.(*dleft.Table)
+		s.rings[0].gens[0] = b
+		return s, nil
+	}
 	if !s.aging {
 		b, err := NewBackend(spec)
 		if err != nil {
@@ -115,12 +142,19 @@ func (s *store) at(l loc) Backend {
 
 // lookup searches the current generations, then the older ones.
 func (s *store) lookup(h uint64) (uint32, Result, loc) {
+	if s.dl != nil {
+		v, r, slot := s.dl.Find(h)
+		if r == Absent {
+			return 0, r, nowhere
+		}
+		return v, r, loc{0, 0, int32(slot)}
+	}
 	if !s.aging {
 		v, r := s.rings[0].gens[0].Query(h)
 		if r == Absent {
 			return 0, r, nowhere
 		}
-		return v, r, loc{0, 0}
+		return v, r, loc{0, 0, -1}
 	}
 	for pass := 0; pass < 2; pass++ {
 		for t := range s.rings {
@@ -130,7 +164,7 @@ func (s *store) lookup(h uint64) (uint32, Result, loc) {
 				g = 1 - g
 			}
 			if v, res := r.gens[g].Query(h); res != Absent {
-				return v, res, loc{int8(t), int8(g)}
+				return v, res, loc{int8(t), int8(g), -1}
 			}
 		}
 	}
@@ -153,6 +187,15 @@ func (s *store) prefetch(h uint64) {
 // put stores nv for h, which was found at l with value old (or not found
 // when l is nowhere), moving it to the current generation of nv's tier.
 func (s *store) put(h uint64, l loc, old, nv uint32) {
+	if s.dl != nil {
+		// Written back even when unchanged: the write tags the cell now.
+		if l != nowhere {
+			s.dl.Set(int(l.slot), nv)
+		} else if s.dl.Insert(h, nv) != nil {
+			s.failed++
+		}
+		return
+	}
 	t, g := 0, 0
 	if s.aging {
 		t = int(s.m.tier[nv])
@@ -177,6 +220,10 @@ func (s *store) put(h uint64, l loc, old, nv uint32) {
 }
 
 func (s *store) remove(h uint64, l loc, v uint32) {
+	if s.dl != nil {
+		s.dl.Clear(int(l.slot))
+		return
+	}
 	if s.at(l).Delete(h, v) != nil {
 		s.failed++
 		return
@@ -187,6 +234,10 @@ func (s *store) remove(h uint64, l loc, v uint32) {
 // rotate expires generations older than their tier's timeout at packet
 // time now (ns).
 func (s *store) rotate(now int64) {
+	if s.dl != nil {
+		s.dl.Advance(now)
+		return
+	}
 	if !s.aging {
 		return
 	}
@@ -233,11 +284,14 @@ func (s *store) memoryBytes() int {
 func (s *store) stats() BackendStats {
 	var st BackendStats
 	s.each(func(b Backend) { st.Add(b.Stats()) })
-	st.Expired = s.expired
+	st.Expired += s.expired // the rings' (dleft counts its own)
 	return st
 }
 
 func (s *store) live() int64 {
+	if s.dl != nil {
+		return int64(s.dl.Len())
+	}
 	var n int64
 	for t := range s.rings {
 		n += s.rings[t].live[0] + s.rings[t].live[1]

@@ -20,10 +20,11 @@ var (
 
 // Backend is a store of one small value per flow hash; the interface, its
 // answer and its counters live in the leaf package acsm/backend, which
-// every store implements. The four stores are Exact (a map), kbf's
+// every store implements. The five stores are Exact (a map), kbf's
 // key-value Bloom filter (adapted in backends.go), Bonomi et al.'s
 // stateful Bloom filter (acsm/sbf) and fingerprint-compressed filter
-// (acsm/fcf).
+// (acsm/fcf), and acsm/dleft, a d-left fingerprint table that ages its
+// own cells (the tracker then keeps one table instead of the rings).
 type Backend = backend.Backend
 
 // BackendStats are a backend's counters (acsm/backend).

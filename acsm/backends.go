@@ -2,7 +2,9 @@ package acsm
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/flowmon/flowmon/acsm/dleft"
 	"github.com/flowmon/flowmon/acsm/fcf"
 	"github.com/flowmon/flowmon/acsm/sbf"
 	"github.com/flowmon/flowmon/kbf"
@@ -17,10 +19,14 @@ const (
 	BackendSBF                      // Bonomi et al.'s stateful Bloom filter
 	BackendFCF                      // Bonomi et al.'s fingerprint-compressed d-left filter
 	BackendExact                    // a map: the ground truth
+	// BackendDLeft is a d-left fingerprint table with the aging tag in
+	// each cell (acsm/dleft): the tracker keeps one table, not the tier
+	// and generation rings, and a packet costs one probe.
+	BackendDLeft
 	numBackends
 )
 
-var backendNames = [numBackends]string{"kbf", "sbf", "fcf", "exact"}
+var backendNames = [numBackends]string{"kbf", "sbf", "fcf", "exact", "dleft"}
 
 func (b BackendKind) String() string {
 	if b < numBackends {
@@ -39,7 +45,7 @@ func ParseBackend(s string) (BackendKind, error) {
 			return BackendKind(i), nil
 		}
 	}
-	return 0, fmt.Errorf("parse backend %q (want kbf, sbf, fcf or exact): %w", s, ErrConfig)
+	return 0, fmt.Errorf("parse backend %q (want kbf, sbf, fcf, exact or dleft): %w", s, ErrConfig)
 }
 
 // BackendSpec sizes one backend.
@@ -60,6 +66,11 @@ type BackendSpec struct {
 	// KBFLayout places kbf's cells: kbf.Standard (the default) or
 	// kbf.Blocked.
 	KBFLayout kbf.LayoutKind
+	// Tier and Timeouts age dleft's cells in place (dleft.Options); the
+	// other kinds ignore them. FPRate does not size dleft: its cells are
+	// 32 bits and its fingerprints take what the state and tag leave.
+	Tier     []uint8
+	Timeouts []time.Duration
 }
 
 // NewBackend builds the backend spec describes.
@@ -83,6 +94,12 @@ func NewBackend(s BackendSpec) (Backend, error) {
 			return nil, fmt.Errorf("new backend: %w", err)
 		}
 		return &fcfBackend{f: f}, nil
+	case BackendDLeft:
+		t, err := dleft.New(dleft.Options{Capacity: s.Capacity, MemoryBytes: s.MemoryBytes, Values: s.Values, Seed: s.Seed, Tier: s.Tier, Timeouts: s.Timeouts})
+		if err != nil {
+			return nil, fmt.Errorf("new backend: %w", err)
+		}
+		return t, nil
 	case BackendKBF:
 		opt := kbf.Options{Capacity: s.Capacity, FPRate: s.FPRate, Values: s.Values, Seed: s.Seed, Encoder: s.KBFEncoder, Layout: s.KBFLayout}
 		f, err := kbf.New(opt)

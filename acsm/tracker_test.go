@@ -88,7 +88,7 @@ var connScenarios = []struct {
 }
 
 func TestTrackerScenarios(t *testing.T) {
-	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF} {
+	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF, BackendDLeft} {
 		for i, keep := range []bool{false, true, false} {
 			for _, sc := range connScenarios {
 				tr, err := New(Config{Backend: kind, Capacity: 1000, FPRate: 0.001, KeepEnded: keep, NoAging: i == 2})
@@ -166,7 +166,7 @@ func TestFlagAnomalies(t *testing.T) {
 }
 
 func TestAgingExpiresIdleFlows(t *testing.T) {
-	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF} {
+	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF, BackendDLeft} {
 		tr, err := New(Config{Backend: kind, Capacity: 1000, FPRate: 0.01, ShadowRate: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +192,7 @@ func TestAgingExpiresIdleFlows(t *testing.T) {
 }
 
 func TestObserveNoAllocs(t *testing.T) {
-	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF} {
+	for _, kind := range []BackendKind{BackendExact, BackendKBF, BackendSBF, BackendFCF, BackendDLeft} {
 		tr, err := New(Config{Backend: kind, Capacity: 1 << 12, FPRate: 0.01, ShadowRate: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -217,7 +217,7 @@ func TestObserveNoAllocs(t *testing.T) {
 // allocate, for kbf's 575 MB arrays no more than for the others.
 func TestRotationNoAllocs(t *testing.T) {
 	second := Timeouts{New: time.Second, Established: time.Second, Closed: time.Second}
-	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF} {
+	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendDLeft} {
 		tr, err := New(Config{Backend: kind, Capacity: 1 << 12, FPRate: 0.01, Timeouts: second})
 		if err != nil {
 			t.Fatal(err)
@@ -294,7 +294,7 @@ func TestSamplesNames(t *testing.T) {
 // TestFloodKeepsMemory: ten times the configured flows change no
 // approximate backend's size; the exact backend stops at its cap.
 func TestFloodKeepsMemory(t *testing.T) {
-	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendExact} {
+	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendExact, BackendDLeft} {
 		tr, err := New(Config{Backend: kind, Capacity: 500, FPRate: 0.01, ExactCap: 1000, ShadowRate: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -358,7 +358,7 @@ func TestDifferentialRandomFlows(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		ref, _ := New(Config{Backend: BackendExact, Capacity: 1000, KeepEnded: keep, ShadowRate: -1})
 		var trs []*Tracker
-		for _, k := range []BackendKind{BackendKBF, BackendSBF, BackendFCF} {
+		for _, k := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendDLeft} {
 			tr, err := New(Config{Backend: k, Capacity: 1000, FPRate: 1e-6, KeepEnded: keep, ShadowRate: -1})
 			if err != nil {
 				t.Fatal(err)

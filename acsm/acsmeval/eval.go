@@ -180,6 +180,15 @@ func buildRuns(cfg *Config, n int) ([]*run, error) {
 			}
 			runs = append(runs, eq, nat)
 		}
+		if has(cfg.Backends, acsm.BackendDLeft) {
+			// dleft's cells are 32 bits whatever p: one run, sized by
+			// its own load.
+			nat, err := mk(acsm.BackendDLeft, p, 0, true)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, nat)
+		}
 	}
 	return runs, nil
 }
