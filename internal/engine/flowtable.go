@@ -29,6 +29,7 @@ import (
 // goes when depends only on the packets and their times: the flow log is
 // the same from run to run.
 type flowTable struct {
+	mem      *offHeap // meta, slots and ended
 	meta     []slotMeta
 	slots    []flowSlot
 	count    int               // flows held
@@ -77,9 +78,11 @@ const (
 func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
 	maxFlows = max(maxFlows, 1)
 	n := slotCount(maxFlows)
-	t := &flowTable{meta: make([]slotMeta, n), slots: make([]flowSlot, n), ended: make([]endedFlow, maxFlows),
-		states: map[string]uint64{}, linger: int64(recordLinger), maxFlows: maxFlows,
-		idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64}
+	mem := &offHeap{}
+	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n), slots: offHeapSlice[flowSlot](mem, n),
+		ended: offHeapSlice[endedFlow](mem, maxFlows), states: map[string]uint64{}, linger: int64(recordLinger),
+		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64}
+	mem.freeWith(t)
 	if w != nil {
 		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
 	}
@@ -257,7 +260,8 @@ func (t *flowTable) finish() error {
 			t.writeOnce(e)
 		}
 	}
-	t.meta, t.slots, t.ended, t.count = nil, nil, nil, 0
+	t.meta, t.slots, t.ended, t.count, t.nEnded = nil, nil, nil, 0, 0
+	t.mem.free()
 	for s, n := range t.byState {
 		if n > 0 {
 			t.states[acsm.ConnState(s).String()] += n

@@ -67,6 +67,7 @@ func BenchmarkFlowTable(b *testing.B) {
 					i = 0
 				}
 			}
+			tab.finish() // frees the table (off the Go heap)
 		})
 		b.Run(fmt.Sprintf("new/open=%d", open), func(b *testing.B) {
 			tab := newFlowTable(nil, open, time.Minute, time.Hour)
@@ -82,6 +83,7 @@ func BenchmarkFlowTable(b *testing.B) {
 				tab.packet(p, &newEv)
 				i++
 			}
+			tab.finish()
 		})
 	}
 }
