@@ -174,6 +174,10 @@ func (s *store) lookup(h uint64) (uint32, Result, loc) {
 // prefetch starts loading what lookup reads first: the current generation
 // of each tier (the older ones are read only for flows not found there).
 func (s *store) prefetch(h uint64) {
+	if s.dl != nil {
+		s.dl.Prefetch(h)
+		return
+	}
 	if !s.aging {
 		s.rings[0].gens[0].Prefetch(h)
 		return

@@ -1,9 +1,12 @@
 package acsm
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/testgate"
 	"github.com/flowmon/flowmon/kbf"
 )
 
@@ -45,7 +48,7 @@ func establish(b *testing.B, cfg Config, flows int) *Tracker {
 // BenchmarkObserve is the per-packet cost of one state update (lookup,
 // transition, write back) at 1M concurrent flows.
 func BenchmarkObserve(b *testing.B) {
-	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendExact} {
+	for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendExact, BackendDLeft} {
 		b.Run(kind.String(), func(b *testing.B) {
 			tr := filledTracker(b, kind)
 			p := mkPacket(capture.ProtoTCP, cli, srv, step{true, psh, 100}, t0)
@@ -100,6 +103,67 @@ func BenchmarkObservePrefetch(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/packet")
 			})
+		}
+	}
+}
+
+// BenchmarkObserveBatch is the worker's loop for the one-probe dleft
+// backend beside exact and kbf (Sidon codes, blocked layout: the replay's
+// kbf): batches of 256 packets of random flows, observed one at a time
+// ("single") and with Tracker.Prefetch four packets ahead ("prefetch"),
+// at 4k flows (in cache), 1M and 10M (FLOWMON_LONG=1; no kbf, 1.8 GB).
+// cpu-ns/packet is the thread's CPU time (a shared machine's other load
+// inflates ns/packet, not it).
+func BenchmarkObserveBatch(b *testing.B) {
+	const batch, ahead = 256, 4
+	for _, flows := range []int{1 << 12, 1 << 20, testgate.LargeSize} {
+		for _, kind := range []BackendKind{BackendDLeft, BackendExact, BackendKBF} {
+			if kind == BackendKBF && flows >= testgate.LargeSize {
+				continue
+			}
+			var tr *Tracker
+			for _, pre := range []bool{false, true} {
+				name := fmt.Sprintf("flows=%d/%s/single", flows, kind)
+				if pre {
+					name = fmt.Sprintf("flows=%d/%s/prefetch", flows, kind)
+				}
+				b.Run(name, func(b *testing.B) {
+					testgate.LongSize(b, uint64(flows))
+					if tr == nil {
+						tr = establish(b, Config{Backend: kind, Capacity: flows, FPRate: 0.001, KBFEncoder: kbf.Sidon, KBFLayout: kbf.Blocked}, flows)
+					}
+					p := mkPacket(capture.ProtoTCP, cli, srv, step{true, psh, 100}, t0)
+					pkts := make([]capture.Packet, batch)
+					b.ReportAllocs()
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					j := 0
+					cpu := threadCPU()
+					for b.Loop() {
+						for i := range pkts {
+							pkts[i] = p
+							pkts[i].Hash = benchHash(int(uint64(j) * 2654435761 % uint64(flows)))
+							pkts[i].Reversed = j&1 != 0
+							j++
+						}
+						if pre {
+							for i := range ahead {
+								tr.Prefetch(pkts[i].Hash)
+							}
+						}
+						for i := range pkts {
+							if pre && i+ahead < len(pkts) {
+								tr.Prefetch(pkts[i+ahead].Hash)
+							}
+							tr.Observe(&pkts[i])
+						}
+					}
+					cpu = threadCPU() - cpu
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/packet")
+					b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/packet")
+					b.ReportMetric(float64(tr.Stats().MemoryBytes)/float64(flows), "bytes/flow")
+				})
+			}
 		}
 	}
 }

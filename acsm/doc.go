@@ -1,6 +1,6 @@
 // Package acsm is an approximate concurrent state machine (ACSM): it tracks
 // the TCP state of every flow in a fixed amount of memory, in the
-// vocabulary of Zeek's conn_state, with a choice of four backends. It
+// vocabulary of Zeek's conn_state, with a choice of five backends. It
 // implements Section VI of "kBF: a Bloom Filter for Key-Value Storage with
 // an Application on Approximate State Machines" (the kBF as an ACSM for
 // TCP flows), and the two structures that paper compares against, from
@@ -64,11 +64,13 @@
 //
 // # Backends
 //
-// All four implement Backend over the 64-bit flow hash: kbf (the kBF
+// All five implement Backend over the 64-bit flow hash: kbf (the kBF
 // filter, default), sbf (Bonomi's stateful Bloom filter, acsm/sbf), fcf
-// (Bonomi's fingerprint-compressed d-left filter, acsm/fcf) and exact (a
+// (Bonomi's fingerprint-compressed d-left filter, acsm/fcf), exact (a
 // map with a hard cap: the ground truth, and the only backend whose memory
-// grows). Approximate backends are sized when built from the expected
+// grows) and dleft (acsm/dleft: Bonomi's d-left fingerprint table in
+// 64-byte buckets with an aging tag in each cell, 5 bytes per flow, one
+// probe per packet). Approximate backends are sized when built from the expected
 // number of concurrent flows n and the target error p, and never grow: a
 // flood past n raises the error, not the heap. The errors an ACSM makes
 // are those of Section VI: a false positive (a new flow found as
@@ -90,6 +92,13 @@
 // a tier is sized for n times the tier's share (1/2, 1/2, 1/4). Aged-out
 // flows cannot be reported (a filter cannot list its keys). NoAging gives
 // one backend and no expiry, the paper's setting.
+//
+// The dleft backend ages in place instead: the tracker keeps one table,
+// each cell's state says its tier, and its 4-bit tag of packet time (a
+// tick of timeout/8) expires it lazily when a lookup or an insert meets
+// it, or when an incremental sweep passes. A flow idle for its timeout is
+// kept, one idle for 9/8 of it is gone; a packet reads two cache lines,
+// whatever the tier.
 //
 // # Shadow accuracy
 //
