@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+)
+
+// recordSink counts the records written and keeps those of flows from
+// keepNet.
+type recordSink struct {
+	n    int
+	keep []FlowRecord
+}
+
+var keepNet = netip.MustParsePrefix("172.16.0.0/16")
+
+func (s *recordSink) Write(b []byte) (int, error) {
+	s.n++
+	if bytes.Contains(b, []byte(`"172.16.`)) {
+		var r FlowRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return 0, err
+		}
+		s.keep = append(s.keep, r)
+	}
+	return len(b), nil
+}
+
+// checkTable verifies the table's invariants: every flow is found from
+// its home, the count is the flows held, and it is within the cap.
+func checkTable(t *testing.T, tab *flowTable) {
+	t.Helper()
+	held := 0
+	for i, m := range tab.meta {
+		if m.hash == 0 {
+			continue
+		}
+		held++
+		if j, ok := tab.lookup(m.hash, &tab.slots[i].key); !ok || j != i {
+			t.Fatalf("slot %d: lookup finds %d, %v", i, j, ok)
+		}
+	}
+	if held != tab.count || held > tab.maxFlows {
+		t.Fatalf("%d flows held, count %d, cap %d", held, tab.count, tab.maxFlows)
+	}
+}
+
+// TestFlowTableChurn runs flows that start, end, are reused and time out
+// through a small table (its runs wrap round its end) and checks its
+// invariants after every packet and one record per flow at the end.
+func TestFlowTableChurn(t *testing.T) {
+	var sink recordSink
+	tab := newFlowTable(&sink, 40, 3*time.Second, 20*time.Second)
+	r := rand.New(rand.NewPCG(7, 7))
+	keys := benchPackets(150, 5)
+	now := time.Unix(1700000000, 0)
+	for i := range 20000 {
+		p := keys[r.IntN(len(keys))]
+		now = now.Add(time.Duration(r.IntN(5_000_000)))
+		p.Timestamp, p.Seq = now, uint32(i)
+		ev := acsm.Event{Result: acsm.Found, State: acsm.S1, New: r.IntN(4) == 0, Ended: r.IntN(8) == 0}
+		if r.IntN(3) == 0 {
+			ev.State = acsm.S0
+		}
+		if ev.Ended {
+			ev.State = acsm.SF
+		}
+		tab.packet(&p, &ev)
+		checkTable(t, tab)
+	}
+	var states uint64
+	distinct := tab.distinct
+	if err := tab.finish(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tab.states {
+		states += n
+	}
+	if uint64(sink.n) != distinct || states != distinct {
+		t.Errorf("%d records, %d by state, %d flows", sink.n, states, distinct)
+	}
+	t.Logf("%d flows, %d timed out", distinct, tab.evicted)
+}
+
+// TestFlowTableFloodKeepsLongFlows floods a table of 1,000 flows with
+// 300,000 SYNs of random sources while 20 established flows send a packet
+// a second: the heap stays flat (after a warm-up), the table at its cap,
+// and the established flows are never timed out by the flood: each has
+// one record with all its packets.
+func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
+	var sink recordSink
+	const capFlows, long, flood = 1000, 20, 300_000
+	tab := newFlowTable(&sink, capFlows, time.Minute, time.Hour)
+	syns := benchPackets(flood, 11)
+	dst := netip.MustParseAddr("192.0.2.80")
+	longs := make([]capture.Packet, long)
+	for i := range longs {
+		k := capture.Key{Src: netip.AddrFrom4([4]byte{172, 16, 0, byte(i)}), Dst: dst, SrcPort: 40000, DstPort: 443,
+			Proto: capture.ProtoTCP}
+		longs[i] = capture.Packet{HasTCP: true, Flags: capture.ACK, Seq: 1000, IPLen: 40}
+		longs[i].Key, longs[i].Reversed = k.Canonical()
+		longs[i].Hash = k.Hash()
+	}
+	t0 := time.Unix(1700000000, 0)
+	synEv := acsm.Event{New: true, Result: acsm.Found, State: acsm.S0}
+	estEv := acsm.Event{Result: acsm.Found, State: acsm.S1}
+	sent := 0
+	run := func(from, to int) {
+		for i := from; i < to; i++ {
+			now := t0.Add(time.Duration(i) * 100 * time.Microsecond) // 10,000 SYNs a second
+			if i%(10_000/long) == 0 {
+				p := &longs[i/(10_000/long)%long]
+				p.Timestamp = now
+				ev := estEv
+				ev.New = sent < long
+				tab.packet(p, &ev)
+				sent++
+			}
+			p := &syns[i]
+			p.Flags, p.Timestamp = capture.SYN, now
+			tab.packet(p, &synEv)
+		}
+	}
+	const warm = 20_000
+	run(0, warm)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	run(warm, flood)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	checkTable(t, tab)
+	if tab.count != capFlows {
+		t.Errorf("table holds %d flows, want its cap %d", tab.count, capFlows)
+	}
+	if grow := int64(after.HeapAlloc) - int64(before.HeapAlloc); grow > 64<<10 {
+		t.Errorf("heap grew by %d bytes over %d more flood flows", grow, flood-warm)
+	}
+	if err := tab.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if sink.n != flood+long {
+		t.Errorf("%d records, want %d", sink.n, flood+long)
+	}
+	pkts := map[netip.Addr]uint64{}
+	for _, r := range sink.keep {
+		pkts[r.OrigH] += r.OrigPkts + r.RespPkts
+		if r.ConnState != "S1" {
+			t.Errorf("%v: conn_state %s, want S1", r.OrigH, r.ConnState)
+		}
+	}
+	if len(sink.keep) != long || len(pkts) != long {
+		t.Errorf("%d records of %d established flows, want one each", len(sink.keep), len(pkts))
+	}
+	for a, n := range pkts {
+		if n != uint64(sent/long) {
+			t.Errorf("%v: %d packets in its record, sent %d", a, n, sent/long)
+		}
+	}
+}
+
+// The flow table allocates nothing per packet: for flows it holds and
+// for new flows at its cap (each times another out).
+func TestFlowTableNoAllocs(t *testing.T) {
+	const open = 10_000
+	tab := newFlowTable(nil, open, time.Minute, time.Hour)
+	pkts := benchPackets(open, 1)
+	now := time.Unix(1700000000, 0)
+	newEv, est := acsm.Event{New: true, State: acsm.S0}, acsm.Event{Result: acsm.Found, State: acsm.S1}
+	for i := range pkts {
+		now = now.Add(time.Microsecond)
+		pkts[i].Timestamp = now
+		tab.packet(&pkts[i], &newEv)
+	}
+	i := 0
+	if n := testing.AllocsPerRun(5000, func() {
+		p := &pkts[i%open]
+		now = now.Add(time.Microsecond)
+		p.Timestamp = now
+		tab.packet(p, &est)
+		i++
+	}); n != 0 {
+		t.Errorf("held flows: %.2f allocations per packet", n)
+	}
+	fresh := benchPackets(20_000, 2)
+	i = 0
+	if n := testing.AllocsPerRun(5000, func() {
+		p := &fresh[i]
+		now = now.Add(time.Microsecond)
+		p.Timestamp = now
+		tab.packet(p, &newEv)
+		i++
+	}); n != 0 {
+		t.Errorf("new flows: %.2f allocations per packet", n)
+	}
+	if tab.count != open {
+		t.Errorf("table holds %d flows, want its cap %d", tab.count, open)
+	}
+}
