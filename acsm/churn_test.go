@@ -71,7 +71,7 @@ func TestChurnTable(t *testing.T) {
 	for _, rounds := range []int{1, 10, 50} {
 		fmt.Fprintf(&sb, "\n%d rounds, %d live flows, %d short flows per round:\n\n| p | backend | bytes/flow | false negatives | incorrect |\n|---|---|---|---|---|\n", rounds, live, batch)
 		for _, p := range []float64{0.1, 0.01, 0.001, 1e-4, 1e-5} {
-			for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF} {
+			for _, kind := range []BackendKind{BackendKBF, BackendSBF, BackendFCF, BackendDLeft} {
 				fn, wrong, bytes := churn(t, kind, p, live, batch, rounds)
 				fmt.Fprintf(&sb, "| %g | %s | %.1f | %.4f%% | %.4f%% |\n", p, kind, float64(bytes)/float64(live+batch), 100*fn, 100*wrong)
 			}
@@ -86,5 +86,16 @@ func TestChurnSmall(t *testing.T) {
 	fnS, _, _ := churn(t, BackendSBF, 1e-3, 2000, 2000, 20)
 	if fnS < 10*fnK || fnS < 0.05 {
 		t.Errorf("after 20 rounds: sbf false negatives %.4f, kbf %.4f; want sbf far above", fnS, fnK)
+	}
+}
+
+// TestChurnDLeft: dleft (no aging here) keeps live flows through the
+// churn of short ones, as kbf does: its only losses are flows sharing a
+// fingerprint and bucket overflows.
+func TestChurnDLeft(t *testing.T) {
+	fn, wrong, bytes := churn(t, BackendDLeft, 1e-3, 20000, 20000, 20)
+	t.Logf("dleft after 20 rounds: false negatives %.4f%%, incorrect %.4f%%, %.1f bytes/flow", 100*fn, 100*wrong, float64(bytes)/40000)
+	if fn+wrong > 1e-3 {
+		t.Errorf("dleft after 20 rounds: false negatives %.4f, incorrect %.4f", fn, wrong)
 	}
 }
