@@ -8,32 +8,38 @@ import (
 	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
-// The flow table's storage: one open-addressing table of fixed size,
-// allocated when the table is made and never grown, so that a flow costs
-// no allocation and memory is bounded by max-flows.
+// The flow table's storage: an open-addressing table of fixed size and an
+// array of flows, both allocated when the table is made and never grown,
+// so that a flow costs no allocation and memory is bounded by max-flows.
 //
-// Layout, per slot (256 bytes):
+// Layout:
 //
-//	slotMeta   16  hash (0: empty), deadline (packet time, ns)
-//	flowSlot  240  key (packed, 38), first/last (16), packets (16),
-//	               uid seed (8), conn.log fields (152), state and flags
+//	slotMeta   24 bytes, 4/3 per flow of the cap (slotCount): hash (0:
+//	           empty), deadline (packet time, ns), index of its flowSlot
+//	flowSlot  240 bytes, one per flow of the cap: key (packed, 38),
+//	           first/last (16), packets (16), uid seed (8), conn.log
+//	           fields (152), state and flags
+//	free        4 bytes per flow of the cap: the flowSlots released
+//	endedFlow  24 bytes per flow of the cap at most: the ended queue
 //
-// The metas are an array of their own: probing and the sweep read 16
-// bytes a slot, four slots a cache line, and touch a flowSlot only at a
-// match. There are 4/3 slots per flow of the cap (slotCount), so the
-// table is at most 3/4 full.
+// so 240 + 32 + 4 = 276 bytes per flow of the cap, plus the queue. Probing
+// and the sweep read only metas (2.7 a cache line) and touch a flowSlot at
+// a match; the table is at most 3/4 full. The flowSlots are handed out
+// lowest first and reused last released first, so the pages that take
+// memory follow the most flows open at once, not the cap.
 //
 // Probing is linear from the slot hashmix gives the flow hash (mixed
 // with a seed of the table's own, as the shards take the hash's top
 // bits); a match is a meta with the flow's hash whose slot holds the
-// flow's key. Deletion shifts the following slots of the run back
-// (Knuth's Algorithm R), so there are no tombstones and a full table does
-// not degrade.
+// flow's key. Deletion shifts the following metas of the run back
+// (Knuth's Algorithm R; a flowSlot never moves), so there are no
+// tombstones and a full table does not degrade.
 
 // slotMeta is the part of a slot that probing and sweeping read.
 type slotMeta struct {
 	hash     uint64 // the flow hash with bit 0 set; 0: empty
 	deadline int64  // packet time (UnixNano) the flow times out at; maxTime for an ended flow
+	idx      uint32 // the flow's flowSlot
 }
 
 // flowSlot is one open flow.
@@ -122,7 +128,7 @@ func (t *flowTable) lookup(tag uint64, k *packedKey) (int, bool) {
 		case 0:
 			return i, false
 		case tag:
-			if t.slots[i].key == *k {
+			if t.slots[t.meta[i].idx].key == *k {
 				return i, true
 			}
 		}
@@ -132,7 +138,7 @@ func (t *flowTable) lookup(tag uint64, k *packedKey) (int, bool) {
 // find is the slot of the flow of hash tag and uid seed uid, or -1.
 func (t *flowTable) find(tag, uid uint64) int {
 	for i := t.home(tag); t.meta[i].hash != 0; i = t.next(i) {
-		if t.meta[i].hash == tag && t.slots[i].uid == uid {
+		if t.meta[i].hash == tag && t.slots[t.meta[i].idx].uid == uid {
 			return i
 		}
 	}
@@ -152,6 +158,7 @@ func (t *flowTable) freeSlot(tag uint64) int {
 // every flow stays reachable from its home.
 func (t *flowTable) remove(i int) {
 	t.count--
+	t.free = append(t.free, t.meta[i].idx) // within its capacity, maxFlows
 	n := len(t.meta)
 	for j := i; ; {
 		j = t.next(j)
@@ -169,7 +176,7 @@ func (t *flowTable) remove(i int) {
 			di += n
 		}
 		if dj >= di {
-			t.meta[i], t.slots[i] = t.meta[j], t.slots[j]
+			t.meta[i] = t.meta[j]
 			i = j
 		}
 	}

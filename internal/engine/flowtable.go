@@ -29,9 +29,11 @@ import (
 // goes when depends only on the packets and their times: the flow log is
 // the same from run to run.
 type flowTable struct {
-	mem      *offHeap // meta, slots and ended
+	mem      *offHeap // meta, slots, free and ended
 	meta     []slotMeta
 	slots    []flowSlot
+	free     []uint32          // released slots, reused last first
+	fresh    uint32            // slots[fresh:] have never been used
 	count    int               // flows held
 	distinct uint64            // flows started (records, as Zeek counts connections)
 	states   map[string]uint64 // flows by final conn_state (filled by finish)
@@ -79,7 +81,8 @@ func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *fl
 	maxFlows = max(maxFlows, 1)
 	n := slotCount(maxFlows)
 	mem := &offHeap{}
-	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n), slots: offHeapSlice[flowSlot](mem, n),
+	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n), slots: offHeapSlice[flowSlot](mem, maxFlows),
+		free:  offHeapSlice[uint32](mem, maxFlows)[:0],
 		ended: offHeapSlice[endedFlow](mem, maxFlows), states: map[string]uint64{}, linger: int64(recordLinger),
 		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64}
 	mem.freeWith(t)
@@ -96,25 +99,27 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	t.tick(now)
 	tag, k := slotTag(p.Hash), packKey(&p.Key)
 	i, found := t.lookup(tag, &k)
-	e := &t.slots[i]
+	var e *flowSlot
+	if found {
+		e = &t.slots[t.meta[i].idx]
+	}
 	switch {
 	case !found:
 		if t.count >= t.maxFlows {
 			t.timeOut(t.victim(tag))
 			i = t.freeSlot(tag)
-			e = &t.slots[i]
 		}
-		t.start(i, tag, &k, p, now)
+		e = t.start(i, tag, &k, p, now)
 	case e.ended && ev.New:
 		// The 5-tuple is reused after its flow ended: a new flow. The
 		// old one's record goes out now; its queue entry is then skipped.
 		t.writeOnce(e)
-		t.start(i, tag, &k, p, now)
+		e = t.start(i, tag, &k, p, now)
 	case now >= t.meta[i].deadline:
 		// Idle past its timeout before the clock came by: the flow is
 		// over and this packet starts another in its slot.
 		t.expire(e)
-		t.start(i, tag, &k, p, now)
+		e = t.start(i, tag, &k, p, now)
 	}
 	// The orientation as the backend answered; when it could not tell,
 	// the flow keeps the one it had (a new flow: its sender originates).
@@ -150,14 +155,23 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 }
 
 // start enters a new flow at its first packet in slot i, empty or holding
-// a flow whose record is written.
-func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) {
+// a flow whose record is written (whose flowSlot it takes over).
+func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) *flowSlot {
+	idx := t.meta[i].idx
 	if t.meta[i].hash == 0 {
 		t.count++
+		if n := len(t.free); n > 0 {
+			idx, t.free = t.free[n-1], t.free[:n-1]
+		} else {
+			idx = t.fresh
+			t.fresh++
+		}
 	}
-	t.meta[i] = slotMeta{hash: tag, deadline: maxTime}
-	t.slots[i] = flowSlot{key: *k, first: now, uid: uidSeed(p)}
+	t.meta[i] = slotMeta{hash: tag, deadline: maxTime, idx: idx}
+	e := &t.slots[idx]
+	*e = flowSlot{key: *k, first: now, uid: uidSeed(p)}
 	t.distinct++
+	return e
 }
 
 // timeout is the idle timeout of a flow in state s: as the ACSM's tiers,
@@ -174,7 +188,7 @@ func (t *flowTable) timeout(s acsm.ConnState) int64 {
 // timeOut writes the record of the flow in slot i and removes it: an open
 // flow timed out, or at the cap any flow.
 func (t *flowTable) timeOut(i int) {
-	t.expire(&t.slots[i])
+	t.expire(&t.slots[t.meta[i].idx])
 	t.remove(i)
 }
 
@@ -229,7 +243,7 @@ func (t *flowTable) flushEnded(now int64) {
 func (t *flowTable) flushOne() {
 	f := t.ended[t.head]
 	if i := t.find(f.hash, f.uid); i >= 0 {
-		t.writeOnce(&t.slots[i])
+		t.writeOnce(&t.slots[t.meta[i].idx])
 		t.remove(i) // its stragglers are in; the flow is done
 	}
 	if t.head++; t.head == len(t.ended) {
@@ -255,12 +269,12 @@ func (t *flowTable) finish() error {
 		if t.meta[i].hash == 0 {
 			continue
 		}
-		if e := &t.slots[i]; !e.ended {
+		if e := &t.slots[t.meta[i].idx]; !e.ended {
 			t.byState[e.state]++
 			t.writeOnce(e)
 		}
 	}
-	t.meta, t.slots, t.ended, t.count, t.nEnded = nil, nil, nil, 0, 0
+	t.meta, t.slots, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	for s, n := range t.byState {
 		if n > 0 {

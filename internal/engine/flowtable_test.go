@@ -44,7 +44,7 @@ func checkTable(t *testing.T, tab *flowTable) {
 			continue
 		}
 		held++
-		if j, ok := tab.lookup(m.hash, &tab.slots[i].key); !ok || j != i {
+		if j, ok := tab.lookup(m.hash, &tab.slots[m.idx].key); !ok || j != i {
 			t.Fatalf("slot %d: lookup finds %d, %v", i, j, ok)
 		}
 	}
