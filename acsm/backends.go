@@ -2,6 +2,7 @@ package acsm
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm/dleft"
@@ -35,6 +36,12 @@ func (b BackendKind) String() string {
 	return fmt.Sprintf("BackendKind(%d)", uint8(b))
 }
 
+// BackendNames spells the backends' names for a message: "a, b or c".
+func BackendNames() string {
+	n := backendNames[:]
+	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
+}
+
 // ParseBackend reads a backend name ("" gives kbf).
 func ParseBackend(s string) (BackendKind, error) {
 	if s == "" {
@@ -45,7 +52,7 @@ func ParseBackend(s string) (BackendKind, error) {
 			return BackendKind(i), nil
 		}
 	}
-	return 0, fmt.Errorf("parse backend %q (want kbf, sbf, fcf, exact or dleft): %w", s, ErrConfig)
+	return 0, fmt.Errorf("parse backend %q (want %s): %w", s, BackendNames(), ErrConfig)
 }
 
 // BackendSpec sizes one backend.

@@ -19,12 +19,12 @@ func init() {
 func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval acsm", "[flags] TRACE...", stderr)
 	out := outFlag(fs)
-	backends := fs.String("backend", "kbf,sbf,fcf", "approximate backends, comma separated (kbf, sbf, fcf)")
+	backends := fs.String("backend", "kbf,sbf,fcf", "approximate backends, comma separated (any of "+acsm.BackendNames()+" but exact, the reference)")
 	ps := fs.String("p", "0.1,0.01,0.001,1e-4,1e-5", "target error rates p, comma separated")
 	machine := fs.String("machine", "zeek", "state machine: zeek (conn_state) or flags (the paper's last-flags state)")
 	keep := fs.Bool("keep-ended", false, "keep ended flows in the filter instead of deleting them")
 	flowsOut := fs.String("flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
-	connBackend := fs.String("conn-backend", "kbf", "backend whose answers --flows-out writes (kbf, sbf, fcf, exact)")
+	connBackend := fs.String("conn-backend", "kbf", "backend whose answers --flows-out writes ("+acsm.BackendNames()+")")
 	connP := fs.Float64("conn-p", 0.001, "p of the backend --flows-out writes")
 	truth := fs.String("truth", "", "flowmon gen truth sidecar (JSON lines) to score conn_state against")
 	zeek := fs.String("zeek-truth", "", "Zeek ground truth TSV (shared/pcaps/real/groundtruth/zeek_conn.tsv)")
@@ -45,7 +45,7 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 		return usageError(fs, "--machine %q: must be zeek or flags", *machine)
 	}
 	if cfg.ConnBackend, err = acsm.ParseBackend(*connBackend); err != nil {
-		return usageError(fs, "--conn-backend %q: must be kbf, sbf, fcf or exact", *connBackend)
+		return usageError(fs, "--conn-backend %q: must be %s", *connBackend, acsm.BackendNames())
 	}
 	if !(*connP > 0 && *connP < 1) {
 		return usageError(fs, "--conn-p %g: must be above 0 and below 1", *connP)
@@ -53,7 +53,7 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 	for _, s := range strings.Split(*backends, ",") {
 		k, err := acsm.ParseBackend(strings.TrimSpace(s))
 		if err != nil || k == acsm.BackendExact {
-			return usageError(fs, "--backend %q: each must be kbf, sbf or fcf (the exact backend always runs as the reference)", s)
+			return usageError(fs, "--backend %q: each must be one of %s but exact (the exact backend always runs as the reference)", s, acsm.BackendNames())
 		}
 		cfg.Backends = append(cfg.Backends, k)
 	}

@@ -30,7 +30,7 @@ func TestReplayRejectsBadSettings(t *testing.T) {
 		{[]string{"--retrans-window", "-5s"}, "--retrans-window -5s: must be between 0 (off) and 1m0s"},
 		{[]string{"--dedup-window", "-1ms"}, "--dedup-window -1ms: must be above 0 and at most 10s"},
 		{[]string{"--dedup-window", "0"}, "--dedup-window 0s: must be above 0"},
-		{[]string{"--backend", "btree"}, `--backend "btree": must be kbf, sbf, fcf or exact`},
+		{[]string{"--backend", "btree"}, `--backend "btree": must be kbf, sbf, fcf, exact or dleft`},
 		{[]string{"--kbf-layout", "diagonal"}, `--kbf-layout "diagonal": must be standard or blocked`},
 		{[]string{"--kbf-layout", "blocked", "--backend", "sbf"}, "--kbf-layout blocked: does nothing with --backend sbf"},
 		{[]string{"--backend", "exact", "--kbf-encoder", "greedy"}, "--kbf-encoder greedy: does nothing with --backend exact"},

@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/internal/engine"
 )
 
@@ -43,7 +44,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		"\nReplays the files in order through the pipeline (dedup, ACSM, flow counts) and prints a summary.")
 	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
-	fs.StringVar(&s.Backend, "backend", s.Backend, "ACSM backend: kbf, sbf, fcf or exact")
+	fs.StringVar(&s.Backend, "backend", s.Backend, "ACSM backend: "+acsm.BackendNames())
 	fs.StringVar(&s.KBFEncoder, "kbf-encoder", s.KBFEncoder, "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
 	fs.StringVar(&s.KBFLayout, "kbf-layout", s.KBFLayout, "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
 	fs.StringVar(&s.Machine, "machine", s.Machine, "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")

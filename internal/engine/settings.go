@@ -91,7 +91,7 @@ func (e *SettingError) Spell(prefix string) string {
 func (s *Settings) Validate(given func(name string) bool) error {
 	var errs []error
 	if _, err := acsm.ParseBackend(s.Backend); err != nil || s.Backend == "" {
-		errs = append(errs, &SettingError{"backend", q(s.Backend), "must be kbf, sbf, fcf or exact"})
+		errs = append(errs, &SettingError{"backend", q(s.Backend), "must be " + acsm.BackendNames()})
 	}
 	if _, err := kbf.ParseEncoder(s.KBFEncoder); err != nil {
 		errs = append(errs, &SettingError{"kbf-encoder", q(s.KBFEncoder), "must be sidon or greedy"})
