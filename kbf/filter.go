@@ -3,6 +3,7 @@ package kbf
 import (
 	"fmt"
 	"github.com/flowmon/flowmon/internal/hashmix"
+	"github.com/flowmon/flowmon/internal/memhint"
 	"sync"
 	"unsafe"
 )
@@ -164,7 +165,7 @@ func blockGroups(k, perLine int) int {
 // alignedU32 returns a zeroed slice whose first element starts a cache line.
 func alignedU32(n int) []uint32 {
 	s := make([]uint32, n+16)
-	adviseHugePages(unsafe.Pointer(&s[0]), 4*len(s))
+	memhint.AdviseHugePages(unsafe.Pointer(&s[0]), 4*len(s))
 	off := int(uintptr(unsafe.Pointer(&s[0]))&63) / 4
 	if off != 0 {
 		off = 16 - off
@@ -174,7 +175,7 @@ func alignedU32(n int) []uint32 {
 
 func alignedU16(n int) []uint16 {
 	s := make([]uint16, n+32)
-	adviseHugePages(unsafe.Pointer(&s[0]), 2*len(s))
+	memhint.AdviseHugePages(unsafe.Pointer(&s[0]), 2*len(s))
 	off := int(uintptr(unsafe.Pointer(&s[0]))&63) / 2
 	if off != 0 {
 		off = 32 - off

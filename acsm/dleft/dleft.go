@@ -3,6 +3,7 @@ package dleft
 import (
 	"errors"
 	"fmt"
+	"github.com/flowmon/flowmon/internal/memhint"
 	"math"
 	"math/bits"
 	"time"
@@ -143,7 +144,7 @@ func New(o Options) (*Table, error) {
 		seed: o.Seed,
 		tier: make([]uint8, 1<<sb),
 	}
-	adviseHugePages(unsafe.Pointer(&t.buckets[0]), len(t.buckets)*int(unsafe.Sizeof(bucket{})))
+	memhint.AdviseHugePages(unsafe.Pointer(&t.buckets[0]), len(t.buckets)*int(unsafe.Sizeof(bucket{})))
 	copy(t.tier, o.Tier)
 	var minTick int64 = math.MaxInt64
 	for i, d := range o.Timeouts {
@@ -215,7 +216,7 @@ func (t *Table) tagged(fp, v uint32) uint32 {
 // Prefetch starts loading h's two buckets.
 func (t *Table) Prefetch(h uint64) {
 	b0, b1, _, _ := t.locate(h)
-	prefetch2(unsafe.Pointer(&t.buckets[b0]), unsafe.Pointer(&t.buckets[b1]))
+	memhint.Prefetch2(unsafe.Pointer(&t.buckets[b0]), unsafe.Pointer(&t.buckets[b1]))
 }
 
 // Find looks h up and returns its state, the answer and its cell (for Set

@@ -1,9 +1,0 @@
-package dleft
-
-import "unsafe"
-
-// prefetch2 issues a PREFETCHT0 for the lines at a and b: a hint that
-// retires at once, so the misses of several flows' buckets overlap.
-//
-//go:noescape
-func prefetch2(a, b unsafe.Pointer)

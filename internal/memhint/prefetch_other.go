@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package memhint
+
+import "unsafe"
+
+// Prefetch2 does nothing where no prefetch instruction is wired up.
+func Prefetch2(a, b unsafe.Pointer) {}
