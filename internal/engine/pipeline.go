@@ -21,7 +21,8 @@ import (
 // Config configures the stages of a pipeline.
 type Config struct {
 	// Dedup drops capture duplicates before anything counts (NoDedup turns
-	// the stage off).
+	// the stage off). Each shard runs its own, sized for its share of
+	// PacketsPerWindow (dedup.Config.Share).
 	Dedup   dedup.Config
 	NoDedup bool
 	// ACSM tracks every flow's TCP state; Capacity is split over the
