@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/dedup"
 )
@@ -123,5 +124,49 @@ func TestPipelinePacketNoAllocs(t *testing.T) {
 		i++
 	}); n != 0 {
 		t.Errorf("fingerprint and check: %v allocs per packet", n)
+	}
+}
+
+// nopConsumer counts what it sees, so a consumer is on the path.
+type nopConsumer struct{ n uint64 }
+
+func (c *nopConsumer) Packet(*capture.Packet, *acsm.Event) { c.n++ }
+func (c *nopConsumer) Finish(time.Time) error              { return nil }
+
+// TestPipelineNoAllocs: the whole packet path, every stage and a
+// consumer, with one worker (inline batches) and with two, allocates
+// nothing per packet once the flows are in. Each run replays the sample's
+// 3,192 packets, shifted in time so that they are new packets of the same
+// flows; the flow counter's window (60 s) rotates once every six runs,
+// and a rotation may allocate its snapshot, so a run may allocate a
+// little, never one object per packet.
+func TestPipelineNoAllocs(t *testing.T) {
+	pkts := samplePackets(t)
+	for _, workers := range []int{1, 2} {
+		cfg := DefaultConfig()
+		cfg.Workers = workers
+		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
+		cfg.Consumers = []NewConsumer{func(int, int) (Consumer, error) { return &nopConsumer{}, nil }}
+		pl, err := NewPipeline(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shift := time.Duration(0)
+		run := func() {
+			for i := range pkts {
+				p := pkts[i]
+				p.Timestamp = p.Timestamp.Add(shift)
+				pl.Packet(&p)
+			}
+			shift += 10 * time.Second
+		}
+		run() // the flows start: their first packets may take memory
+		n := testing.AllocsPerRun(30, run)
+		if max := 2.0; n > max {
+			t.Errorf("%d workers: %v allocations per %d packets, want at most %v", workers, n, len(pkts), max)
+		}
+		if err := pl.Finish(&Summary{}, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"net/netip"
+	"unsafe"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/hashmix"
+	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // The flow table's storage: an open-addressing table of fixed size and an
@@ -16,13 +18,13 @@ import (
 //
 //	slotMeta   24 bytes, 4/3 per flow of the cap (slotCount): hash (0:
 //	           empty), deadline (packet time, ns), index of its flowSlot
-//	flowSlot  240 bytes, one per flow of the cap: key (packed, 38),
+//	flowSlot  256 bytes, one per flow of the cap: key (packed, 38),
 //	           first/last (16), packets (16), uid seed (8), conn.log
-//	           fields (152), state and flags
+//	           fields (152), state and flags, padding to four lines
 //	free        4 bytes per flow of the cap: the flowSlots released
 //	endedFlow  24 bytes per flow of the cap at most: the ended queue
 //
-// so 240 + 32 + 4 = 276 bytes per flow of the cap, plus the queue. Probing
+// so 256 + 32 + 4 = 292 bytes per flow of the cap, plus the queue. Probing
 // and the sweep read only metas (2.7 a cache line) and touch a flowSlot at
 // a match; the table is at most 3/4 full. The flowSlots are handed out
 // lowest first and reused last released first, so the pages that take
@@ -42,7 +44,8 @@ type slotMeta struct {
 	idx      uint32 // the flow's flowSlot
 }
 
-// flowSlot is one open flow.
+// flowSlot is one open flow: 256 bytes, four whole cache lines (the table
+// is page-aligned), all of which a packet of the flow may touch.
 type flowSlot struct {
 	key         packedKey
 	first, last int64     // packet times (UnixNano)
@@ -53,6 +56,7 @@ type flowSlot struct {
 	ended       bool
 	written     bool
 	origIsDst   bool
+	_           [16]byte // to 256 bytes: a slot never shares a line
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so
@@ -206,3 +210,30 @@ func (t *flowTable) victim(tag uint64) int {
 // random place holds a flow among the oldest eighth of deadlines with
 // probability 1-(7/8)^8 = 0.66, and costs two or three cache lines.
 const evictSample = 8
+
+// prefetchHome starts loading the metas where the probe for flow hash h
+// begins (its home and the next slots, two lines), without reading them.
+// A batch calls it well ahead of prefetchFlow, which reads them.
+func (t *flowTable) prefetchHome(h uint64) {
+	i := t.home(slotTag(h))
+	j := min(i+2, len(t.meta)-1)
+	memhint.Prefetch2(unsafe.Pointer(&t.meta[i]), unsafe.Pointer(&t.meta[j]))
+}
+
+// prefetchFlow starts loading the flowSlot of flow hash h, if the table
+// holds a flow of that hash: it probes the metas (which prefetchHome
+// brought in) and prefetches the slot's four lines. It changes nothing.
+func (t *flowTable) prefetchFlow(h uint64) {
+	tag := slotTag(h)
+	for i, n := t.home(tag), 0; n < 4; i, n = t.next(i), n+1 {
+		switch t.meta[i].hash {
+		case 0:
+			return
+		case tag:
+			e := unsafe.Pointer(&t.slots[t.meta[i].idx])
+			memhint.Prefetch2(e, unsafe.Add(e, 64))
+			memhint.Prefetch2(unsafe.Add(e, 128), unsafe.Add(e, 192))
+			return
+		}
+	}
+}

@@ -129,23 +129,27 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		p.shards = append(p.shards, s)
 	}
 	p.nextSync = logSyncEvery
-	if workers > 1 {
-		p.cur = make([]*batch, workers)
-		p.sent = make([]uint64, workers)
-		for i, s := range p.shards {
-			s.start()
-			p.cur[i] = <-s.free
+	p.cur = make([]*batch, workers)
+	p.sent = make([]uint64, workers)
+	for i, s := range p.shards {
+		if workers == 1 {
+			p.cur[i] = new(batch) // runs inline (send), on this goroutine
+			continue
 		}
+		s.start()
+		p.cur[i] = <-s.free
 	}
 	return p, nil
 }
 
 // Packet runs one decoded packet through the stages. Here it only gets its
-// dedup fingerprint, the one step that reads the payload; with workers the
-// packet is then copied into a batch (without its payload, which points
+// dedup fingerprint, the one step that reads the payload; the packet is
+// then copied into its shard's batch (without its payload, which points
 // into the reader's buffer and which no per-flow stage reads) with the
-// fingerprint beside it, and the owning shard drops it if it is a
-// duplicate.
+// fingerprint beside it. A full batch goes to the shard, which drops the
+// duplicates and runs the per-flow stages on the batch with their memory
+// prefetched ahead (shard.run): with one worker on this goroutine, with
+// more on the shards' own.
 func (p *Pipeline) Packet(pk *capture.Packet) {
 	if p.decodeOnly {
 		return
@@ -154,13 +158,10 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	if p.fpBytes >= 0 {
 		fp = dedup.Fingerprint(pk, p.fpBytes)
 	}
-	if p.cur == nil {
-		if s := p.shards[0]; s.admit(pk, fp) {
-			s.packet(pk)
-		}
-		return
+	i := 0
+	if len(p.shards) > 1 {
+		i = shardOf(pk.Hash, len(p.shards))
 	}
-	i := shardOf(pk.Hash, len(p.shards))
 	b := p.cur[i]
 	b.pkts[b.n] = *pk
 	b.pkts[b.n].Payload = nil
@@ -175,11 +176,16 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	}
 }
 
-// send hands shard i its batch and takes an empty one.
+// send hands shard i its batch and takes an empty one; an inline shard
+// runs the batch here and keeps it.
 func (p *Pipeline) send(i int) {
 	s := p.shards[i]
-	s.in <- p.cur[i]
 	p.sent[i]++
+	if s.in == nil {
+		s.run(p.cur[i])
+		return
+	}
+	s.in <- p.cur[i]
 	p.cur[i] = <-s.free
 }
 
@@ -211,10 +217,12 @@ func (p *Pipeline) drain() {
 	}
 	for i, s := range p.shards {
 		if p.cur[i].n > 0 {
-			s.in <- p.cur[i]
+			p.send(i)
 		}
-		close(s.in)
-		<-s.done
+		if s.in != nil {
+			close(s.in)
+			<-s.done
+		}
 	}
 	p.cur = nil
 }
@@ -250,8 +258,8 @@ func (p *Pipeline) publish(st *capture.Stats) {
 	p.pub.mu.Unlock()
 	// Worker shards publish after each batch; the dedup stages publish
 	// their counts themselves every 1024 packets.
-	if p.cur == nil {
-		for _, s := range p.shards {
+	for _, s := range p.shards {
+		if s.in == nil {
 			s.publish(0)
 		}
 	}

@@ -23,6 +23,10 @@ type shard struct {
 	flows   *flowTable
 	// consumers see every packet after the stages above (consumer.go).
 	consumers []Consumer
+	// ev is the ACSM's event for the packet being processed: a field, not
+	// a local, since the consumers' interface calls would make a local
+	// escape to the heap, one allocation a packet.
+	ev acsm.Event
 
 	in   chan *batch // nil for an inline shard
 	free chan *batch
@@ -121,11 +125,12 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 
 // packet runs an admitted packet through the per-flow stages.
 func (s *shard) packet(p *capture.Packet) {
-	ev := s.tracker.Observe(p)
+	ev := &s.ev
+	*ev = s.tracker.Observe(p)
 	s.counter.Add(p.Hash, p.Timestamp)
-	s.flows.packet(p, &ev)
+	s.flows.packet(p, ev)
 	for _, c := range s.consumers {
-		c.Packet(p, &ev)
+		c.Packet(p, ev)
 	}
 }
 
@@ -140,26 +145,48 @@ func (s *shard) start() {
 	go func() {
 		defer close(s.done)
 		for b := range s.in {
-			for i := range min(b.n, prefetchAhead) {
-				s.tracker.Prefetch(b.pkts[i].Hash)
-			}
-			for i := range b.n {
-				if j := i + prefetchAhead; j < b.n {
-					s.tracker.Prefetch(b.pkts[j].Hash)
-				}
-				if !s.admit(&b.pkts[i], b.fp[i]) {
-					continue
-				}
-				if s.log != nil {
-					s.log.seq = b.seq[i]
-				}
-				s.packet(&b.pkts[i])
-			}
-			b.n = 0
+			s.run(b)
 			s.publish(1)
 			s.free <- b
 		}
 	}()
+}
+
+// run processes a batch and empties it. The stages' memory for a packet is
+// requested before the packet is processed, so that the cache misses of
+// several flows are in flight at once instead of one after the other: the
+// flow table's metas 2*prefetchAhead packets ahead, then, prefetchAhead
+// packets ahead, what the metas point to (the flow's slot) and the other
+// stages' lines.
+func (s *shard) run(b *batch) {
+	for i := range min(b.n, 2*prefetchAhead) {
+		s.flows.prefetchHome(b.pkts[i].Hash)
+	}
+	for i := range min(b.n, prefetchAhead) {
+		s.prefetch(&b.pkts[i])
+	}
+	for i := range b.n {
+		if j := i + 2*prefetchAhead; j < b.n {
+			s.flows.prefetchHome(b.pkts[j].Hash)
+		}
+		if j := i + prefetchAhead; j < b.n {
+			s.prefetch(&b.pkts[j])
+		}
+		if !s.admit(&b.pkts[i], b.fp[i]) {
+			continue
+		}
+		if s.log != nil {
+			s.log.seq = b.seq[i]
+		}
+		s.packet(&b.pkts[i])
+	}
+	b.n = 0
+}
+
+// prefetch starts loading what the per-flow stages will read for p.
+func (s *shard) prefetch(p *capture.Packet) {
+	s.tracker.Prefetch(p.Hash)
+	s.flows.prefetchFlow(p.Hash)
 }
 
 // publish copies the counters the metrics read, and counts done more
