@@ -16,13 +16,14 @@ type BackendKind uint8
 
 // Backends.
 const (
-	BackendKBF   BackendKind = iota // kBF, the key-value Bloom filter (default)
+	BackendKBF   BackendKind = iota // kBF, the key-value Bloom filter (the paper's)
 	BackendSBF                      // Bonomi et al.'s stateful Bloom filter
 	BackendFCF                      // Bonomi et al.'s fingerprint-compressed d-left filter
 	BackendExact                    // a map: the ground truth
 	// BackendDLeft is a d-left fingerprint table with the aging tag in
 	// each cell (acsm/dleft): the tracker keeps one table, not the tier
-	// and generation rings, and a packet costs one probe.
+	// and generation rings, and a packet costs one probe. The replay's
+	// default.
 	BackendDLeft
 	numBackends
 )
