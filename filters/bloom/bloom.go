@@ -59,6 +59,11 @@ func (f *Filter) Add(h uint64) {
 
 // Test reports whether the element with hash h may be in the filter: false
 // means certainly absent.
+//
+// A blocked filter's Test stops at the first clear bit, which for an absent
+// element comes after one or two of the k; a Probe would compute all k
+// first. Where several filters share the element, or it is inserted, a
+// Probe (TestProbe, TestAndAdd) is the cheaper path.
 func (f *Filter) Test(h uint64) bool {
 	if f.blocked {
 		blk := f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds:][:blockWrds]
@@ -85,29 +90,23 @@ func (f *Filter) Test(h uint64) bool {
 }
 
 // TestAndAdd inserts the element with hash h and reports whether it was
-// (possibly) present before. Count grows only when it was absent.
+// (possibly) present before. Count grows only when it was absent. A blocked
+// filter goes through a Probe: the k bits as one mask, set with eight ORs.
 func (f *Filter) TestAndAdd(h uint64) bool {
-	present := true
 	if f.blocked {
-		blk := f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds:][:blockWrds]
-		y := hashmix.Mix(h ^ lcgAdd)
-		for i := uint32(0); i < f.k; i++ {
-			p := y >> (64 - 9)
-			w, b := &blk[p>>6], uint64(1)<<(p&63)
-			present = present && *w&b != 0
-			*w |= b
-			y = y*lcgMul + lcgAdd
-		}
-	} else {
-		x, d := hashmix.Mix(h), hashmix.Mix(h^lcgAdd)|1
-		for i := uint32(0); i < f.k; i++ {
-			p := hashmix.Reduce(x, f.m)
-			w, b := &f.words[p>>6], uint64(1)<<(p&63)
-			present = present && *w&b != 0
-			*w |= b
-			x += d
-			d += uint64(i)
-		}
+		var p Probe
+		f.SetProbe(&p, h)
+		return f.TestAndAddProbe(&p)
+	}
+	present := true
+	x, d := hashmix.Mix(h), hashmix.Mix(h^lcgAdd)|1
+	for i := uint32(0); i < f.k; i++ {
+		p := hashmix.Reduce(x, f.m)
+		w, b := &f.words[p>>6], uint64(1)<<(p&63)
+		present = present && *w&b != 0
+		*w |= b
+		x += d
+		d += uint64(i)
 	}
 	if !present {
 		f.count++

@@ -270,9 +270,10 @@ func TestNoAllocs(t *testing.T) {
 	}
 }
 
-func benchFilter(b *testing.B, blocked bool, op string) {
-	const n = 1_000_000
-	f, _ := NewWithOptions(Options{Elements: n, FPRate: 0.01, Blocked: blocked})
+// benchFilter measures op on a filter sized for n elements at rate fp and
+// holding n random keys; the keys tested or added are fresh ones.
+func benchFilter(b *testing.B, blocked bool, n int, fp float64, op string) {
+	f, _ := NewWithOptions(Options{Elements: uint64(n), FPRate: fp, Blocked: blocked})
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < n; i++ {
 		f.Add(r.Uint64())
@@ -293,17 +294,28 @@ func benchFilter(b *testing.B, blocked bool, op string) {
 			if f.Test(h) {
 				hits++
 			}
+		case "testandadd":
+			if f.TestAndAdd(h ^ uint64(i>>16)) {
+				hits++
+			}
 		}
 	}
 	_ = hits
 }
 
 func BenchmarkAdd(b *testing.B) {
-	b.Run("standard/1M", func(b *testing.B) { benchFilter(b, false, "add") })
-	b.Run("blocked/1M", func(b *testing.B) { benchFilter(b, true, "add") })
+	b.Run("standard/1M", func(b *testing.B) { benchFilter(b, false, 1_000_000, 0.01, "add") })
+	b.Run("blocked/1M", func(b *testing.B) { benchFilter(b, true, 1_000_000, 0.01, "add") })
 }
 
 func BenchmarkTest(b *testing.B) {
-	b.Run("standard/1M", func(b *testing.B) { benchFilter(b, false, "test") })
-	b.Run("blocked/1M", func(b *testing.B) { benchFilter(b, true, "test") })
+	b.Run("standard/1M", func(b *testing.B) { benchFilter(b, false, 1_000_000, 0.01, "test") })
+	b.Run("blocked/1M", func(b *testing.B) { benchFilter(b, true, 1_000_000, 0.01, "test") })
+	// The dedup stage's shape: 25k elements at 1e-6 (k = 20), cache resident.
+	b.Run("blocked/25k-1e-6", func(b *testing.B) { benchFilter(b, true, 25_000, 1e-6, "test") })
+}
+
+// BenchmarkTestAndAdd inserts fresh keys into the dedup stage's shape.
+func BenchmarkTestAndAdd(b *testing.B) {
+	b.Run("blocked/25k-1e-6", func(b *testing.B) { benchFilter(b, true, 25_000, 1e-6, "testandadd") })
 }

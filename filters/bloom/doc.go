@@ -21,6 +21,16 @@
 // floor(h1 * blocks / 2^64), then k positions inside it from the top 9 bits
 // of a 64-bit LCG seeded with mix(h ^ c), so a Test touches one cache line.
 //
+// A Probe holds a key's block and its k positions gathered into a 512-bit
+// mask. Inserting is then eight ORs and testing eight masked compares with
+// one branch, and filters of one shape share the probe: an FBF computes it
+// once for the filters it checks and the two it inserts into. The k LCG
+// outputs are computed as y(i+4) = a·y(i) + c (a = mul^4, c the matching
+// increment, mod 2^64) on four interleaved chains: the same positions as
+// the one-step chain, whose k multiplications each wait for the last, in a
+// chain a quarter as long. Test alone keeps the one-step loop: for an
+// absent key it stops at the first clear bit, usually one or two in.
+//
 // # Sizing and the false-positive rate
 //
 // For n elements and a target false-positive rate p, the standard filter
