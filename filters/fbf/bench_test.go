@@ -59,3 +59,41 @@ func BenchmarkEstimatedFPP(b *testing.B) {
 		f.EstimatedFPP()
 	}
 }
+
+// BenchmarkSteady is TestAndAdd of fresh elements at the load the FBF is
+// sized for, with time moving on: the dedup stage's default shape (25k
+// elements per 25 ms period at 1e-6, N = 1, so k = 20), one element per
+// microsecond on average. The filters stay at their design fill (a fixed time would
+// saturate them, and then every element is found present and none is
+// inserted).
+func BenchmarkSteady(b *testing.B) {
+	for _, blocked := range []bool{true, false} {
+		layout := "standard"
+		if blocked {
+			layout = "blocked"
+		}
+		b.Run("25k-1e-6/"+layout, func(b *testing.B) {
+			f, err := NewWithOptions(Options{ElementsPerPeriod: 25_000, FPRate: 1e-6, Refresh: 25 * time.Millisecond, Blocked: blocked})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(2, 2))
+			keys := make([]uint64, 1<<16)
+			for i := range keys {
+				keys[i] = r.Uint64()
+			}
+			var found int
+			now := t0
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i&15 == 0 { // in bursts of 16, without a time.Add per element
+					now = t0.Add(time.Duration(i) * time.Microsecond)
+				}
+				if f.TestAndAdd(keys[i&(len(keys)-1)]^uint64(i>>16)*0x9e3779b97f4a7c15, now) {
+					found++
+				}
+			}
+			b.ReportMetric(float64(found)/float64(b.N), "found/op")
+		})
+	}
+}

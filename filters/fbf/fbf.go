@@ -144,19 +144,27 @@ func (f *FBF) cascade() {
 // Test runs the membership check at time now.
 func (f *FBF) Test(h uint64, now time.Time) bool {
 	f.advance(now)
-	return f.contains(h)
+	var p bloom.Probe
+	f.filters[0].SetProbe(&p, h)
+	return f.contains(&p)
 }
 
 // TestAndAdd is Algorithm 1 at time now: it runs the membership check and,
 // if the element is absent, inserts it into the future and present
 // filters. It reports whether the element was (possibly) present.
+//
+// The constituent filters all have one shape, so the element's probe (its
+// block and bit mask) is computed once and serves every filter the check
+// reads and both insertions.
 func (f *FBF) TestAndAdd(h uint64, now time.Time) bool {
 	f.advance(now)
-	if f.contains(h) {
+	var p bloom.Probe
+	f.filters[0].SetProbe(&p, h)
+	if f.contains(&p) {
 		return true
 	}
-	f.filters[0].Add(h)
-	f.filters[1].Add(h)
+	f.filters[0].AddProbe(&p)
+	f.filters[1].AddProbe(&p)
 	f.fut[0]++
 	f.inserted++
 	return false
@@ -174,31 +182,31 @@ func (f *FBF) TestAndAddBytes(b []byte, now time.Time) bool {
 }
 
 // contains is the membership check of the configured mode over the live
-// filters.
-func (f *FBF) contains(h uint64) bool {
+// filters, for an element's probe.
+func (f *FBF) contains(p *bloom.Probe) bool {
 	fs := f.filters[:f.live]
 	if f.opt.Check == Simple {
 		for _, b := range fs {
-			if b.Test(h) {
+			if b.TestProbe(p) {
 				return true
 			}
 		}
 		return false
 	}
-	if fs[0].Test(h) {
+	if fs[0].TestProbe(p) {
 		return true
 	}
 	last := len(fs) - 1
 	if f.opt.Check == Optimized {
 		// The last pair matches only if the oldest filter does, and that
 		// one is checked alone: test it first and skip the pair.
-		if last >= 1 && fs[last].Test(h) {
+		if last >= 1 && fs[last].TestProbe(p) {
 			return true
 		}
 		last--
 	}
 	for i := 1; i < last; i++ {
-		if fs[i].Test(h) && fs[i+1].Test(h) {
+		if fs[i].TestProbe(p) && fs[i+1].TestProbe(p) {
 			return true
 		}
 	}

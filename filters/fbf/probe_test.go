@@ -1,0 +1,125 @@
+package fbf
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// refContains is the membership check as it was before the filters shared
+// one probe: every filter hashes the element itself.
+func (f *FBF) refContains(h uint64) bool {
+	fs := f.filters[:f.live]
+	if f.opt.Check == Simple {
+		for _, b := range fs {
+			if b.Test(h) {
+				return true
+			}
+		}
+		return false
+	}
+	if fs[0].Test(h) {
+		return true
+	}
+	last := len(fs) - 1
+	if f.opt.Check == Optimized {
+		if last >= 1 && fs[last].Test(h) {
+			return true
+		}
+		last--
+	}
+	for i := 1; i < last; i++ {
+		if fs[i].Test(h) && fs[i+1].Test(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// refTest is Test with per-filter hashing.
+func (f *FBF) refTest(h uint64, now time.Time) bool {
+	f.advance(now)
+	return f.refContains(h)
+}
+
+// refTestAndAdd is TestAndAdd with per-filter hashing.
+func (f *FBF) refTestAndAdd(h uint64, now time.Time) bool {
+	f.advance(now)
+	if f.refContains(h) {
+		return true
+	}
+	f.filters[0].Add(h)
+	f.filters[1].Add(h)
+	f.fut[0]++
+	f.inserted++
+	return false
+}
+
+// TestSharedProbeMatchesPerFilter drives two FBFs with the same stream,
+// one through TestAndAdd and Test (one probe shared by all filters), the
+// other through per-filter Test and Add calls: every answer and, at the
+// end, every constituent filter (bits and count) must be identical. Small,
+// heavily loaded filters make both answers frequent; the adaptive case
+// adds and removes filters on the way.
+func TestSharedProbeMatchesPerFilter(t *testing.T) {
+	const period = 10 * time.Millisecond
+	for _, blocked := range []bool{true, false} {
+		for _, mode := range []CheckMode{Optimized, Simple, PairsOnly} {
+			for _, past := range []int{1, 3} {
+				for _, adaptive := range []bool{false, true} {
+					name := fmt.Sprintf("blocked=%t/%s/N=%d/adaptive=%t", blocked, mode, past, adaptive)
+					t.Run(name, func(t *testing.T) {
+						o := Options{Bits: 32 * 512, Hashes: 20, Past: past, Refresh: period, Check: mode, Blocked: blocked}
+						if adaptive {
+							o.Adaptive = Adaptive{TargetFPP: 0.01, Interval: period, MaxFilters: 8}
+						}
+						got, err := NewWithOptions(o)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, _ := NewWithOptions(o)
+						r := rand.New(rand.NewPCG(uint64(past), uint64(mode)))
+						var recent []uint64
+						var yes, no int
+						for i := range 20_000 {
+							now := t0.Add(time.Duration(i) * 5 * time.Microsecond)
+							h := r.Uint64()
+							if len(recent) > 0 && r.IntN(4) == 0 {
+								h = recent[r.IntN(len(recent))]
+							} else if len(recent) < 1000 {
+								recent = append(recent, h)
+							} else {
+								recent[r.IntN(len(recent))] = h
+							}
+							q := r.Uint64()
+							if g, w := got.Test(q, now), want.refTest(q, now); g != w {
+								t.Fatalf("op %d: Test = %t, per filter %t", i, g, w)
+							}
+							w := want.refTestAndAdd(h, now)
+							if g := got.TestAndAdd(h, now); g != w {
+								t.Fatalf("op %d: TestAndAdd = %t, per filter %t", i, g, w)
+							}
+							if w {
+								yes++
+							} else {
+								no++
+							}
+						}
+						if len(got.filters) != len(want.filters) || got.live != len(want.filters[:want.live]) {
+							t.Fatalf("%d filters (%d live), per filter %d (%d live)", len(got.filters), got.live, len(want.filters), want.live)
+						}
+						for i := range got.filters {
+							if !got.filters[i].Equal(want.filters[i]) {
+								t.Fatalf("filter %d differs", i)
+							}
+						}
+						if yes == 0 || no == 0 {
+							t.Fatalf("%d present, %d absent: want both", yes, no)
+						}
+					})
+				}
+			}
+		}
+	}
+}
