@@ -89,6 +89,7 @@ func newStore(m *machine, cfg *Config, kind BackendKind, seed uint64) (*store, e
 	spec := BackendSpec{Kind: kind, Capacity: cfg.Capacity, FPRate: cfg.FPRate, MemoryBytes: cfg.MemoryBytes,
 		Values: m.values, Seed: seed, ExactCap: cfg.ExactCap, KBFEncoder: cfg.KBFEncoder, KBFLayout: cfg.KBFLayout}
 	if kind == BackendDLeft {
+		spec.Shed, spec.ShedTier = cfg.ShedNew, uint8(TierNew)
 		spec.Tier = make([]uint8, m.values)
 		for v, t := range m.tier {
 			spec.Tier[v] = uint8(t)

@@ -79,6 +79,10 @@ type BackendSpec struct {
 	// 32 bits and its fingerprints take what the state and tag leave.
 	Tier     []uint8
 	Timeouts []time.Duration
+	// Shed lets dleft make room for a new flow in full buckets by evicting
+	// the longest-idle flow of tier ShedTier (dleft.Options.Shed).
+	Shed     bool
+	ShedTier uint8
 }
 
 // NewBackend builds the backend spec describes.
@@ -103,7 +107,8 @@ func NewBackend(s BackendSpec) (Backend, error) {
 		}
 		return &fcfBackend{f: f}, nil
 	case BackendDLeft:
-		t, err := dleft.New(dleft.Options{Capacity: s.Capacity, MemoryBytes: s.MemoryBytes, Values: s.Values, Seed: s.Seed, Tier: s.Tier, Timeouts: s.Timeouts})
+		t, err := dleft.New(dleft.Options{Capacity: s.Capacity, MemoryBytes: s.MemoryBytes, Values: s.Values, Seed: s.Seed, Tier: s.Tier, Timeouts: s.Timeouts,
+			Shed: s.Shed, ShedTier: s.ShedTier})
 		if err != nil {
 			return nil, fmt.Errorf("new backend: %w", err)
 		}

@@ -19,6 +19,7 @@ func (t *Tracker) publish() {
 	t.c.dontKnow.Store(s.DontKnow)
 	t.c.decodeFails.Store(s.DecodeFailures)
 	t.c.expired.Store(s.Expired)
+	t.c.shed.Store(s.Shed)
 }
 
 // Counts are the tracker's flow counts.
@@ -93,7 +94,7 @@ func (t *Tracker) Stats() Stats {
 			Inserts: t.c.inserts.Load(), InsertFailures: t.c.insertFails.Load(),
 			Updates: t.c.updates.Load(), Deletes: t.c.deletes.Load(),
 			DontKnow: t.c.dontKnow.Load(), DecodeFailures: t.c.decodeFails.Load(),
-			Expired: t.c.expired.Load(),
+			Expired: t.c.expired.Load(), Shed: t.c.shed.Load(),
 		},
 	}
 	if t.shadow != nil {
@@ -141,6 +142,7 @@ func (t *Tracker) Samples(fn func(Sample)) {
 	cnt("backend_operations_total", ops, t.c.dontKnow.Load(), "op", "dont_know")
 	cnt("backend_operations_total", ops, t.c.decodeFails.Load(), "op", "decode_failed")
 	cnt("backend_expired_total", "Flows dropped by aging.", t.c.expired.Load(), "", "")
+	cnt("backend_shed_total", "Idle half-open flows evicted to make room for a new flow in a full table: the table is overloaded (a flood of new flows, or capacity too small).", t.c.shed.Load(), "", "")
 	if t.shadow == nil {
 		return
 	}

@@ -47,6 +47,13 @@ type Config struct {
 	// 525k-flow trace through the default 262144-flow replay it got 17
 	// conn_states wrong where standard got none.
 	KBFLayout kbf.LayoutKind
+	// ShedNew, with the dleft backend, makes room for a new flow in a
+	// full table by evicting the longest-idle flow of the new tier (a
+	// handshake still open, one side only) instead of refusing the new
+	// one: under a flood of new flows the half-open state goes first and
+	// established flows stay (dleft.Options.Shed). Off, a full table
+	// refuses the new flow, as the paper's d-left table does.
+	ShedNew bool
 	// ExactCap bounds the exact backend (0 means 4*Capacity).
 	ExactCap int
 	Seed     uint64
@@ -132,7 +139,7 @@ type counters struct {
 	memory, live, shadowLive            atomic.Int64
 	inserts, insertFails, updates       atomic.Uint64
 	deletes, dontKnow, decodeFails      atomic.Uint64
-	expired                             atomic.Uint64
+	expired, shed                       atomic.Uint64
 }
 
 // New builds a Tracker. Its metrics are read with Samples (the engine

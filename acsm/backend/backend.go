@@ -72,6 +72,9 @@ type Stats struct {
 	DontKnow       uint64 `json:"dont_know"`       // queries answered Unknown
 	DecodeFailures uint64 `json:"decode_failures"` // updates/deletes refused because the stored value did not match
 	Expired        uint64 `json:"expired"`         // flows dropped by aging (filled in by the tracker)
+	// Shed counts live flows of the shed tier evicted to make room for a
+	// new flow when the table was full (dleft with Shed): overload.
+	Shed uint64 `json:"shed"`
 }
 
 // Add adds o's counters to s (backends of several generations or shards).
@@ -83,4 +86,5 @@ func (s *Stats) Add(o Stats) {
 	s.DontKnow += o.DontKnow
 	s.DecodeFailures += o.DecodeFailures
 	s.Expired += o.Expired
+	s.Shed += o.Shed
 }

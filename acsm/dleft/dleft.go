@@ -54,6 +54,14 @@ type Options struct {
 	// Timeouts are the tiers' idle timeouts; a missing or zero one never
 	// expires (no aging).
 	Timeouts []time.Duration
+	// Shed, beyond the paper: an insert that finds both buckets full of
+	// live cells takes the cell of tier ShedTier (and "don't know" cells)
+	// that has been idle longest, instead of being refused. Under a flood
+	// of new flows (random-source SYNs) the half-open state goes first and
+	// the flows that were established before stay. Off, an insert into
+	// full buckets is refused (ErrFull), as in the paper.
+	Shed     bool
+	ShedTier uint8
 }
 
 // Validate checks the options.
@@ -76,6 +84,9 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: value %d: tier %d must be < %d", ErrOptions, v, t, MaxTiers))
 			break
 		}
+	}
+	if o.Shed && o.ShedTier >= MaxTiers {
+		errs = append(errs, fmt.Errorf("%w: shed tier %d must be < %d", ErrOptions, o.ShedTier, MaxTiers))
 	}
 	if len(o.Timeouts) > MaxTiers {
 		errs = append(errs, fmt.Errorf("%w: %d timeouts for at most %d tiers", ErrOptions, len(o.Timeouts), MaxTiers))
@@ -112,6 +123,9 @@ type Table struct {
 	tickNs  [MaxTiers + 1]int64 // tick length per tier
 	tickNow [MaxTiers + 1]uint32
 
+	shed     bool  // Options.Shed
+	shedTier uint8 // Options.ShedTier
+
 	now, nextTick    int64 // packet time (ns); when a tier's tick next changes
 	sweepNs, sweptAt int64 // period of a full sweep; time the sweep is due from
 	cursor           int   // next bucket the sweep visits
@@ -143,6 +157,7 @@ func New(o Options) (*Table, error) {
 		sbits: sb, smask: 1<<sb - 1, dk: 1<<sb - 1,
 		seed: o.Seed,
 		tier: make([]uint8, 1<<sb),
+		shed: o.Shed, shedTier: o.ShedTier,
 	}
 	memhint.AdviseHugePages(unsafe.Pointer(&t.buckets[0]), len(t.buckets)*int(unsafe.Sizeof(bucket{})))
 	copy(t.tier, o.Tier)
@@ -336,6 +351,14 @@ func (t *Table) Insert(h uint64, v uint32) error {
 		t.buckets[b0][f0] = t.tagged(fp0, v)
 	case f1 >= 0:
 		t.buckets[b1][f1] = t.tagged(fp1, v)
+	case t.shed:
+		if !t.shedOldest(b0, b1, fp0, fp1, v) {
+			t.stats.InsertFailures++
+			return ErrFull
+		}
+		t.stats.Shed++
+		t.stats.Inserts++
+		return nil
 	default:
 		t.stats.InsertFailures++
 		return ErrFull
@@ -343,6 +366,43 @@ func (t *Table) Insert(h uint64, v uint32) error {
 	t.live++
 	t.stats.Inserts++
 	return nil
+}
+
+// shedOldest puts (fingerprint, v) in place of the longest-idle cell of
+// the shed tier (or a "don't know" one) in full buckets b0 and b1, and
+// reports whether there was one. Ages are in ticks (an eighth of the
+// tier's timeout), so under a flood many cells tie: the scan starts at a
+// cell the new flow's fingerprint picks, so that a tie does not always
+// fall on the same cell (a legitimate handshake's, say) but on one of
+// them at random.
+func (t *Table) shedOldest(b0, b1 uint64, fp0, fp1, v uint32) bool {
+	best, bestAge := -1, -1
+	start := int(fp0) % (2 * cellsPerBucket)
+	for k := range 2 * cellsPerBucket {
+		i := (start + k) % (2 * cellsPerBucket)
+		b, j := b0, i
+		if i >= cellsPerBucket {
+			b, j = b1, i-cellsPerBucket
+		}
+		c := t.buckets[b][j]
+		st := c & t.smask
+		tr := t.tier[st]
+		if tr != t.shedTier && st != t.dk {
+			continue
+		}
+		if age := int((t.tickNow[tr] - c>>t.sbits) & tagMask); age > bestAge {
+			best, bestAge = int(b)*cellsPerBucket+j, age
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	fp := fp0
+	if uint64(best/cellsPerBucket) == b1 {
+		fp = fp1
+	}
+	t.setCell(best, t.tagged(fp, v))
+	return true
 }
 
 // Query looks h up (backend.Backend).

@@ -246,3 +246,92 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestShedKeepsEstablished: a table holding established flows (tier 1)
+// and half-open ones (tier 0), flooded with ten times its cells of new
+// half-open flows. With Shed every flood insert succeeds, only tier-0
+// cells are replaced, and every established flow keeps its state (a
+// fingerprint collision with a flood flow, which makes a cell "don't
+// know", is allowed at the analytic rate); without Shed (the paper) the
+// flood is refused once the buckets are full, and the table is the same.
+func TestShedKeepsEstablished(t *testing.T) {
+	const values = 4 // 0, 1: half-open (tier 0); 2, 3: established (tier 1)
+	tiers := []uint8{0, 0, 1, 1}
+	for _, shed := range []bool{false, true} {
+		tb := newTable(t, Options{Capacity: 20_000, Values: values, Seed: 5, Tier: tiers,
+			Timeouts: []time.Duration{time.Minute, time.Hour}, Shed: shed})
+		r := rand.New(rand.NewPCG(5, uint64(len(tiers))))
+		est := map[uint64]uint32{}
+		for range tb.Cells() / 4 { // a quarter established
+			k, v := r.Uint64(), uint32(2+r.IntN(2))
+			if tb.Insert(k, v) == nil {
+				est[k] = v
+			}
+		}
+		for range tb.Cells() { // fill the rest with half-open ones
+			_ = tb.Insert(r.Uint64(), 0)
+		}
+		tb.Advance(int64(10 * time.Second)) // the flood is younger than what it finds
+		refused := 0
+		for range 10 * tb.Cells() {
+			if errors.Is(tb.Insert(r.Uint64(), 1), ErrFull) {
+				refused++
+			}
+		}
+		wrong := 0
+		for k, v := range est {
+			if got, res := tb.Query(k); res != backend.Found || got != v {
+				wrong++
+			}
+		}
+		st := tb.TableStats()
+		// A flood flow sharing an established flow's (b, r) makes it
+		// "don't know": per flow about (flood inserts into its two
+		// buckets) / 2^f.
+		bound := 3 * float64(len(est)) * float64(10*tb.Cells()) / float64(tb.nb) / float64(uint64(1)<<tb.fbits) * 2
+		if float64(wrong) > bound+3 {
+			t.Errorf("shed=%v: %d of %d established flows wrong, bound %.1f", shed, wrong, len(est), bound+3)
+		}
+		if shed && (refused != 0 || st.Shed == 0) {
+			t.Errorf("shed: %d refused, %d shed; want none refused", refused, st.Shed)
+		}
+		if !shed && (refused == 0 || st.Shed != 0) {
+			t.Errorf("no shed: %d refused, %d shed; want refusals, none shed", refused, st.Shed)
+		}
+		if tb.Len() > tb.Cells() {
+			t.Errorf("shed=%v: %d live cells in %d", shed, tb.Len(), tb.Cells())
+		}
+	}
+}
+
+// TestShedOldestFirst: in two full buckets, the shed cell is the
+// longest-idle of the shed tier.
+func TestShedOldestFirst(t *testing.T) {
+	tb := newTable(t, Options{MemoryBytes: 2 * 64, Values: 2, Tier: []uint8{0, 1},
+		Timeouts: []time.Duration{8 * time.Second, time.Hour}, Shed: true}) // one bucket a subtable; tick 1 s
+	r := rand.New(rand.NewPCG(7, 7))
+	old := r.Uint64()
+	if err := tb.Insert(old, 0); err != nil { // at 0 s: the oldest half-open flow
+		t.Fatal(err)
+	}
+	tb.Advance(int64(3 * time.Second))
+	var young []uint64
+	for tb.Len() < tb.Cells() {
+		k := r.Uint64()
+		if tb.Insert(k, 0) == nil {
+			young = append(young, k)
+		}
+	}
+	if err := tb.Insert(r.Uint64(), 0); err != nil {
+		t.Fatalf("insert into a full table with Shed: %v", err)
+	}
+	if _, res := tb.Query(old); res != backend.Absent {
+		t.Errorf("the oldest half-open flow is %v, want shed", res)
+	}
+	for _, k := range young {
+		if _, res := tb.Query(k); res != backend.Found {
+			t.Errorf("a younger flow was shed (%v) before the oldest", res)
+			break
+		}
+	}
+}

@@ -36,6 +36,12 @@ func printSummary(w io.Writer, s *engine.Summary) {
 		fmt.Fprintf(w, "acsm             %s/%s, %.1f MB, %d flows started, %d unknown answers\n",
 			a.Backend, a.Machine, float64(a.MemoryBytes)/(1<<20), a.NewFlows, a.Unknown)
 		fmt.Fprintf(w, "acsm error       %s\n", shadowLine(&a.Shadow))
+		if c := a.Counters; c.Shed > 0 || c.InsertFailures > 0 {
+			fmt.Fprintf(w, "acsm overload    table full: %d idle half-open flows shed for new ones, %d new flows refused\n", c.Shed, c.InsertFailures)
+		}
+	}
+	if s.FlowsAtCap > 0 {
+		fmt.Fprintf(w, "flow table full  %d flows timed out early at the max-flows cap (half-open first)\n", s.FlowsAtCap)
 	}
 	if s.TraceStart.IsZero() {
 		fmt.Fprintf(w, "trace            -\n")

@@ -3,6 +3,8 @@ package engine
 import (
 	"runtime"
 	"unsafe"
+
+	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // offHeap is the memory of one flow table's arrays, mapped outside the Go
@@ -23,6 +25,10 @@ func offHeapSlice[T any](m *offHeap, n int) []T {
 		return make([]T, n)
 	}
 	m.bufs = append(m.bufs, b)
+	// Probes land anywhere in the metas and a flood's flows anywhere in the
+	// slots: with 4 KiB pages each is a TLB miss and, in a virtual
+	// machine, a two-level page walk costing more than the cache miss.
+	memhint.AdviseHugePages(unsafe.Pointer(unsafe.SliceData(b)), len(b))
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 

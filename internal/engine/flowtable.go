@@ -39,6 +39,7 @@ type flowTable struct {
 	states   map[string]uint64 // flows by final conn_state (filled by finish)
 	byState  [256]uint64       // flows by final conn_state, while running
 	evicted  uint64            // open flows timed out by the table
+	atCap    uint64            // of which timed out early at the cap
 	maxFlows int
 	idleNew  int64 // timeout (ns) of a flow in S0, SH, SHR or unknown
 	idleEst  int64 // timeout of the others
@@ -106,6 +107,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	switch {
 	case !found:
 		if t.count >= t.maxFlows {
+			t.atCap++
 			t.timeOut(t.victim(tag))
 			i = t.freeSlot(tag)
 		}

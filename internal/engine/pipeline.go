@@ -67,7 +67,9 @@ func DefaultConfig() Config {
 		// paper's structure, stays selectable with Sidon codes: same memory
 		// and error as the greedy codes (docs/results/kbf.md), and a
 		// replay runs 1.28x faster with them.
-		ACSM: acsm.Config{Backend: acsm.BackendDLeft, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true,
+		// ShedNew: under a flood of new flows, idle half-open state makes
+		// room for new flows and established flows stay (flood_test.go).
+		ACSM: acsm.Config{Backend: acsm.BackendDLeft, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true, ShedNew: true,
 			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}, KBFEncoder: kbf.Sidon},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
 		MaxFlows:  1 << 20,
@@ -300,6 +302,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		}
 		s.Flows += sh.flows.distinct
 		s.FlowsTimedOut += sh.flows.evicted
+		s.FlowsAtCap += sh.flows.atCap
 		for _, c := range sh.consumers {
 			if cerr := c.Finish(end); cerr != nil && err == nil {
 				err = cerr

@@ -39,6 +39,9 @@ type Summary struct {
 	ACSM             *ACSMSummary      `json:"acsm,omitempty"`
 	Workers          int               `json:"workers,omitempty"`
 	FlowsTimedOut    uint64            `json:"flows_timed_out"` // records written for flows idle past their timeout
+	// FlowsAtCap counts the flows of FlowsTimedOut that the flow table
+	// timed out early because it held max-flows (overload).
+	FlowsAtCap uint64 `json:"flows_timed_out_at_cap"`
 	// Warnings say what makes a result less than it seems (an ACSM over
 	// its error target); the command prints them on stderr.
 	Warnings []string `json:"warnings,omitempty"`
