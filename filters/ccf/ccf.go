@@ -70,7 +70,7 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	for li := range f.levels {
 		t := &f.levels[li]
 		i1 := hashmix.Reduce(a, t.m)
-		if loc := f.sh.find(t, fp, i1, alt(i1, fp, t.m)); loc != locNone {
+		if loc := f.sh.find(t, fp, i1); loc != locNone {
 			return f.add(t, loc, n), nil
 		}
 	}
@@ -81,7 +81,7 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	for li := range f.levels {
 		t := &f.levels[li]
 		i1 := hashmix.Reduce(a, t.m)
-		if f.sh.place(t, fp, i1, alt(i1, fp, t.m), c, f.opts.MaxKicks, &f.rng) {
+		if f.sh.place(t, fp, i1, c, f.opts.MaxKicks, &f.rng) {
 			f.distinct++
 			f.total += c
 			return c, nil
@@ -96,7 +96,7 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	f.levels = append(f.levels, f.sh.newTable(f.levels[0].m<<len(f.levels), f.opts.StashSize))
 	t := &f.levels[len(f.levels)-1]
 	i1 := hashmix.Reduce(a, t.m)
-	f.sh.place(t, fp, i1, alt(i1, fp, t.m), c, f.opts.MaxKicks, &f.rng)
+	f.sh.place(t, fp, i1, c, f.opts.MaxKicks, &f.rng)
 	f.distinct++
 	f.total += c
 	return c, nil
@@ -111,13 +111,23 @@ func (f *Filter) clamp(cur, n uint64) uint64 {
 	return cur + n
 }
 
+// add raises the counter at loc by n (saturating) and returns it. A slot
+// is read once and written once: the fingerprint is kept from the read.
 func (f *Filter) add(t *table, loc, n uint64) uint64 {
-	cur := f.sh.count(t, loc)
+	if loc&locStash != 0 {
+		e := &t.stash[loc&^locStash]
+		c := f.clamp(e.count, n)
+		f.total += c - e.count
+		e.count = c
+		return c
+	}
+	v := f.sh.get(t, loc)
+	cur := v >> f.sh.f
 	if n == 0 {
 		return cur
 	}
 	c := f.clamp(cur, n)
-	f.sh.setCount(t, loc, c)
+	f.sh.set(t, loc, v&f.sh.fpMask|c<<f.sh.f)
 	f.total += c - cur
 	return c
 }
@@ -128,7 +138,7 @@ func (f *Filter) locate(key uint64) (t *table, loc uint64, ok bool) {
 	for li := range f.levels {
 		t := &f.levels[li]
 		i1 := hashmix.Reduce(a, t.m)
-		if loc := f.sh.find(t, fp, i1, alt(i1, fp, t.m)); loc != locNone {
+		if loc := f.sh.find(t, fp, i1); loc != locNone {
 			return t, loc, true
 		}
 	}

@@ -32,12 +32,11 @@ func (f *Filter) Merge(g *Filter) error {
 			return
 		}
 		t := &h.levels[l]
-		j := alt(i, fp, t.m)
-		if loc := h.sh.find(t, fp, i, j); loc != locNone {
+		if loc := h.sh.find(t, fp, i); loc != locNone {
 			h.add(t, loc, c)
 			return
 		}
-		if !h.sh.place(t, fp, i, j, c, h.opts.MaxKicks, &h.rng) {
+		if !h.sh.place(t, fp, i, c, h.opts.MaxKicks, &h.rng) {
 			err = fmt.Errorf("merge counting cuckoo filters: level %d: %w", l, ErrFull)
 			return
 		}

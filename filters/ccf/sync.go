@@ -93,7 +93,7 @@ func (f *Filter) each(fn func(level int, bucket, fp, count uint64)) {
 // alternate) of level l, 0 if absent.
 func (f *Filter) countAt(l int, i, fp uint64) uint64 {
 	t := &f.levels[l]
-	if loc := f.sh.find(t, fp, i, alt(i, fp, t.m)); loc != locNone {
+	if loc := f.sh.find(t, fp, i); loc != locNone {
 		return f.sh.count(t, loc)
 	}
 	return 0
@@ -157,7 +157,7 @@ func (d *Decoded) Classify(key uint64) (Class, uint64) {
 	for l := range f.levels {
 		t := &f.levels[l]
 		i1 := hashmix.Reduce(a, t.m)
-		loc := f.sh.find(t, fp, i1, alt(i1, fp, t.m))
+		loc := f.sh.find(t, fp, i1)
 		if loc == locNone {
 			continue
 		}

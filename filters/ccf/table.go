@@ -7,9 +7,10 @@ import "github.com/flowmon/flowmon/internal/hashmix"
 // Slots are w = f+c bits wide and packed little-endian into words: slot s
 // occupies bits [s*w, s*w+w) of the bit string words[0], words[1], ...
 // (bit k of the string is bit k%64 of words[k/64]). One spare word at the
-// end lets a read of the last slot touch words[i+1] without a check. In a
-// slot the fingerprint is the low f bits and the counter the high c bits;
-// the all-zero slot is empty (a fingerprint is never 0).
+// end, never encoded, lets an 8-byte load that starts in the last slot
+// stay inside the array (scan.go). In a slot the fingerprint is the low f
+// bits and the counter the high c bits; the all-zero slot is empty (a
+// fingerprint is never 0).
 type table struct {
 	m     uint64   // buckets
 	words []uint64 // packed slots + 1 pad word
@@ -29,10 +30,18 @@ type shape struct {
 	fpMask     uint64 // 2^f - 1: also the number of fingerprint values
 	cMax       uint64 // 2^c - 1: the saturated counter
 	slotMask   uint64 // 2^w - 1
+
+	// fpBytes and slotBytes say that a fingerprint (f <= 57 bits), or a
+	// whole slot (w <= 57), is read with one unaligned 8-byte load (see
+	// scan.go): only on a little-endian machine, where the words' bytes
+	// are the bit string's bytes in order.
+	fpBytes, slotBytes bool
 }
 
 func newShape(f, c, b int) shape {
 	s := shape{f: uint(f), c: uint(c), b: uint(b), w: uint(f + c)}
+	s.fpBytes = littleEndian && s.f <= maxByteLoad
+	s.slotBytes = littleEndian && s.w <= maxByteLoad
 	s.fpMask = 1<<s.f - 1
 	s.cMax = 1<<s.c - 1
 	if s.w == 64 {
@@ -50,28 +59,6 @@ func (s *shape) wordsFor(m uint64) uint64 {
 
 func (s *shape) newTable(m uint64, stash int) table {
 	return table{m: m, words: make([]uint64, s.wordsFor(m)), stash: make([]entry, 0, stash)}
-}
-
-// get returns slot i's raw value.
-func (s *shape) get(t *table, i uint64) uint64 {
-	bit := i * uint64(s.w)
-	k, off := bit>>6, bit&63
-	v := t.words[k] >> off
-	if off+uint64(s.w) > 64 {
-		v |= t.words[k+1] << (64 - off)
-	}
-	return v & s.slotMask
-}
-
-// set stores v (already masked) in slot i.
-func (s *shape) set(t *table, i, v uint64) {
-	bit := i * uint64(s.w)
-	k, off := bit>>6, bit&63
-	t.words[k] = t.words[k]&^(s.slotMask<<off) | v<<off
-	if off+uint64(s.w) > 64 {
-		sh := 64 - off
-		t.words[k+1] = t.words[k+1]&^(s.slotMask>>sh) | v>>sh
-	}
 }
 
 func (s *shape) pack(fp, count uint64) uint64 { return fp | count<<s.f }
@@ -103,41 +90,6 @@ const (
 	locNone  = ^uint64(0)
 	locStash = uint64(1) << 63
 )
-
-// find looks for fp in buckets i1 and i2 and in the stash.
-func (s *shape) find(t *table, fp, i1, i2 uint64) uint64 {
-	b := uint64(s.b)
-	for k := i1 * b; k < i1*b+b; k++ {
-		if s.get(t, k)&s.fpMask == fp {
-			return k
-		}
-	}
-	if i2 != i1 {
-		for k := i2 * b; k < i2*b+b; k++ {
-			if s.get(t, k)&s.fpMask == fp {
-				return k
-			}
-		}
-	}
-	for k := range t.stash {
-		e := &t.stash[k]
-		if e.fp == fp && (e.bucket == i1 || e.bucket == i2) {
-			return locStash | uint64(k)
-		}
-	}
-	return locNone
-}
-
-// empty returns a free slot of bucket i, or locNone.
-func (s *shape) empty(t *table, i uint64) uint64 {
-	b := uint64(s.b)
-	for k := i * b; k < i*b+b; k++ {
-		if s.get(t, k) == 0 {
-			return k
-		}
-	}
-	return locNone
-}
 
 // count returns the counter at loc.
 func (s *shape) count(t *table, loc uint64) uint64 {
@@ -187,16 +139,17 @@ func (s *shape) clear(t *table, loc uint64) {
 }
 
 // place inserts a new fingerprint with count c (Algorithm 1): an empty
-// slot of either candidate bucket, else up to maxKicks relocations of
-// random residents, the last victim going to the stash. It returns false,
-// with t unchanged, only when both buckets are full and the stash is full,
-// so no resident is ever lost.
-func (s *shape) place(t *table, fp, i1, i2, c uint64, maxKicks int, rng *uint64) bool {
+// slot of either candidate bucket, i1 and then alt(i1, fp), else up to
+// maxKicks relocations of random residents, the last victim going to the
+// stash. It returns false, with t unchanged, only when both buckets are
+// full and the stash is full, so no resident is ever lost.
+func (s *shape) place(t *table, fp, i1, c uint64, maxKicks int, rng *uint64) bool {
 	if j := s.empty(t, i1); j != locNone {
 		s.set(t, j, s.pack(fp, c))
 		t.used++
 		return true
 	}
+	i2 := alt(i1, fp, t.m)
 	if j := s.empty(t, i2); j != locNone {
 		s.set(t, j, s.pack(fp, c))
 		t.used++
