@@ -102,6 +102,21 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	return c, nil
 }
 
+// Prefetch starts loading the memory that Insert, Count or Lookup of key
+// will read first, the cache lines where its two candidate buckets in
+// level 0 begin, and returns without waiting for them. A table larger
+// than the cache costs a miss or two per key; a caller that knows its
+// next keys (the engine's batch of packets) prefetches a few keys ahead,
+// so that their misses overlap each other and the work on the keys before
+// them. It changes nothing and allocates nothing; later levels, which a
+// grown filter also searches, are not prefetched.
+func (f *Filter) Prefetch(key uint64) {
+	fp, a := f.sh.derive(key, f.opts.Seed)
+	t := &f.levels[0]
+	i1 := hashmix.Reduce(a, t.m)
+	f.sh.prefetch(t, i1, alt(i1, fp, t.m))
+}
+
 // clamp returns cur+n saturated at cMax, counting a saturation.
 func (f *Filter) clamp(cur, n uint64) uint64 {
 	if n > f.sh.cMax-cur {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
+
+	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // Reading and writing packed slots, on the per-packet path of every
@@ -161,4 +163,15 @@ func (s *shape) free(t *table, i uint64) uint64 {
 		p -= w
 	}
 	return m
+}
+
+// prefetch starts loading the cache lines where buckets i1 and i2
+// begin. A bucket that runs onto the next line (a 196-bit bucket does
+// about one time in three) has its second line left out: a second
+// Prefetch2 for the ends cost more than the misses it saved (with it,
+// Insert of existing keys at 500k keys took 54 cpu-ns/op, 44 without).
+func (s *shape) prefetch(t *table, i1, i2 uint64) {
+	bb := uint64(s.b) * uint64(s.w)
+	base := unsafe.Pointer(unsafe.SliceData(t.words))
+	memhint.Prefetch2(unsafe.Add(base, i1*bb>>6<<3), unsafe.Add(base, i2*bb>>6<<3))
 }

@@ -115,3 +115,34 @@ func TestInsertAgainstReference(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetch checks that Prefetch changes no answer and allocates
+// nothing, on a filter with grown levels too (it prefetches level 0 only).
+func TestPrefetch(t *testing.T) {
+	for _, o := range []Options{
+		{Capacity: 5000, FPRate: 1e-4, CounterBits: 32},
+		{Capacity: 300, FingerprintBits: 8, CounterBits: 4, MaxLevels: 4},
+	} {
+		a, b := mustNew(t, o), mustNew(t, o)
+		r := rand.New(rand.NewPCG(15, 16))
+		for range 6000 {
+			k := r.Uint64N(5000) * golden
+			b.Prefetch(k)
+			b.Prefetch(^k)
+			ca, ea := a.Insert(k, 1)
+			cb, eb := b.Insert(k, 1)
+			if ca != cb || ea != eb {
+				t.Fatalf("%+v: Insert(%#x) after Prefetch = %d, %v; without %d, %v", o, k, cb, eb, ca, ea)
+			}
+		}
+		ba, _ := a.MarshalBinary()
+		bb, _ := b.MarshalBinary()
+		if !slices.Equal(ba, bb) {
+			t.Fatalf("%+v: Prefetch changed the filter", o)
+		}
+		var i uint64
+		if n := testing.AllocsPerRun(1000, func() { b.Prefetch(i * golden); i++ }); n != 0 {
+			t.Errorf("%+v: Prefetch: %v allocs", o, n)
+		}
+	}
+}
