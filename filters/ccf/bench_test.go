@@ -1,8 +1,12 @@
 package ccf
 
 import (
+	"math/rand/v2"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowmon/flowmon/internal/testgate"
 )
@@ -111,6 +115,207 @@ func BenchmarkDeleteInsert(b *testing.B) {
 	}
 }
 
+// flowOptions is the filter flowcount builds by default (ε = 1e-4 gives
+// f = 17, with 32-bit counters): 49-bit slots, most of which straddle two
+// words, and 196-bit buckets.
+func flowOptions(capacity uint64) Options {
+	return Options{Capacity: capacity, FPRate: 1e-4, CounterBits: 32}
+}
+
+// flowSizes are a window's flows in cache and a replay's ~500k flows,
+// which do not fit (3.4 MB of slots).
+var flowSizes = []struct {
+	name           string
+	capacity, keys uint64
+}{{"4k", 4096, 4000}, {"500k", 1 << 19, 500_000}}
+
+// insertImpls are the implementations the benchmarks compare in one
+// process: the branch-free scan, the per-slot reference (ref_test.go),
+// and the branch-free scan with Prefetch.
+var insertImpls = []struct {
+	name     string
+	insert   func(f *Filter, key, n uint64) (uint64, error)
+	prefetch bool
+}{
+	{"impl=new", (*Filter).Insert, false},
+	{"impl=ref", (*Filter).insertRef, false},
+	{"impl=prefetch", (*Filter).Insert, true},
+}
+
+// shuffledKeys returns benchKey(0..n-1) in random order.
+func shuffledKeys(n uint64) []uint64 {
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = benchKey(uint64(i))
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	return keys
+}
+
+// keyStream returns 1<<20 keys drawn at random from benchKey(0..n-1): a
+// stream that does not repeat every n keys, since a branch predictor
+// learns the branches of a short cycle (4000 keys) that real traffic
+// never repeats.
+func keyStream(n uint64) []uint64 {
+	keys := make([]uint64, 1<<20)
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range keys {
+		keys[i] = benchKey(r.Uint64N(n))
+	}
+	return keys
+}
+
+// prefetchAhead is how many keys ahead of Insert the prefetching
+// benchmarks call Prefetch (the engine's distance).
+const prefetchAhead = 4
+
+// BenchmarkInsertExisting counts a packet of a flow already in the window
+// (a flow's later packets: the common case), the keys in random order.
+// impl=prefetch is impl=new with Prefetch prefetchAhead keys ahead.
+func BenchmarkInsertExisting(b *testing.B) {
+	for _, s := range flowSizes {
+		stream := keyStream(s.keys)
+		// One filter for every impl: two allocations of 3.4 MB may differ
+		// in huge pages and cache placement, which would weigh more than
+		// the code compared.
+		f := mustNew(b, flowOptions(s.capacity))
+		for i := range s.keys {
+			if _, err := f.Insert(benchKey(i), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, im := range insertImpls {
+			b.Run(s.name+"/"+im.name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				cpu := startCPU()
+				for b.Loop() {
+					if im.prefetch {
+						f.Prefetch(stream[(i+prefetchAhead)&(len(stream)-1)])
+					}
+					if _, err := im.insert(f, stream[i], 1); err != nil {
+						b.Fatal(err)
+					}
+					i = (i + 1) & (len(stream) - 1)
+				}
+				cpu.report(b)
+			})
+		}
+	}
+}
+
+// BenchmarkInsertNewKey counts the first packet of a flow, with keys that
+// never repeat: the window fills to 90% and is reset (outside the timer).
+func BenchmarkInsertNewKey(b *testing.B) {
+	for _, s := range flowSizes {
+		f := mustNew(b, flowOptions(s.capacity)) // one for every impl, as above
+		for _, im := range insertImpls {
+			b.Run(s.name+"/"+im.name, func(b *testing.B) {
+				f.Reset()
+				b.ReportAllocs()
+				var k, n uint64
+				cpu := startCPU()
+				for b.Loop() {
+					if n == s.capacity*9/10 {
+						cpu.pause()
+						b.StopTimer()
+						f.Reset()
+						n = 0
+						b.StartTimer()
+						cpu.resume()
+					}
+					if im.prefetch {
+						f.Prefetch(benchKey(k + prefetchAhead))
+					}
+					if _, err := im.insert(f, benchKey(k), 1); err != nil {
+						b.Fatal(err)
+					}
+					k++
+					n++
+				}
+				cpu.report(b)
+			})
+		}
+	}
+}
+
+// BenchmarkInsertPaired runs the impls in turns of a round of keys on one
+// filter, and reports each one's thread CPU time per key
+// (cpu-ns/key-<impl>) and its ratio to impl=new's (x-<impl>). Separate
+// benchmarks of a table that does not fit in the cache swing by 2x from
+// run to run on a shared machine (other tenants' memory traffic); turns a
+// millisecond apart see the same machine. "existing" counts keys already
+// in the filter, drawn at random; "new" inserts keys never seen, the
+// filter being reset at 90% load (outside the clock).
+func BenchmarkInsertPaired(b *testing.B) {
+	const round = 1024
+	for _, s := range flowSizes {
+		for _, existing := range []bool{true, false} {
+			name := s.name + "/new"
+			if existing {
+				name = s.name + "/existing"
+			}
+			b.Run(name, func(b *testing.B) {
+				f := mustNew(b, flowOptions(s.capacity))
+				var stream []uint64
+				if existing {
+					for i := range s.keys {
+						if _, err := f.Insert(benchKey(i), 1); err != nil {
+							b.Fatal(err)
+						}
+					}
+					stream = keyStream(s.keys)
+				}
+				key := func(i uint64) uint64 {
+					if existing {
+						return stream[i&uint64(len(stream)-1)]
+					}
+					return benchKey(i)
+				}
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cpu := make([]time.Duration, len(insertImpls))
+				var next, load uint64
+				rounds := 0
+				for b.Loop() {
+					for k := range insertImpls {
+						// Each round starts with the next impl, so that
+						// none always runs at the same load or first.
+						i := (k + rounds) % len(insertImpls)
+						im := insertImpls[i]
+						if !existing && load+round > s.capacity*9/10 {
+							f.Reset()
+							load = 0
+						}
+						c := threadCPU()
+						for q := range uint64(round) {
+							if im.prefetch {
+								f.Prefetch(key(next + q + prefetchAhead))
+							}
+							if _, err := im.insert(f, key(next+q), 1); err != nil {
+								b.Fatal(err)
+							}
+						}
+						cpu[i] += threadCPU() - c
+						next += round
+						load += round
+					}
+					rounds++
+				}
+				per := func(i int) float64 { return float64(cpu[i].Nanoseconds()) / float64(rounds*round) }
+				for i, im := range insertImpls {
+					impl := strings.TrimPrefix(im.name, "impl=")
+					b.ReportMetric(per(i), "cpu-ns/key-"+impl)
+					if i > 0 {
+						b.ReportMetric(per(i)/per(0), "x-"+impl)
+					}
+				}
+			})
+		}
+	}
+}
+
 var sink uint64
 
 func TestNoAllocs(t *testing.T) {
@@ -130,5 +335,34 @@ func TestNoAllocs(t *testing.T) {
 		if a := testing.AllocsPerRun(1000, fn); a != 0 {
 			t.Errorf("%s: %v allocs/op", name, a)
 		}
+	}
+}
+
+// cpuMeter reports a benchmark's thread CPU time per operation as
+// cpu-ns/op next to the wall time: on a shared machine the wall time of a
+// run swings by tens of percent with the other tenants, while CPU time
+// counts only the time the benchmark ran (memory stalls included). It
+// locks the goroutine to its thread for the clock to be the benchmark's.
+type cpuMeter struct {
+	start, paused, spent time.Duration
+}
+
+// startCPU locks the thread and starts the clock: call it just before
+// the b.Loop loop.
+func startCPU() *cpuMeter {
+	runtime.LockOSThread()
+	return &cpuMeter{start: threadCPU()}
+}
+
+// pause and resume leave out work between them (with b.StopTimer).
+func (m *cpuMeter) pause()  { m.paused = threadCPU() }
+func (m *cpuMeter) resume() { m.spent += threadCPU() - m.paused }
+
+// report stops the clock and reports cpu-ns/op.
+func (m *cpuMeter) report(b *testing.B) {
+	d := threadCPU() - m.start - m.spent
+	runtime.UnlockOSThread()
+	if d > 0 {
+		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
