@@ -90,6 +90,7 @@ type Counter struct {
 	opts    Options
 	cur     *ccf.Filter
 	start   time.Time // current window start; zero before the first packet
+	end     time.Time // start + Window, kept so that Add compares one time
 	packets uint64
 	dropped uint64
 	last    atomic.Pointer[Snapshot]
@@ -114,10 +115,13 @@ func New(o Options) (*Counter, error) {
 // new and the filter is full). A packet at or past the window's end first
 // rotates the window; a packet older than the window is counted in it.
 func (c *Counter) Add(flowHash uint64, now time.Time) uint64 {
-	if c.start.IsZero() {
-		c.start = now.Truncate(c.opts.Window)
-	} else if !now.Before(c.start.Add(c.opts.Window)) {
-		c.rotate(now)
+	if !now.Before(c.end) { // always true before the first packet: end is zero
+		if c.start.IsZero() {
+			c.start = now.Truncate(c.opts.Window)
+			c.end = c.start.Add(c.opts.Window)
+		} else {
+			c.rotate(now)
+		}
 	}
 	c.packets++
 	n, err := c.cur.Insert(flowHash, 1)
@@ -131,7 +135,7 @@ func (c *Counter) Add(flowHash uint64, now time.Time) uint64 {
 // rotate publishes the current window and starts the one holding now. If
 // whole windows passed without packets, the last complete one is empty.
 func (c *Counter) rotate(now time.Time) {
-	end := c.start.Add(c.opts.Window)
+	end := c.end
 	next := now.Truncate(c.opts.Window)
 	snap := &Snapshot{Start: c.start, End: end, Filter: c.cur, Packets: c.packets, Dropped: c.dropped}
 	if next.After(end) {
@@ -140,7 +144,7 @@ func (c *Counter) rotate(now time.Time) {
 	c.last.Store(snap)
 	c.windows.Add(1)
 	c.cur = ccf.NewLike(c.cur)
-	c.start, c.packets, c.dropped = next, 0, 0
+	c.start, c.end, c.packets, c.dropped = next, next.Add(c.opts.Window), 0, 0
 }
 
 // Flush publishes the current window as the last one, marked Partial, and
@@ -149,7 +153,7 @@ func (c *Counter) Flush() {
 	if c.start.IsZero() {
 		return
 	}
-	c.last.Store(&Snapshot{Start: c.start, End: c.start.Add(c.opts.Window), Filter: c.cur,
+	c.last.Store(&Snapshot{Start: c.start, End: c.end, Filter: c.cur,
 		Packets: c.packets, Dropped: c.dropped, Partial: true})
 	c.windows.Add(1)
 	c.cur = ccf.NewLike(c.cur)
