@@ -1,12 +1,14 @@
 package flowcount
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -177,6 +179,44 @@ func TestNoAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { sink += c.Count(i); i++ }); a != 0 {
 		t.Errorf("Count: %v allocs", a)
 	}
+	if a := testing.AllocsPerRun(1000, func() { c.Prefetch(i * 0x9e3779b97f4a7c15); i++ }); a != 0 {
+		t.Errorf("Prefetch: %v allocs", a)
+	}
+	// A rotation (once a window) allocates the new window's filter and
+	// the published Snapshot: the old filter cannot be reused, since
+	// readers of Last may still hold it.
+	now := t0
+	a := testing.AllocsPerRun(100, func() { now = now.Add(time.Minute); sink += c.Add(i, now); i++ })
+	t.Logf("Add that rotates the window: %v allocs", a)
+}
+
+// TestPrefetchChangesNothing counts the same packets with and without
+// Prefetch of the packets ahead, over several windows.
+func TestPrefetchChangesNothing(t *testing.T) {
+	o := Options{ExpectedFlows: 2000, Window: time.Minute}
+	a, b := mustCounter(t, o), mustCounter(t, o)
+	r := rand.New(rand.NewPCG(3, 4))
+	hs := make([]uint64, 30000)
+	for i := range hs {
+		hs[i] = r.Uint64N(2500) * 0x9e3779b97f4a7c15
+	}
+	for i, h := range hs {
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		if i+4 < len(hs) {
+			b.Prefetch(hs[i+4])
+		}
+		if na, nb := a.Add(h, now), b.Add(h, now); na != nb {
+			t.Fatalf("packet %d: Add = %d with Prefetch, %d without", i, nb, na)
+		}
+	}
+	if sa, sb := a.Stats(), b.Stats(); sa != sb {
+		t.Fatalf("stats %+v with Prefetch, %+v without", sb, sa)
+	}
+	ea, _ := a.Last().Encoded()
+	eb, _ := b.Last().Encoded()
+	if !bytes.Equal(ea, eb) {
+		t.Fatal("last windows differ")
+	}
 }
 
 func BenchmarkAdd(b *testing.B) {
@@ -186,6 +226,88 @@ func BenchmarkAdd(b *testing.B) {
 	for b.Loop() {
 		sink += c.Add(i%1_000_000*0x9e3779b97f4a7c15, t0)
 		i++
+	}
+}
+
+// addSizes are a window's flows in cache, and a replay's ~500k flows in a
+// window sized for them (3.4 MB of slots: cache misses).
+var addSizes = []struct {
+	name            string
+	expected, flows uint64
+}{{"4k", 4096, 4000}, {"500k", 1 << 19, 500_000}}
+
+// prefetchAhead is how far ahead the prefetching benchmarks call
+// Prefetch (the engine's distance).
+const prefetchAhead = 4
+
+// BenchmarkAddExisting counts later packets of flows already in the
+// window, drawn at random (a stream that does not repeat every n flows,
+// whose branches a predictor would learn).
+func BenchmarkAddExisting(b *testing.B) { benchAddExisting(b, false) }
+
+// BenchmarkAddExistingPrefetch is BenchmarkAddExisting with Prefetch of
+// the packet prefetchAhead ahead, as the engine's batches do.
+func BenchmarkAddExistingPrefetch(b *testing.B) { benchAddExisting(b, true) }
+
+func benchAddExisting(b *testing.B, prefetch bool) {
+	for _, s := range addSizes {
+		b.Run(s.name, func(b *testing.B) {
+			c := mustCounter(b, Options{ExpectedFlows: s.expected})
+			for i := range s.flows {
+				c.Add(i*0x9e3779b97f4a7c15, t0)
+			}
+			r := rand.New(rand.NewPCG(7, 8))
+			hs := make([]uint64, 1<<20)
+			for i := range hs {
+				hs[i] = r.Uint64N(s.flows) * 0x9e3779b97f4a7c15
+			}
+			b.ReportAllocs()
+			i := 0
+			cpu := startCPU()
+			for b.Loop() {
+				if prefetch {
+					c.Prefetch(hs[(i+prefetchAhead)&(len(hs)-1)])
+				}
+				sink += c.Add(hs[i], t0)
+				i = (i + 1) & (len(hs) - 1)
+			}
+			cpu.report(b)
+		})
+	}
+}
+
+// BenchmarkAddNew counts first packets of flows: the window fills to 90%
+// and is flushed (outside the timer).
+func BenchmarkAddNew(b *testing.B) { benchAddNew(b, false) }
+
+// BenchmarkAddNewPrefetch is BenchmarkAddNew with Prefetch.
+func BenchmarkAddNewPrefetch(b *testing.B) { benchAddNew(b, true) }
+
+func benchAddNew(b *testing.B, prefetch bool) {
+	for _, s := range addSizes {
+		b.Run(s.name, func(b *testing.B) {
+			c := mustCounter(b, Options{ExpectedFlows: s.expected})
+			b.ReportAllocs()
+			var h, n uint64
+			cpu := startCPU()
+			for b.Loop() {
+				if n == s.expected*9/10 {
+					cpu.pause()
+					b.StopTimer()
+					c.Flush()
+					n = 0
+					b.StartTimer()
+					cpu.resume()
+				}
+				if prefetch {
+					c.Prefetch((h + prefetchAhead) * 0x9e3779b97f4a7c15)
+				}
+				sink += c.Add(h*0x9e3779b97f4a7c15, t0)
+				h++
+				n++
+			}
+			cpu.report(b)
+		})
 	}
 }
 
@@ -292,5 +414,34 @@ func TestLastWindow(t *testing.T) {
 	w = LastWindow(shards...)
 	if w.Start != t0.Add(time.Minute) || w.Flows != 2 || w.Packets != 2 || w.Missing != 1 || !w.Partial {
 		t.Errorf("after Flush: %+v, want window 2 with 2 flows, 1 shard missing, partial", w)
+	}
+}
+
+// cpuMeter reports a benchmark's thread CPU time per operation as
+// cpu-ns/op next to the wall time: on a shared machine the wall time of a
+// run swings by tens of percent with the other tenants, while CPU time
+// counts only the time the benchmark ran (memory stalls included). It
+// locks the goroutine to its thread for the clock to be the benchmark's.
+type cpuMeter struct {
+	start, paused, spent time.Duration
+}
+
+// startCPU locks the thread and starts the clock: call it just before
+// the b.Loop loop.
+func startCPU() *cpuMeter {
+	runtime.LockOSThread()
+	return &cpuMeter{start: threadCPU()}
+}
+
+// pause and resume leave out work between them (with b.StopTimer).
+func (m *cpuMeter) pause()  { m.paused = threadCPU() }
+func (m *cpuMeter) resume() { m.spent += threadCPU() - m.paused }
+
+// report stops the clock and reports cpu-ns/op.
+func (m *cpuMeter) report(b *testing.B) {
+	d := threadCPU() - m.start - m.spent
+	runtime.UnlockOSThread()
+	if d > 0 {
+		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
