@@ -220,20 +220,34 @@ func (t *flowTable) prefetchHome(h uint64) {
 	memhint.Prefetch2(unsafe.Pointer(&t.meta[i]), unsafe.Pointer(&t.meta[j]))
 }
 
-// prefetchFlow starts loading the flowSlot of flow hash h, if the table
-// holds a flow of that hash: it probes the metas (which prefetchHome
-// brought in) and prefetches the slot's four lines. It changes nothing.
+// prefetchFlow starts loading the flowSlot that a packet of flow hash h
+// will write: the flow's own if the table holds it, else, when the table
+// is at its cap, the slot of the flow victim would time out for it (a new
+// flow takes over that slot, so under a flood both the victim's record
+// and the new flow's start hit lines already on their way). It probes the
+// metas (which prefetchHome brought in) and changes nothing; the victim
+// may differ by the time the packet comes, which costs only the hint.
 func (t *flowTable) prefetchFlow(h uint64) {
 	tag := slotTag(h)
-	for i, n := t.home(tag), 0; n < 4; i, n = t.next(i), n+1 {
+	i := t.home(tag)
+	for range 4 {
 		switch t.meta[i].hash {
 		case 0:
+			if t.count >= t.maxFlows {
+				t.prefetchSlot(t.meta[t.victim(tag)].idx)
+			}
 			return
 		case tag:
-			e := unsafe.Pointer(&t.slots[t.meta[i].idx])
-			memhint.Prefetch2(e, unsafe.Add(e, 64))
-			memhint.Prefetch2(unsafe.Add(e, 128), unsafe.Add(e, 192))
+			t.prefetchSlot(t.meta[i].idx)
 			return
 		}
+		i = t.next(i)
 	}
+}
+
+// prefetchSlot starts loading flowSlot idx's four lines.
+func (t *flowTable) prefetchSlot(idx uint32) {
+	e := unsafe.Pointer(&t.slots[idx])
+	memhint.Prefetch2(e, unsafe.Add(e, 64))
+	memhint.Prefetch2(unsafe.Add(e, 128), unsafe.Add(e, 192))
 }

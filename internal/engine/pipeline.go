@@ -72,8 +72,10 @@ func DefaultConfig() Config {
 		ACSM: acsm.Config{Backend: acsm.BackendDLeft, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true, ShedNew: true,
 			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}, KBFEncoder: kbf.Sidon},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
-		MaxFlows:  1 << 20,
-		Workers:   runtime.GOMAXPROCS(0),
+		// As many open flows as the ACSM is sized for: 292 bytes each at
+		// most, 77 MB (flowslots.go), which a flood fills and no more.
+		MaxFlows: 1 << 18,
+		Workers:  runtime.GOMAXPROCS(0),
 	}
 }
 
