@@ -186,6 +186,7 @@ func (s *shard) run(b *batch) {
 // prefetch starts loading what the per-flow stages will read for p.
 func (s *shard) prefetch(p *capture.Packet) {
 	s.tracker.Prefetch(p.Hash)
+	s.counter.Prefetch(p.Hash)
 	s.flows.prefetchFlow(p.Hash)
 }
 
