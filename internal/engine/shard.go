@@ -56,8 +56,11 @@ func (c *dedupCounts) add(o dedupCounts) {
 }
 
 // batchSize packets go to a worker in one channel send, so the hand-over
-// costs a few nanoseconds per packet.
-const batchSize = 256
+// costs a few nanoseconds per packet. With two workers and the reader on
+// two cores, 1024 ran raw64 in 2.92 s against 3.45 s with 256 (median of
+// three interleaved runs each; fewer wake-ups and goroutine switches), and
+// one worker as fast (5.08 s against 5.01).
+const batchSize = 1024
 
 // prefetchAhead is how many packets ahead of the one it processes a
 // worker prefetches the tracker's memory for, so that the lookups' cache
