@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/internal/testgate"
 	"github.com/flowmon/flowmon/kbf"
 )
@@ -138,7 +139,7 @@ func BenchmarkObserveBatch(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					j := 0
-					cpu := threadCPU()
+					cpu := cputime.Thread()
 					for b.Loop() {
 						for i := range pkts {
 							pkts[i] = p
@@ -158,7 +159,7 @@ func BenchmarkObserveBatch(b *testing.B) {
 							tr.Observe(&pkts[i])
 						}
 					}
-					cpu = threadCPU() - cpu
+					cpu = cputime.Thread() - cpu
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/packet")
 					b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*batch), "cpu-ns/packet")
 					b.ReportMetric(float64(tr.Stats().MemoryBytes)/float64(flows), "bytes/flow")

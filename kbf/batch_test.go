@@ -1,6 +1,7 @@
 package kbf
 
 import (
+	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/internal/hashmix"
 	"math/bits"
 	"runtime"
@@ -144,21 +145,21 @@ func BenchmarkQueryBatchRatio(b *testing.B) {
 					keys[q] = benchKey((j + q) % s.n)
 				}
 				for i, f := range fs {
-					c := threadCPU()
+					c := cputime.Thread()
 					for _, key := range keys {
 						sinkV, sinkR = f.Query(key)
 					}
-					single[i] += threadCPU() - c
-					c = threadCPU()
+					single[i] += cputime.Thread() - c
+					c = cputime.Thread()
 					for q := 0; q < round; q += batch {
 						f.QueryBatch(keys[q:q+batch], vals, res)
 					}
-					batched[i] += threadCPU() - c
-					c = threadCPU()
+					batched[i] += cputime.Thread() - c
+					c = cputime.Thread()
 					for q := 0; q < round; q += batch {
 						sinkV += batchReads(f, keys[q:q+batch])
 					}
-					reads[i] += threadCPU() - c
+					reads[i] += cputime.Thread() - c
 				}
 				j, rounds = (j+round)%s.n, rounds+1
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/internal/testgate"
 )
 
@@ -314,13 +315,13 @@ func BenchmarkQueryRatio(b *testing.B) {
 			j, rounds := 0, 0
 			for b.Loop() {
 				for i, f := range fs {
-					t, c := time.Now(), threadCPU()
+					t, c := time.Now(), cputime.Thread()
 					for q := 0; q < round; q++ {
 						sinkV, sinkR = f.Query(benchKey((j + q) % s.n))
 					}
-					cpu[i] += threadCPU() - c
+					cpu[i] += cputime.Thread() - c
 					wall[i] += time.Since(t)
-					c = threadCPU()
+					c = cputime.Thread()
 					next := j + round
 					for q := range ahead {
 						f.Prefetch(benchKey((next + q) % s.n))
@@ -329,7 +330,7 @@ func BenchmarkQueryRatio(b *testing.B) {
 						f.Prefetch(benchKey((next + q + ahead) % s.n))
 						sinkV, sinkR = f.Query(benchKey((next + q) % s.n))
 					}
-					pf[i] += threadCPU() - c
+					pf[i] += cputime.Thread() - c
 				}
 				j, rounds = (j+2*round)%s.n, rounds+1
 			}
@@ -360,14 +361,14 @@ func BenchmarkCellReads(b *testing.B) {
 			j, rounds := 0, 0
 			for b.Loop() {
 				for i, f := range fs {
-					c := threadCPU()
+					c := cputime.Thread()
 					for q := 0; q < round; q++ {
 						f.locate(benchKey((j+q)%s.n), &idx)
 						for x := 0; x < f.k; x++ {
 							sum += f.cell(idx[x])
 						}
 					}
-					cpu[i] += threadCPU() - c
+					cpu[i] += cputime.Thread() - c
 				}
 				j, rounds = (j+round)%s.n, rounds+1
 			}
@@ -412,14 +413,14 @@ func BenchmarkLineReads(b *testing.B) {
 			j, rounds := 0, 0
 			for b.Loop() {
 				for i, l := range ls {
-					c := threadCPU()
+					c := cputime.Thread()
 					for q := j; q < j+round; q++ {
 						for x := 0; x < l; x++ {
 							sum += cells[at(q, l, x)]
 						}
 					}
-					plain[i] += threadCPU() - c
-					c = threadCPU()
+					plain[i] += cputime.Thread() - c
+					c = cputime.Thread()
 					for q := j + round; q < j+2*round; q++ {
 						for x := 0; x < l; x++ {
 							idx[x] = at(q+ahead, l, x)
@@ -429,7 +430,7 @@ func BenchmarkLineReads(b *testing.B) {
 							sum += cells[at(q, l, x)]
 						}
 					}
-					pre[i] += threadCPU() - c
+					pre[i] += cputime.Thread() - c
 				}
 				j, rounds = j+2*round, rounds+1
 			}

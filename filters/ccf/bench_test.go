@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/internal/testgate"
 )
 
@@ -288,7 +289,7 @@ func BenchmarkInsertPaired(b *testing.B) {
 							f.Reset()
 							load = 0
 						}
-						c := threadCPU()
+						c := cputime.Thread()
 						for q := range uint64(round) {
 							if im.prefetch {
 								f.Prefetch(key(next + q + prefetchAhead))
@@ -297,7 +298,7 @@ func BenchmarkInsertPaired(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						cpu[i] += threadCPU() - c
+						cpu[i] += cputime.Thread() - c
 						next += round
 						load += round
 					}
@@ -351,16 +352,16 @@ type cpuMeter struct {
 // the b.Loop loop.
 func startCPU() *cpuMeter {
 	runtime.LockOSThread()
-	return &cpuMeter{start: threadCPU()}
+	return &cpuMeter{start: cputime.Thread()}
 }
 
 // pause and resume leave out work between them (with b.StopTimer).
-func (m *cpuMeter) pause()  { m.paused = threadCPU() }
-func (m *cpuMeter) resume() { m.spent += threadCPU() - m.paused }
+func (m *cpuMeter) pause()  { m.paused = cputime.Thread() }
+func (m *cpuMeter) resume() { m.spent += cputime.Thread() - m.paused }
 
 // report stops the clock and reports cpu-ns/op.
 func (m *cpuMeter) report(b *testing.B) {
-	d := threadCPU() - m.start - m.spent
+	d := cputime.Thread() - m.start - m.spent
 	runtime.UnlockOSThread()
 	if d > 0 {
 		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")

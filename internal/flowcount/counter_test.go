@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/cputime"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -430,16 +432,16 @@ type cpuMeter struct {
 // the b.Loop loop.
 func startCPU() *cpuMeter {
 	runtime.LockOSThread()
-	return &cpuMeter{start: threadCPU()}
+	return &cpuMeter{start: cputime.Thread()}
 }
 
 // pause and resume leave out work between them (with b.StopTimer).
-func (m *cpuMeter) pause()  { m.paused = threadCPU() }
-func (m *cpuMeter) resume() { m.spent += threadCPU() - m.paused }
+func (m *cpuMeter) pause()  { m.paused = cputime.Thread() }
+func (m *cpuMeter) resume() { m.spent += cputime.Thread() - m.paused }
 
 // report stops the clock and reports cpu-ns/op.
 func (m *cpuMeter) report(b *testing.B) {
-	d := threadCPU() - m.start - m.spent
+	d := cputime.Thread() - m.start - m.spent
 	runtime.UnlockOSThread()
 	if d > 0 {
 		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")

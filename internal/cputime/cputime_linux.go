@@ -1,4 +1,4 @@
-package acsm
+package cputime
 
 import (
 	"syscall"
@@ -6,10 +6,8 @@ import (
 	"unsafe"
 )
 
-// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID):
-// memory stalls count, time descheduled on a shared machine does not (as
-// kbf's layout benchmarks measure).
-func threadCPU() time.Duration {
+// Thread is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+func Thread() time.Duration {
 	var ts syscall.Timespec
 	const clockThreadCPUTimeID = 3
 	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0)
