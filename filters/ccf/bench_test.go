@@ -190,7 +190,7 @@ func BenchmarkInsertExisting(b *testing.B) {
 			b.Run(s.name+"/"+im.name, func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
-				cpu := startCPU()
+				cpu := cputime.Start()
 				for b.Loop() {
 					if im.prefetch {
 						f.Prefetch(stream[(i+prefetchAhead)&(len(stream)-1)])
@@ -200,7 +200,7 @@ func BenchmarkInsertExisting(b *testing.B) {
 					}
 					i = (i + 1) & (len(stream) - 1)
 				}
-				cpu.report(b)
+				cpu.Report(b)
 			})
 		}
 	}
@@ -216,15 +216,15 @@ func BenchmarkInsertNewKey(b *testing.B) {
 				f.Reset()
 				b.ReportAllocs()
 				var k, n uint64
-				cpu := startCPU()
+				cpu := cputime.Start()
 				for b.Loop() {
 					if n == s.capacity*9/10 {
-						cpu.pause()
+						cpu.Pause()
 						b.StopTimer()
 						f.Reset()
 						n = 0
 						b.StartTimer()
-						cpu.resume()
+						cpu.Resume()
 					}
 					if im.prefetch {
 						f.Prefetch(benchKey(k + prefetchAhead))
@@ -235,7 +235,7 @@ func BenchmarkInsertNewKey(b *testing.B) {
 					k++
 					n++
 				}
-				cpu.report(b)
+				cpu.Report(b)
 			})
 		}
 	}
@@ -336,34 +336,5 @@ func TestNoAllocs(t *testing.T) {
 		if a := testing.AllocsPerRun(1000, fn); a != 0 {
 			t.Errorf("%s: %v allocs/op", name, a)
 		}
-	}
-}
-
-// cpuMeter reports a benchmark's thread CPU time per operation as
-// cpu-ns/op next to the wall time: on a shared machine the wall time of a
-// run swings by tens of percent with the other tenants, while CPU time
-// counts only the time the benchmark ran (memory stalls included). It
-// locks the goroutine to its thread for the clock to be the benchmark's.
-type cpuMeter struct {
-	start, paused, spent time.Duration
-}
-
-// startCPU locks the thread and starts the clock: call it just before
-// the b.Loop loop.
-func startCPU() *cpuMeter {
-	runtime.LockOSThread()
-	return &cpuMeter{start: cputime.Thread()}
-}
-
-// pause and resume leave out work between them (with b.StopTimer).
-func (m *cpuMeter) pause()  { m.paused = cputime.Thread() }
-func (m *cpuMeter) resume() { m.spent += cputime.Thread() - m.paused }
-
-// report stops the clock and reports cpu-ns/op.
-func (m *cpuMeter) report(b *testing.B) {
-	d := cputime.Thread() - m.start - m.spent
-	runtime.UnlockOSThread()
-	if d > 0 {
-		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -265,7 +264,7 @@ func benchAddExisting(b *testing.B, prefetch bool) {
 			}
 			b.ReportAllocs()
 			i := 0
-			cpu := startCPU()
+			cpu := cputime.Start()
 			for b.Loop() {
 				if prefetch {
 					c.Prefetch(hs[(i+prefetchAhead)&(len(hs)-1)])
@@ -273,7 +272,7 @@ func benchAddExisting(b *testing.B, prefetch bool) {
 				sink += c.Add(hs[i], t0)
 				i = (i + 1) & (len(hs) - 1)
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }
@@ -291,15 +290,15 @@ func benchAddNew(b *testing.B, prefetch bool) {
 			c := mustCounter(b, Options{ExpectedFlows: s.expected})
 			b.ReportAllocs()
 			var h, n uint64
-			cpu := startCPU()
+			cpu := cputime.Start()
 			for b.Loop() {
 				if n == s.expected*9/10 {
-					cpu.pause()
+					cpu.Pause()
 					b.StopTimer()
 					c.Flush()
 					n = 0
 					b.StartTimer()
-					cpu.resume()
+					cpu.Resume()
 				}
 				if prefetch {
 					c.Prefetch((h + prefetchAhead) * 0x9e3779b97f4a7c15)
@@ -308,7 +307,7 @@ func benchAddNew(b *testing.B, prefetch bool) {
 				h++
 				n++
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }
@@ -416,34 +415,5 @@ func TestLastWindow(t *testing.T) {
 	w = LastWindow(shards...)
 	if w.Start != t0.Add(time.Minute) || w.Flows != 2 || w.Packets != 2 || w.Missing != 1 || !w.Partial {
 		t.Errorf("after Flush: %+v, want window 2 with 2 flows, 1 shard missing, partial", w)
-	}
-}
-
-// cpuMeter reports a benchmark's thread CPU time per operation as
-// cpu-ns/op next to the wall time: on a shared machine the wall time of a
-// run swings by tens of percent with the other tenants, while CPU time
-// counts only the time the benchmark ran (memory stalls included). It
-// locks the goroutine to its thread for the clock to be the benchmark's.
-type cpuMeter struct {
-	start, paused, spent time.Duration
-}
-
-// startCPU locks the thread and starts the clock: call it just before
-// the b.Loop loop.
-func startCPU() *cpuMeter {
-	runtime.LockOSThread()
-	return &cpuMeter{start: cputime.Thread()}
-}
-
-// pause and resume leave out work between them (with b.StopTimer).
-func (m *cpuMeter) pause()  { m.paused = cputime.Thread() }
-func (m *cpuMeter) resume() { m.spent += cputime.Thread() - m.paused }
-
-// report stops the clock and reports cpu-ns/op.
-func (m *cpuMeter) report(b *testing.B) {
-	d := cputime.Thread() - m.start - m.spent
-	runtime.UnlockOSThread()
-	if d > 0 {
-		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
