@@ -59,7 +59,8 @@ e2e:
 eval: build
 	scripts/eval.sh $(BIN)
 
-# Replay throughput against tcpdump -r on the same generated trace.
+# Replay throughput and memory against tcpdump, softflowd, nfpcapd and
+# argus on the same generated traces, into docs/benchmarks.md.
 bench-replay: build
 	scripts/bench-replay.sh $(BIN)
 
