@@ -346,7 +346,12 @@ EOF
 	{
 		t = $1; k = $2; r = $3; key = t SUBSEP k
 		runs[key]++
-		ok = ($7 == "0" && $4 != "-" && ($8 == "-" || $8 == pkts[t]))
+		# A count short of the trace'"'"'s by at most 1 in 100,000 passes, and
+		# the table says by how much (argus'"'"'s records of the flood hold 4
+		# packets fewer than it read).
+		near = ($8 != "-" && $8 + 0 < pkts[t] && $8 + 0 >= pkts[t] - pkts[t] / 100000)
+		ok = ($7 == "0" && $4 != "-" && ($8 == "-" || $8 == pkts[t] || near))
+		if (ok && near) short[key] = pkts[t] - $8
 		if (!ok) { bad[key]++; why[key] = "exit " $7 ", counted " $8; next }
 		good[key]++; wall[key, good[key]] = $4; cpu[key, good[key]] = $5
 		w[key, r] = $4
@@ -370,7 +375,8 @@ EOF
 				med[key] = pkts[t] / mw / 1e6
 				printf "| %s | %s | %s-%s | %s | %s | %s | %d/%d%s |\n", label[k], fmt(med[key], 2),
 					fmt(pkts[t] / a[n] / 1e6, 2), fmt(pkts[t] / a[1] / 1e6, 2), fmt(mw, 2), fmt(mc, 2),
-					fmt(rss[key] / 1024, 0), n, runs[key], (unchecked[key] ? " (output non-empty; not counted)" : "")
+					fmt(rss[key] / 1024, 0), n, runs[key], (unchecked[key] ? " (output non-empty; not counted)" : "") \
+					(short[key] ? " (counted " short[key] " packets fewer)" : "")
 				mrss[key] = rss[key]
 			}
 			print ""
@@ -413,12 +419,15 @@ EOF
 		tgt("eth, defaults: at least 3.5 Mpkt/s", x != "" ? fmt(x, 2) " Mpkt/s" : "", x != "" && x >= 3.5)
 		x = med["flood" SUBSEP "fm-default"]; y = med["eth" SUBSEP "fm-default"]
 		tgt("flood, defaults: at least 80% of eth'"'"'s rate", x != "" && y != "" ? fmt(x, 2) " Mpkt/s, " fmt(100 * x / y, 0) "%" : "", x != "" && y != "" && x >= 0.8 * y)
+		# The scaling and memory targets are the issue'"'"'s for its two traces.
 		for (ti = 1; ti <= nt; ti++) {
-			t = T[ti]; x = ratio[t, "fm-w1", "fm-default"]
+			t = T[ti]; if (t == "flood") continue
+			x = ratio[t, "fm-w1", "fm-default"]
 			tgt(t ", two workers: at least 1.6x one worker", x != "" ? fmt(x, 2) "x" : "", x != "" && x >= 1.6)
 		}
 		for (ti = 1; ti <= nt; ti++) {
-			t = T[ti]; x = mr[t, "argus", "fm-default"]; y = mr[t, "argus", "fm-w1"]
+			t = T[ti]; if (t == "flood") continue
+			x = mr[t, "argus", "fm-default"]; y = mr[t, "argus", "fm-w1"]
 			tgt(t ": max RSS at least 5x below argus", x != "" ? fmt(x, 2) "x (--workers 1: " fmt(y, 2) "x)" : "", x != "" && x >= 5)
 		}
 		print ""
