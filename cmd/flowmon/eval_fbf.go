@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/flowmon/flowmon/filters/fbf"
+	"github.com/flowmon/flowmon/filters/fbf/fbfeval"
 	"github.com/flowmon/flowmon/internal/dedup"
 )
 
@@ -17,7 +17,7 @@ func init() {
 func runEvalFBF(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval fbf", "[flags]", stderr)
 	out := outFlag(fs)
-	var cfg fbf.EvalConfig
+	var cfg fbfeval.Config
 	fs.IntVar(&cfg.Trials, "trials", 200_000, "absent elements probed per measurement")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	noDedup := fs.Bool("no-dedup", false, "skip the dedup stage table")
@@ -35,7 +35,7 @@ func runEvalFBF(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer w.Close()
-	if err := fbf.Eval(w, cfg); err != nil {
+	if err := fbfeval.Run(w, cfg); err != nil {
 		return err
 	}
 	if !*noDedup {

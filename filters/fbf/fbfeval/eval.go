@@ -1,4 +1,4 @@
-package fbf
+package fbfeval
 
 import (
 	"fmt"
@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/flowmon/flowmon/filters/fbf"
 )
 
-// EvalConfig parameterizes Eval, the reproduction of Section VI-A to VI-C.
-type EvalConfig struct {
+// Config parameterizes Run, the reproduction of Section VI-A to VI-C.
+type Config struct {
 	// Trials is the number of absent elements probed per measurement
 	// (200k in the paper).
 	Trials int
@@ -25,7 +27,7 @@ func at(tau float64) time.Time { return evalEpoch.Add(time.Duration(tau * float6
 // drive feeds the same stream of fresh elements (odd hashes) to every FBF,
 // arriving at rate(τ) per second from τ = 0 to end (or until limit
 // elements, if > 0), and calls sample at each time in times (ascending).
-func drive(fs []*FBF, rate func(float64) float64, end float64, limit int, seed uint64, times []float64, sample func(i int, now time.Time)) int {
+func drive(fs []*fbf.FBF, rate func(float64) float64, end float64, limit int, seed uint64, times []float64, sample func(i int, now time.Time)) int {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	tau, j, n := 0.0, 0, 0
 	for tau < end && (limit <= 0 || n < limit) {
@@ -48,7 +50,7 @@ func drive(fs []*FBF, rate func(float64) float64, end float64, limit int, seed u
 
 // measure is the empirical false-positive rate over trials absent elements
 // (even hashes, never inserted) at time now.
-func measure(f *FBF, trials int, seed uint64, now time.Time) float64 {
+func measure(f *fbf.FBF, trials int, seed uint64, now time.Time) float64 {
 	r := rand.New(rand.NewPCG(seed, 0xab5e))
 	fp := 0
 	for range trials {
@@ -69,7 +71,7 @@ func wilson(p float64, n int) (lo, hi float64) {
 	return max(0, c-h), c + h
 }
 
-func must(f *FBF, err error) *FBF {
+func must(f *fbf.FBF, err error) *fbf.FBF {
 	if err != nil {
 		panic(err) // the evaluation's options are constants
 	}
@@ -83,8 +85,8 @@ func g(x float64) string {
 	return fmt.Sprintf("%.3g", x)
 }
 
-// Eval runs Section VI-A to VI-C and writes markdown tables to w.
-func Eval(w io.Writer, c EvalConfig) error {
+// Run reproduces Section VI-A to VI-C and writes markdown tables to w.
+func Run(w io.Writer, c Config) error {
 	if c.Trials <= 0 {
 		c.Trials = 200_000
 	}
@@ -102,15 +104,15 @@ func Eval(w io.Writer, c EvalConfig) error {
 }
 
 // evalChecks is Section VI-A: optimized against simple check.
-func evalChecks(b *strings.Builder, c EvalConfig) {
+func evalChecks(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "## VI-A: optimized against simple membership check\n\n")
 	fmt.Fprintf(b, "Basic FBF (N = 1), m = 6250 bits, k = 5, t = 5 s, no resizing. The paper does not say how the insertions are spread in time, and the answer depends on it: the optimized check still accepts the oldest (past) filter alone, so the more of the load the past filter holds, the less the optimization gains. Here the insertions arrive evenly over two refresh periods (10 s: the past filter holds half of them) or three (15 s: it holds two thirds) and the checks run just before the next refresh. *pairs-only* is Algorithm 2 without the oldest filter alone (see the package doc). Eq. columns: Equation 3 (independent filters) for the optimized check, 1 − Π(1 − p_i) for the simple one.\n\n")
 	fmt.Fprintf(b, "| elements | spread | simple measured | optimized measured | pairs-only measured | optimized vs simple | simple Eq. | optimized Eq. 3 |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, periods := range []int{2, 3} {
 		for _, n := range []int{100, 200, 300, 400, 600, 800, 1000, 1500} {
-			var fs []*FBF
-			for _, m := range []CheckMode{Simple, Optimized, PairsOnly} {
-				fs = append(fs, must(NewWithOptions(Options{Bits: 6250, Hashes: 5, Refresh: 5 * time.Second, Check: m})))
+			var fs []*fbf.FBF
+			for _, m := range []fbf.CheckMode{fbf.Simple, fbf.Optimized, fbf.PairsOnly} {
+				fs = append(fs, must(fbf.NewWithOptions(fbf.Options{Bits: 6250, Hashes: 5, Refresh: 5 * time.Second, Check: m})))
 			}
 			end := 5.0 * float64(periods)
 			drive(fs, func(float64) float64 { return float64(n) / end }, end, n, c.Seed+uint64(n), nil, nil)
@@ -131,10 +133,10 @@ func evalChecks(b *strings.Builder, c EvalConfig) {
 }
 
 // evalEstimate is Section VI-B: Equation 3 against the measured rate.
-func evalEstimate(b *strings.Builder, c EvalConfig) {
+func evalEstimate(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "## VI-B: Equation 3 against the measured rate\n\n")
 	fmt.Fprintf(b, "Optimized check. First as load grows (basic FBF, m = 6250, k = 5, t = 5 s, insertions spread evenly over three periods, checks just before the next refresh), then with N = 3 past filters (same shape, spread over five periods), then over the filter size at 300 elements. *Eq. 3* assumes independent filters; *correlated* is this package's default model, which counts the period two neighbouring filters share (see the package doc). For N = 1 the two agree up to the (present, past) pair term, which the correlated model drops as contained in the past-alone term.\n\n")
-	row := func(label string, f *FBF, now time.Time) {
+	row := func(label string, f *fbf.FBF, now time.Time) {
 		got := measure(f, c.Trials, c.Seed, now)
 		lo, hi := wilson(got, c.Trials)
 		inside := func(est float64) string {
@@ -150,24 +152,24 @@ func evalEstimate(b *strings.Builder, c EvalConfig) {
 	for _, past := range []int{1, 3} {
 		fmt.Fprintf(b, "N = %d:\n\n"+header, past, "elements")
 		for _, n := range []int{100, 200, 300, 500, 750, 1000, 1500, 2000} {
-			f := must(NewWithOptions(Options{Bits: 6250, Hashes: 5, Refresh: 5 * time.Second, Past: past}))
+			f := must(fbf.NewWithOptions(fbf.Options{Bits: 6250, Hashes: 5, Refresh: 5 * time.Second, Past: past}))
 			end := 5.0 * float64(past+2)
-			drive([]*FBF{f}, func(float64) float64 { return float64(n) / end }, end, n, c.Seed+uint64(n), nil, nil)
+			drive([]*fbf.FBF{f}, func(float64) float64 { return float64(n) / end }, end, n, c.Seed+uint64(n), nil, nil)
 			row(fmt.Sprint(n), f, at(end-1e-6))
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "Filter size, 300 elements, N = 1:\n\n"+header, "m (bits)")
 	for _, m := range []uint64{5000, 7500, 10000, 15000, 20000, 25000, 30000} {
-		f := must(NewWithOptions(Options{Bits: m, Hashes: 5, Refresh: 5 * time.Second}))
-		drive([]*FBF{f}, func(float64) float64 { return 20 }, 15, 300, c.Seed+m, nil, nil)
+		f := must(fbf.NewWithOptions(fbf.Options{Bits: m, Hashes: 5, Refresh: 5 * time.Second}))
+		drive([]*fbf.FBF{f}, func(float64) float64 { return 20 }, 15, 300, c.Seed+m, nil, nil)
 		row(fmt.Sprint(m), f, at(15-1e-6))
 	}
 	b.WriteString("\n")
 }
 
 // evalRefresh is the first experiment of Section VI-C: FPP against t.
-func evalRefresh(b *strings.Builder, c EvalConfig) {
+func evalRefresh(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "## VI-C: false-positive rate against the refresh period\n\n")
 	// Rate r(τ) = 10·e^(aτ) ops/s, 5000 elements: ∫ r = (r(T) - 10)/a = 5000 with r(T) = 1000.
 	const r0, r1, total = 10.0, 1000.0, 5000.0
@@ -186,9 +188,9 @@ func evalRefresh(b *strings.Builder, c EvalConfig) {
 	}
 	fmt.Fprintf(b, "\n|---:|---:|---:|---:|---:|\n")
 	cells := make([][]string, len(rates))
-	var fs []*FBF
+	var fs []*fbf.FBF
 	for _, t := range periods {
-		fs = append(fs, must(NewWithOptions(Options{Bits: 25000, Hashes: 5, Refresh: t})))
+		fs = append(fs, must(fbf.NewWithOptions(fbf.Options{Bits: 25000, Hashes: 5, Refresh: t})))
 	}
 	drive(fs, rate, times[len(times)-1]+1, 0, c.Seed, times, func(i int, now time.Time) {
 		for _, f := range fs {
@@ -203,7 +205,7 @@ func evalRefresh(b *strings.Builder, c EvalConfig) {
 
 // evalFilters is the second experiment of Section VI-C: FPP against the
 // number of filters.
-func evalFilters(b *strings.Builder, c EvalConfig) {
+func evalFilters(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "## VI-C: false-positive rate against the number of filters\n\n")
 	// Linear ramp r(τ) = sτ, 3000 elements reaching 100 ops/s: T = 60 s, s = 100/60.
 	const total, rEnd = 3000.0, 100.0
@@ -218,10 +220,10 @@ func evalFilters(b *strings.Builder, c EvalConfig) {
 	counts := []int{24, 12, 6, 3}
 	fmt.Fprintf(b, "t = 5 s, m = 6250 bits, k = 5; 3000 elements arriving at a linearly growing rate, 0 → 100 per second over %.0f s. Each cell: measured (Eq. 3 / correlated estimate) when the rate reaches the row's value.\n\n", T)
 	fmt.Fprintf(b, "| rate (ops/s) |")
-	var fs []*FBF
+	var fs []*fbf.FBF
 	for _, n := range counts {
 		fmt.Fprintf(b, " %d filters |", n)
-		fs = append(fs, must(NewWithOptions(Options{Bits: 6250, Hashes: 5, Refresh: 5 * time.Second, Past: n - 2})))
+		fs = append(fs, must(fbf.NewWithOptions(fbf.Options{Bits: 6250, Hashes: 5, Refresh: 5 * time.Second, Past: n - 2})))
 	}
 	fmt.Fprintf(b, "\n|---:|---:|---:|---:|---:|\n")
 	cells := make([][]string, len(rates))

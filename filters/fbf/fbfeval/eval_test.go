@@ -1,4 +1,4 @@
-package fbf
+package fbfeval
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/filters/fbf"
 	"github.com/flowmon/flowmon/internal/testgate"
 )
 
@@ -17,7 +18,7 @@ func TestEvalRuns(t *testing.T) {
 		trials = 200_000
 	}
 	var b strings.Builder
-	if err := Eval(&b, EvalConfig{Trials: trials, Seed: 1}); err != nil {
+	if err := Run(&b, Config{Trials: trials, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range []string{"VI-A", "VI-B", "refresh period", "number of filters", "adaptive"} {
@@ -35,7 +36,7 @@ func TestEvalRuns(t *testing.T) {
 // the target (within 5 standard deviations) while its static twin exceeds it.
 func TestAdaptiveKeepsTarget(t *testing.T) {
 	const trials = 20_000
-	samples := RunAdaptive(trials, 7, 2*time.Second, EvalAdaptive, Correlated)
+	samples := RunAdaptive(trials, 7, 2*time.Second, EvalAdaptive, fbf.Correlated)
 	tol := 5 * math.Sqrt(AdaptiveTarget/trials)
 	staticOver, grew := false, false
 	for _, s := range samples {

@@ -1,8 +1,7 @@
-package kbf
+package kbfeval
 
 import (
 	"fmt"
-	"github.com/flowmon/flowmon/internal/hashmix"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -10,10 +9,13 @@ import (
 	"time"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/flowmon/flowmon/internal/hashmix"
+	"github.com/flowmon/flowmon/kbf"
 )
 
-// EvalConfig sets up the Section V experiment.
-type EvalConfig struct {
+// Config sets up the Section V experiment.
+type Config struct {
 	N       int       // keys inserted (the paper: 10 million)
 	Values  int       // distinct values (the paper: 3000)
 	FPRates []float64 // p values (the paper: 1e-3 .. 1e-6)
@@ -24,9 +26,9 @@ type EvalConfig struct {
 	Batches    int // delete and update batches (the paper: 10)
 }
 
-// DefaultEvalConfig is the paper's setup at 1 million keys.
-func DefaultEvalConfig() EvalConfig {
-	return EvalConfig{N: 1_000_000, Values: 3000, FPRates: []float64{1e-3, 1e-4, 1e-5, 1e-6}, Seed: 1, Batches: 10}
+// DefaultConfig is the paper's setup at 1 million keys.
+func DefaultConfig() Config {
+	return Config{N: 1_000_000, Values: 3000, FPRates: []float64{1e-3, 1e-4, 1e-5, 1e-6}, Seed: 1, Batches: 10}
 }
 
 // gevKeyLen draws a key size in bytes from the Generalized Extreme Value
@@ -44,7 +46,7 @@ func gevKeyLen(r *rand.Rand) int {
 
 // evalKeys returns 2n distinct 64-bit key hashes: the first n are inserted,
 // the rest never are.
-func evalKeys(c EvalConfig) []uint64 {
+func evalKeys(c Config) []uint64 {
 	r := rand.New(rand.NewPCG(c.Seed, 0x6b4246))
 	keys := make([]uint64, 0, 2*c.N)
 	seen := make(map[uint64]struct{}, 2*c.N)
@@ -69,10 +71,10 @@ func evalKeys(c EvalConfig) []uint64 {
 	return keys
 }
 
-// EvalRow is one configuration's measurements.
-type EvalRow struct {
-	Encoder        EncoderKind
-	Layout         LayoutKind
+// Row is one configuration's measurements.
+type Row struct {
+	Encoder        kbf.EncoderKind
+	Layout         kbf.LayoutKind
 	Lines          int // cache lines per key (Blocked)
 	FPRate         float64
 	Size           float64 // multiple of the m of Section IV
@@ -95,38 +97,38 @@ type EvalRow struct {
 
 // evalShape is one (encoder, layout, size) column group.
 type evalShape struct {
-	enc   EncoderKind
-	lay   LayoutKind
+	enc   kbf.EncoderKind
+	lay   kbf.LayoutKind
 	size  float64
 	lines int
 }
 
 func evalShapes() []evalShape {
 	var s []evalShape
-	for _, enc := range []EncoderKind{Greedy, Sidon} {
-		s = append(s, evalShape{enc, Standard, 1, 0}, evalShape{enc, Standard, 0.5, 0},
-			evalShape{enc, Blocked, 1, 0}, evalShape{enc, Blocked, 0.5, 0})
+	for _, enc := range []kbf.EncoderKind{kbf.Greedy, kbf.Sidon} {
+		s = append(s, evalShape{enc, kbf.Standard, 1, 0}, evalShape{enc, kbf.Standard, 0.5, 0},
+			evalShape{enc, kbf.Blocked, 1, 0}, evalShape{enc, kbf.Blocked, 0.5, 0})
 	}
 	// what memory two lines per key need for the standard layout's error
 	// rates: the same, 25% and 50% more cells.
-	return append(s, evalShape{Sidon, Blocked, 1, 2}, evalShape{Sidon, Blocked, 1.25, 2},
-		evalShape{Sidon, Blocked, 1.5, 2})
+	return append(s, evalShape{kbf.Sidon, kbf.Blocked, 1, 2}, evalShape{kbf.Sidon, kbf.Blocked, 1.25, 2},
+		evalShape{kbf.Sidon, kbf.Blocked, 1.5, 2})
 }
 
-// EvalRun measures one configuration: insert N keys and query them (false
+// Run measures one configuration: insert N keys and query them (false
 // negatives, incorrect outputs) and N others (false positives); delete the
 // keys in batches and after each query the keys of that batch (false
 // positives); on a fresh filter update the keys in batches and after each
 // query the keys of that batch (false negatives: null or wrong value).
-func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, error) {
+func Run(c Config, keys []uint64, vals []uint32, o kbf.Options) (Row, error) {
 	start := time.Now()
 	n := c.N
-	f, err := New(o)
+	f, err := kbf.New(o)
 	if err != nil {
-		return EvalRow{}, err
+		return Row{}, err
 	}
-	row := EvalRow{Encoder: o.Encoder, Layout: o.Layout, Lines: f.groups, FPRate: o.FPRate, Size: f.opt.SizeFactor,
-		M: f.m, K: f.k, CodeBits: f.CodeBits(), Rho: Rho(n, f.k, f.m),
+	row := Row{Encoder: o.Encoder, Layout: o.Layout, Lines: f.BlockLines(), FPRate: o.FPRate, Size: f.Options().SizeFactor,
+		M: f.Cells(), K: f.K(), CodeBits: f.CodeBits(), Rho: kbf.Rho(n, f.K(), f.Cells()),
 		BytesPerKey: float64(f.MemoryBytes()) / float64(n)}
 	t := time.Now()
 	for i := 0; i < n; i++ {
@@ -140,10 +142,10 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 	for i := 0; i < n; i++ {
 		v, r := f.Query(keys[i])
 		switch {
-		case r == Unknown:
+		case r == kbf.Unknown:
 			unk++
 			fn++
-		case r == Absent:
+		case r == kbf.Absent:
 			fn++
 		case v != vals[i]:
 			wrong++
@@ -151,26 +153,26 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 	}
 	row.NsQuery = float64(time.Since(t).Nanoseconds()) / float64(n)
 	for i := n; i < 2*n; i++ {
-		if _, r := f.Query(keys[i]); r == Found {
+		if _, r := f.Query(keys[i]); r == kbf.Found {
 			fp++
 		}
 	}
 	var pfn, pwrong, pfp int
 	for i := 0; i < n; i++ {
 		v, r := f.QueryPaper(keys[i])
-		if r != Found {
+		if r != kbf.Found {
 			pfn++
 		} else if v != vals[i] {
 			pwrong++
 		}
-		if _, r := f.QueryPaper(keys[n+i]); r == Found {
+		if _, r := f.QueryPaper(keys[n+i]); r == kbf.Found {
 			pfp++
 		}
 	}
 	row.PaperFN, row.PaperIncorrect, row.PaperFP = float64(pfn)/float64(n), float64(pwrong)/float64(n), float64(pfp)/float64(n)
 	row.FalseNeg, row.Unknown = float64(fn)/float64(n), float64(unk)/float64(n)
 	row.Incorrect, row.FalsePos = float64(wrong)/float64(n), float64(fp)/float64(n)
-	row.Saturated = f.st.Saturated
+	row.Saturated = f.Stats().Saturated
 	batch := n / c.Batches
 	for b := 0; b < c.Batches; b++ {
 		for i := b * batch; i < (b+1)*batch; i++ {
@@ -180,17 +182,17 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 		}
 		fp, pfp := 0, 0
 		for i := b * batch; i < (b+1)*batch; i++ {
-			if _, r := f.Query(keys[i]); r == Found {
+			if _, r := f.Query(keys[i]); r == kbf.Found {
 				fp++
 			}
-			if _, r := f.QueryPaper(keys[i]); r == Found {
+			if _, r := f.QueryPaper(keys[i]); r == kbf.Found {
 				pfp++
 			}
 		}
 		row.DeleteFP = append(row.DeleteFP, float64(fp)/float64(batch))
 		row.PaperDeleteFP = append(row.PaperDeleteFP, float64(pfp)/float64(batch))
 	}
-	f, err = New(o)
+	f, err = kbf.New(o)
 	if err != nil {
 		return row, err
 	}
@@ -213,10 +215,10 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 		}
 		bad, pbad := 0, 0
 		for i := b * batch; i < (b+1)*batch; i++ {
-			if v, r := f.Query(keys[i]); r != Found || v != cur[i] {
+			if v, r := f.Query(keys[i]); r != kbf.Found || v != cur[i] {
 				bad++
 			}
-			if v, r := f.QueryPaper(keys[i]); r != Found || v != cur[i] {
+			if v, r := f.QueryPaper(keys[i]); r != kbf.Found || v != cur[i] {
 				pbad++
 			}
 		}
@@ -230,9 +232,9 @@ func EvalRun(c EvalConfig, keys []uint64, vals []uint32, o Options) (EvalRow, er
 // Section5 runs the experiment for both encoders, both layouts, sizes m and
 // m/2 (and blocked at 1.25 m) and every p, and writes the markdown report
 // to w. progress, if not nil, gets a line per configuration.
-func Section5(w io.Writer, c EvalConfig, progress io.Writer) error {
+func Section5(w io.Writer, c Config, progress io.Writer) error {
 	if c.N < c.Batches || c.Batches < 1 || c.Values < 2 {
-		return fmt.Errorf("%w: eval needs n >= batches >= 1 and values >= 2", ErrInvalidOptions)
+		return fmt.Errorf("%w: eval needs n >= batches >= 1 and values >= 2", kbf.ErrInvalidOptions)
 	}
 	keys := evalKeys(c)
 	r := rand.New(rand.NewPCG(c.Seed, 0x76616c))
@@ -240,11 +242,11 @@ func Section5(w io.Writer, c EvalConfig, progress io.Writer) error {
 	for i := range vals {
 		vals[i] = uint32(r.IntN(c.Values))
 	}
-	var rows []EvalRow
+	var rows []Row
 	for _, s := range evalShapes() {
 		for _, p := range c.FPRates {
-			o := Options{Capacity: c.N, FPRate: p, Values: c.Values, Encoder: s.enc, Layout: s.lay, SizeFactor: s.size, BlockLines: s.lines, Seed: c.Seed}
-			row, err := EvalRun(c, keys, vals, o)
+			o := kbf.Options{Capacity: c.N, FPRate: p, Values: c.Values, Encoder: s.enc, Layout: s.lay, SizeFactor: s.size, BlockLines: s.lines, Seed: c.Seed}
+			row, err := Run(c, keys, vals, o)
 			if err != nil {
 				return fmt.Errorf("eval %v/%v p=%g size %g: %w", s.enc, s.lay, p, s.size, err)
 			}
@@ -260,8 +262,8 @@ func Section5(w io.Writer, c EvalConfig, progress io.Writer) error {
 	return nil
 }
 
-func (r EvalRow) layoutName() string {
-	if r.Layout == Blocked {
+func (r Row) layoutName() string {
+	if r.Layout == kbf.Blocked {
 		return fmt.Sprintf("blocked/%d", r.Lines)
 	}
 	return r.Layout.String()
@@ -284,7 +286,7 @@ func pct(x float64) string {
 	return fmt.Sprintf("%.2e", x)
 }
 
-func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
+func writeEval(w io.Writer, c Config, rows []Row) {
 	keys := "hashes of random byte strings with the paper's GEV key sizes (mu 30.80, sigma 8.20, k 0.0787)"
 	if c.RandomKeys {
 		keys = "uniform random 64-bit keys"
@@ -309,7 +311,7 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 			pct(r.FalseNeg), pct(r.Unknown), pct(r.Incorrect), pct(r.FalsePos),
 			pct(r.PaperFN), pct(r.PaperIncorrect), pct(r.PaperFP), r.Saturated, r.NsInsert, r.NsQuery)
 	}
-	batchTable := func(title, what string, get func(EvalRow) []float64) {
+	batchTable := func(title, what string, get func(Row) []float64) {
 		fmt.Fprintf(w, "\n## %s\n\n%s\n\n| encoder | layout | p | size |", title, what)
 		for b := 1; b <= c.Batches; b++ {
 			fmt.Fprintf(w, " %d |", b)
@@ -326,15 +328,15 @@ func writeEval(w io.Writer, c EvalConfig, rows []EvalRow) {
 	batchTable("False positives after each batch of deletes (paper Fig. 9, 10)",
 		fmt.Sprintf("The stored keys are deleted in %d batches of %d; after each batch the keys of that batch are queried, "+
 			"and the column is the share answered with a value.", c.Batches, c.N/c.Batches),
-		func(r EvalRow) []float64 { return r.DeleteFP })
+		func(r Row) []float64 { return r.DeleteFP })
 	batchTable("The same with the paper's decoding rules",
 		"QueryPaper on the same filters: rule 1 returns a singleton cell's code without checking the other cells.",
-		func(r EvalRow) []float64 { return r.PaperDeleteFP })
+		func(r Row) []float64 { return r.PaperDeleteFP })
 	batchTable("False negatives after each batch of updates (paper Fig. 11, 12)",
 		fmt.Sprintf("On a fresh filter the stored keys get a new value in %d batches of %d; after each batch the keys of that batch "+
 			"are queried, and the column is the share answered absent, don't-know or with a wrong value.", c.Batches, c.N/c.Batches),
-		func(r EvalRow) []float64 { return r.UpdateFN })
+		func(r Row) []float64 { return r.UpdateFN })
 	batchTable("The same with the paper's decoding rules ",
 		"QueryPaper on the same filters.",
-		func(r EvalRow) []float64 { return r.PaperUpdateFN })
+		func(r Row) []float64 { return r.PaperUpdateFN })
 }

@@ -1,9 +1,11 @@
-package fbf
+package fbfeval
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/flowmon/flowmon/filters/fbf"
 )
 
 // AdaptiveSample is one observation of the adaptive run.
@@ -27,12 +29,12 @@ const AdaptiveTarget = 0.01
 // EvalAdaptive is the resizing configuration of the adaptive run: the
 // projected estimate, adaptation every 250 ms of packet time, t in
 // [1 s, 11 s] by steps of 1 s, at most 64 filters.
-var EvalAdaptive = Adaptive{TargetFPP: AdaptiveTarget, Interval: 250 * time.Millisecond, RefreshStep: time.Second,
+var EvalAdaptive = fbf.Adaptive{TargetFPP: AdaptiveTarget, Interval: 250 * time.Millisecond, RefreshStep: time.Second,
 	MinRefresh: time.Second, MaxRefresh: 11 * time.Second, MaxFilters: 64}
 
 // PaperAdaptive is Algorithm 3 as the paper runs it: the current estimate
 // (with Model Independent: Equation 3), once per second, t in [1 s, 30 s].
-var PaperAdaptive = Adaptive{TargetFPP: AdaptiveTarget, Interval: time.Second, RefreshStep: time.Second,
+var PaperAdaptive = fbf.Adaptive{TargetFPP: AdaptiveTarget, Interval: time.Second, RefreshStep: time.Second,
 	MinRefresh: time.Second, MaxRefresh: 30 * time.Second, MaxFilters: 64, Current: true}
 
 // adaptiveRate is the workload of the adaptive run: 5 ops/s for 10 s, a
@@ -56,18 +58,18 @@ func adaptiveRate(tau float64) float64 {
 // (3 filters, m = 6250, k = 5, t = 11 s), target AdaptiveTarget, resize by
 // Algorithm 3 every second of packet time, and measure every `every` both
 // the adaptive FBF and a static twin fed the same stream.
-func RunAdaptive(trials int, seed uint64, every time.Duration, a Adaptive, md Model) []AdaptiveSample {
-	base := Options{Bits: 6250, Hashes: 5, Refresh: 11 * time.Second, Model: md}
-	static := must(NewWithOptions(base))
+func RunAdaptive(trials int, seed uint64, every time.Duration, a fbf.Adaptive, md fbf.Model) []AdaptiveSample {
+	base := fbf.Options{Bits: 6250, Hashes: 5, Refresh: 11 * time.Second, Model: md}
+	static := must(fbf.NewWithOptions(base))
 	base.Adaptive = a
-	adaptive := must(NewWithOptions(base))
+	adaptive := must(fbf.NewWithOptions(base))
 	const end = 140.0
 	var times []float64
 	for tau := every.Seconds(); tau < end; tau += every.Seconds() {
 		times = append(times, tau-1e-9)
 	}
 	var out []AdaptiveSample
-	drive([]*FBF{adaptive, static}, adaptiveRate, end, 0, seed, times, func(i int, now time.Time) {
+	drive([]*fbf.FBF{adaptive, static}, adaptiveRate, end, 0, seed, times, func(i int, now time.Time) {
 		out = append(out, AdaptiveSample{
 			At:                   now.Sub(evalEpoch).Round(time.Millisecond),
 			Rate:                 adaptiveRate(times[i]),
@@ -101,11 +103,11 @@ func summarize(samples []AdaptiveSample, upTo time.Duration) (worst, worstStatic
 	return
 }
 
-func evalAdaptive(b *strings.Builder, c EvalConfig) {
+func evalAdaptive(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "## VI-C: adaptive resizing (Algorithm 3)\n\n")
 	fmt.Fprintf(b, "Start as the paper: 3 filters, m = 6250 bits, k = 5, t = 11 s; target FPP %g. Workload: 5 ops/s for 10 s, a tenfold linear ramp to 50 ops/s from 10 s to 70 s, 50 ops/s until 100 s, back to 5 ops/s at 120 s, 5 ops/s until 140 s. *static* is the same FBF without resizing fed the same stream. Resizing: Algorithm 3 (×2 filters and t − 1 s at ≥ 0.9·target; −1 filter and t + 1 s at ≤ 0.1·target) with the correlated model projected to the next refresh, run every 250 ms of packet time, t in [1 s, 11 s], at most 64 filters.\n\n", AdaptiveTarget)
 	fmt.Fprintf(b, "| time (s) | rate (ops/s) | filters | t | window | correlated estimate | measured | static Eq. 3 | static measured |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	samples := RunAdaptive(c.Trials, c.Seed, 2*time.Second, EvalAdaptive, Correlated)
+	samples := RunAdaptive(c.Trials, c.Seed, 2*time.Second, EvalAdaptive, fbf.Correlated)
 	for i, s := range samples {
 		if i%3 == 2 || s.Measured > AdaptiveTarget {
 			fmt.Fprintf(b, "| %.0f | %.1f | %d | %v | %.0f s | %s | %s | %s | %s |\n", s.At.Seconds(), s.Rate, s.Filters, s.Refresh,
@@ -114,7 +116,7 @@ func evalAdaptive(b *strings.Builder, c EvalConfig) {
 	}
 	fmt.Fprintf(b, "\nSamples every 2 s (every third shown, plus any above the target).\n\n")
 	fmt.Fprintf(b, "| resizing | phase | adaptive measured max | samples above target | static measured max | static samples above target |\n|---|---|---:|---:|---:|---:|\n")
-	paper := RunAdaptive(c.Trials, c.Seed, 2*time.Second, PaperAdaptive, Independent)
+	paper := RunAdaptive(c.Trials, c.Seed, 2*time.Second, PaperAdaptive, fbf.Independent)
 	for _, run := range []struct {
 		name    string
 		samples []AdaptiveSample
