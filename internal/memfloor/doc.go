@@ -8,6 +8,6 @@
 //
 // A per-packet target that needs fewer nanoseconds than the in-flight
 // miss cost times the misses a packet must take cannot be met on the
-// machine, whatever the code does; docs/benchmarks.md quotes these figures
-// beside the pipeline's.
+// machine, whatever the code does; docs/results/pipeline.md quotes these
+// figures beside the pipeline's.
 package memfloor
