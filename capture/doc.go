@@ -1,0 +1,35 @@
+// Package capture is where packets enter flowmon: capture files are read,
+// each frame is decoded in place into a Packet carrying its canonical flow
+// Key and the one hash every later stage derives its indexes from, and
+// what does not decode is counted by reason and skipped.
+//
+// # Pieces
+//
+//   - Source (source.go) is the seam the engine reads: Next, Stats, Close.
+//     Reader is one capture file, Files several in turn (OpenFiles); live
+//     sources (AF_PACKET, libpcap, eBPF) are to satisfy it too.
+//   - Reader (reader.go, pcapfile.go) reads classic pcap with its own reader
+//     (records are slices of the read buffer; either byte order, micro- or
+//     nanosecond timestamps, caplen above len as libpcap allows) and pcapng
+//     through gopacket's pcapgo; gzip is undone first, "-" is standard
+//     input. A damaged or truncated file yields every packet before the
+//     damage, then a *ReadError naming the byte offset; a record cut short
+//     is damage, not a packet (capinfos and tcpdump count the same).
+//   - Decode (decode.go) fills a Packet from one frame of a link type
+//     (Ethernet with VLAN, QinQ, MPLS and PPPoE; raw IP, IPv4 and IPv6;
+//     Linux SLL and SLL2; BSD null, OpenBSD loop) without allocating and
+//     never panics: it
+//     returns ReasonNone for a flow packet, or the Reason it is not one.
+//   - Key (key.go) is the 5-tuple in canonical form (the endpoint that
+//     sorts first is Src; Packet.Reversed gives the direction), with a
+//     fixed 40-byte layout shared with other agents and the eBPF side, and
+//     Hash, XXH3-64 of that layout with HashSeed (hash.go), pinned by
+//     TestHashPinned because filters built from it are exchanged.
+//   - Reason (reason.go) is the fixed set of why a frame was not a flow
+//     packet, a metric label; Stats (stats.go) counts packets, bytes, link,
+//     network and transport classes and reasons.
+//
+// Decode and a classic pcap Reader's Next allocate nothing per packet
+// (TestDecodeNoAllocs, BenchmarkReaderNext); a Source is used by one
+// goroutine.
+package capture
