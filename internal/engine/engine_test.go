@@ -6,14 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/internal/gen"
 	"github.com/flowmon/flowmon/kbf"
 )
 
@@ -172,5 +175,48 @@ func TestFlowLogIsReproducible(t *testing.T) {
 	_, log1 := replaySample(t, 1)
 	if one := sortedLines(log1); !slices.Equal(sortedLines(first), one) || len(one) != 300 {
 		t.Errorf("3 workers wrote other records than 1 (%d lines)", len(one))
+	}
+}
+
+// TestSummaryWithoutFlowLog: without a flow log the flow table keeps only
+// a flow's first line (key, state, uid), and the summary must be the one
+// a replay writing records gives, on a generated trace whose flows end,
+// time out and hit the table's cap.
+func TestSummaryWithoutFlowLog(t *testing.T) {
+	trace := t.TempDir() + "/g.pcap"
+	g, err := gen.New(gen.Options{Flows: 20_000, Seed: 5, Duration: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteTo(f, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(log io.Writer) *Summary {
+		cfg := DefaultConfig()
+		cfg.Workers = 1
+		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 4096, 4096
+		cfg.FlowLog = log
+		s, err := Replay(context.Background(), []string{trace}, ReplayOptions{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	with, without := run(io.Discard), run(nil)
+	if with.Flows != without.Flows || with.FlowsTimedOut != without.FlowsTimedOut || with.FlowsAtCap != without.FlowsAtCap ||
+		!maps.Equal(with.ConnStates, without.ConnStates) {
+		t.Errorf("with a flow log: %d flows, %d timed out (%d at the cap), %v\nwithout: %d flows, %d timed out (%d at the cap), %v",
+			with.Flows, with.FlowsTimedOut, with.FlowsAtCap, with.ConnStates,
+			without.Flows, without.FlowsTimedOut, without.FlowsAtCap, without.ConnStates)
+	}
+	if with.FlowsAtCap == 0 {
+		t.Errorf("the table never reached its cap of 4096: the test does not cover it")
 	}
 }

@@ -18,9 +18,11 @@ import (
 //
 //	slotMeta   24 bytes, 4/3 per flow of the cap (slotCount): hash (0:
 //	           empty), deadline (packet time, ns), index of its flowSlot
-//	flowSlot  256 bytes, one per flow of the cap: key (packed, 38),
-//	           first/last (16), packets (16), uid seed (8), conn.log
-//	           fields (152), state and flags, padding to four lines
+//	flowSlot  256 bytes, one per flow of the cap: in its first line the
+//	           key (packed, 38), state and flags, uid seed (8); then
+//	           the record's first/last (16), packets (16) and conn.log
+//	           fields (152), which only a replay writing records
+//	           touches; padding to four lines
 //	free        4 bytes per flow of the cap: the flowSlots released
 //	endedFlow  24 bytes per flow of the cap at most: the ended queue
 //
@@ -45,18 +47,27 @@ type slotMeta struct {
 }
 
 // flowSlot is one open flow: 256 bytes, four whole cache lines (the table
-// is page-aligned), all of which a packet of the flow may touch.
+// is page-aligned). The first line holds what every packet reads and the
+// summary needs (key, state, uid); the record's fields (times, packets,
+// conn.log fields) fill the rest and are read and written only when the
+// table writes records, so a replay without a flow log touches one line
+// of a flow's slot a packet, not four.
 type flowSlot struct {
-	key         packedKey
+	key       packedKey // 38 bytes
+	state     acsm.ConnState
+	ended     bool
+	written   bool
+	origIsDst bool
+	uid       uint64 // seed of the flow's uid (uid.go), at 48
+	rec       recordFields
+	_         [16]byte // to 256 bytes: a slot never shares a line
+}
+
+// recordFields are a flow's fields that only its record reads.
+type recordFields struct {
 	first, last int64     // packet times (UnixNano)
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
-	uid         uint64    // seed of the flow's uid (uid.go)
 	conn        connFields
-	state       acsm.ConnState
-	ended       bool
-	written     bool
-	origIsDst   bool
-	_           [16]byte // to 256 bytes: a slot never shares a line
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so
@@ -245,9 +256,14 @@ func (t *flowTable) prefetchFlow(h uint64) {
 	}
 }
 
-// prefetchSlot starts loading flowSlot idx's four lines.
+// prefetchSlot starts loading the lines of flowSlot idx that a packet
+// touches: the first, and with a flow log all four.
 func (t *flowTable) prefetchSlot(idx uint32) {
 	e := unsafe.Pointer(&t.slots[idx])
+	if t.enc == nil {
+		memhint.Prefetch2(e, e)
+		return
+	}
 	memhint.Prefetch2(e, unsafe.Add(e, 64))
 	memhint.Prefetch2(unsafe.Add(e, 128), unsafe.Add(e, 192))
 }

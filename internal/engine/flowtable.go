@@ -123,19 +123,23 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		t.expire(e)
 		e = t.start(i, tag, &k, p, now)
 	}
-	// The orientation as the backend answered; when it could not tell,
-	// the flow keeps the one it had (a new flow: its sender originates).
-	first := e.pkts[0]+e.pkts[1] == 0
 	origIsDst := e.origIsDst
-	switch {
-	case ev.Result != acsm.Unknown:
-		origIsDst = ev.OrigIsDst
-	case first:
-		origIsDst = p.Reversed
+	if t.enc != nil {
+		// The orientation as the backend answered; when it could not
+		// tell, the flow keeps the one it had (a new flow: its sender
+		// originates).
+		r := &e.rec
+		first := r.pkts[0]+r.pkts[1] == 0
+		switch {
+		case ev.Result != acsm.Unknown:
+			origIsDst = ev.OrigIsDst
+		case first:
+			origIsDst = p.Reversed
+		}
+		r.conn.observe(p, origIsDst, first)
+		r.last = now
+		r.pkts[b2i(p.Reversed)]++
 	}
-	e.conn.observe(p, origIsDst, first)
-	e.last = now
-	e.pkts[b2i(p.Reversed)]++
 	if e.ended {
 		return // a straggler after the end (the last ACK)
 	}
@@ -171,7 +175,10 @@ func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, no
 	}
 	t.meta[i] = slotMeta{hash: tag, deadline: maxTime, idx: idx}
 	e := &t.slots[idx]
-	*e = flowSlot{key: *k, first: now, uid: uidSeed(p)}
+	e.key, e.state, e.ended, e.written, e.origIsDst, e.uid = *k, 0, false, false, false, uidSeed(p)
+	if t.enc != nil {
+		e.rec = recordFields{first: now}
+	}
 	t.distinct++
 	return e
 }
@@ -328,22 +335,22 @@ func (t *flowTable) write(e *flowSlot) {
 		return
 	}
 	k, st, origIsDst := e.key.key(), e.state, e.origIsDst
-	c := &e.conn
+	c := &e.rec.conn
 	o, rs := &c.side[0], &c.side[1]
 	r := FlowRecord{
-		TS:       float64(e.first) / 1e9,
+		TS:       float64(e.rec.first) / 1e9,
 		UID:      formatUID(e.uid),
-		Duration: time.Duration(e.last - e.first).Seconds(),
+		Duration: time.Duration(e.rec.last - e.rec.first).Seconds(),
 		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
 		Proto:       connProto(k.Proto),
 		ConnState:   st.String(),
 		MissedBytes: uint64(o.missed) + uint64(rs.missed),
 		History:     c.history(),
-		OrigPkts:    e.pkts[0], RespPkts: e.pkts[1],
+		OrigPkts:    e.rec.pkts[0], RespPkts: e.rec.pkts[1],
 	}
 	if origIsDst {
 		r.OrigH, r.OrigP, r.RespH, r.RespP = k.Dst, k.DstPort, k.Src, k.SrcPort
-		r.OrigPkts, r.RespPkts = e.pkts[1], e.pkts[0]
+		r.OrigPkts, r.RespPkts = e.rec.pkts[1], e.rec.pkts[0]
 		o, rs = rs, o
 	}
 	r.OrigBytes, r.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)

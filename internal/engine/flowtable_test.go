@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
@@ -203,5 +204,17 @@ func TestFlowTableNoAllocs(t *testing.T) {
 	}
 	if tab.count != open {
 		t.Errorf("table holds %d flows, want its cap %d", tab.count, open)
+	}
+}
+
+// TestFlowSlotLayout: a slot is four whole lines, and what a packet
+// touches without a flow log (key, state, flags, uid) is in the first.
+func TestFlowSlotLayout(t *testing.T) {
+	var e flowSlot
+	if n := unsafe.Sizeof(e); n != 256 {
+		t.Errorf("flowSlot is %d bytes, want 256", n)
+	}
+	if end := unsafe.Offsetof(e.uid) + unsafe.Sizeof(e.uid); end > 64 {
+		t.Errorf("the first line's fields end at byte %d, past the line", end)
 	}
 }
