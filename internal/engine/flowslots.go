@@ -18,17 +18,18 @@ import (
 //
 //	slotMeta   24 bytes, 4/3 per flow of the cap (slotCount): hash (0:
 //	           empty), deadline (packet time, ns), index of its flowSlot
-//	flowSlot  256 bytes, one per flow of the cap: in its first line the
-//	           key (packed, 38), state and flags, uid seed (8); then
-//	           the record's first/last (16), packets (16) and conn.log
-//	           fields (152), which only a replay writing records
-//	           touches; padding to four lines
+//	flowSlot   64 bytes, one per flow of the cap: key (packed, 38),
+//	           state and flags, uid seed (8); one line
+//	record    192 bytes, one per flow of the cap, only when records are
+//	           written: first/last (16), packets (16), conn.log fields
+//	           (152); three lines
 //	free        4 bytes per flow of the cap: the flowSlots released
 //	endedFlow  24 bytes per flow of the cap at most: the ended queue
 //
-// so 256 + 32 + 4 = 292 bytes per flow of the cap, plus the queue. Probing
-// and the sweep read only metas (2.7 a cache line) and touch a flowSlot at
-// a match; the table is at most 3/4 full. The flowSlots are handed out
+// so 64 + 32 + 4 = 100 bytes per flow of the cap (292 when writing
+// records), plus the queue. Probing and the sweep read only metas (2.7 a
+// cache line) and touch a flowSlot at a match; the table is at most 3/4
+// full. The flowSlots are handed out
 // lowest first and reused last released first, so the pages that take
 // memory follow the most flows open at once, not the cap.
 //
@@ -46,28 +47,26 @@ type slotMeta struct {
 	idx      uint32 // the flow's flowSlot
 }
 
-// flowSlot is one open flow: 256 bytes, four whole cache lines (the table
-// is page-aligned). The first line holds what every packet reads and the
-// summary needs (key, state, uid); the record's fields (times, packets,
-// conn.log fields) fill the rest and are read and written only when the
-// table writes records, so a replay without a flow log touches one line
-// of a flow's slot a packet, not four.
+// flowSlot is one open flow as every packet needs it: one cache line (the
+// table is page-aligned), read and written at each of the flow's packets.
 type flowSlot struct {
 	key       packedKey // 38 bytes
 	state     acsm.ConnState
 	ended     bool
 	written   bool
 	origIsDst bool
-	uid       uint64 // seed of the flow's uid (uid.go), at 48
-	rec       recordFields
-	_         [16]byte // to 256 bytes: a slot never shares a line
+	uid       uint64  // seed of the flow's uid (uid.go), at 48
+	_         [8]byte // to 64 bytes: a slot never shares a line
 }
 
-// recordFields are a flow's fields that only its record reads.
+// recordFields are a flow's fields that only its record reads, beside its
+// flowSlot at the same index in their own array, which exists only when
+// the table writes records: 192 bytes, three lines.
 type recordFields struct {
 	first, last int64     // packet times (UnixNano)
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
 	conn        connFields
+	_           [8]byte
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so
@@ -256,14 +255,15 @@ func (t *flowTable) prefetchFlow(h uint64) {
 	}
 }
 
-// prefetchSlot starts loading the lines of flowSlot idx that a packet
-// touches: the first, and with a flow log all four.
+// prefetchSlot starts loading flowSlot idx and, when records are written,
+// its record's three lines.
 func (t *flowTable) prefetchSlot(idx uint32) {
 	e := unsafe.Pointer(&t.slots[idx])
-	if t.enc == nil {
+	if t.recs == nil {
 		memhint.Prefetch2(e, e)
 		return
 	}
-	memhint.Prefetch2(e, unsafe.Add(e, 64))
-	memhint.Prefetch2(unsafe.Add(e, 128), unsafe.Add(e, 192))
+	r := unsafe.Pointer(&t.recs[idx])
+	memhint.Prefetch2(e, r)
+	memhint.Prefetch2(unsafe.Add(r, 64), unsafe.Add(r, 128))
 }

@@ -29,9 +29,10 @@ import (
 // goes when depends only on the packets and their times: the flow log is
 // the same from run to run.
 type flowTable struct {
-	mem      *offHeap // meta, slots, free and ended
+	mem      *offHeap // meta, slots, recs, free and ended
 	meta     []slotMeta
 	slots    []flowSlot
+	recs     []recordFields    // beside slots, the same index; nil without a flow log
 	free     []uint32          // released slots, reused last first
 	fresh    uint32            // slots[fresh:] have never been used
 	count    int               // flows held
@@ -89,6 +90,7 @@ func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *fl
 	mem.freeWith(t)
 	if w != nil {
 		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
+		t.recs = offHeapSlice[recordFields](mem, maxFlows)
 	}
 	return t
 }
@@ -100,9 +102,11 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	t.tick(now)
 	tag, k := slotTag(p.Hash), packKey(&p.Key)
 	i, found := t.lookup(tag, &k)
+	var idx uint32
 	var e *flowSlot
 	if found {
-		e = &t.slots[t.meta[i].idx]
+		idx = t.meta[i].idx
+		e = &t.slots[idx]
 	}
 	switch {
 	case !found:
@@ -111,24 +115,24 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 			t.timeOut(t.victim(tag))
 			i = t.freeSlot(tag)
 		}
-		e = t.start(i, tag, &k, p, now)
+		idx, e = t.start(i, tag, &k, p, now)
 	case e.ended && ev.New:
 		// The 5-tuple is reused after its flow ended: a new flow. The
 		// old one's record goes out now; its queue entry is then skipped.
-		t.writeOnce(e)
-		e = t.start(i, tag, &k, p, now)
+		t.writeOnce(idx)
+		idx, e = t.start(i, tag, &k, p, now)
 	case now >= t.meta[i].deadline:
 		// Idle past its timeout before the clock came by: the flow is
 		// over and this packet starts another in its slot.
-		t.expire(e)
-		e = t.start(i, tag, &k, p, now)
+		t.expire(idx)
+		idx, e = t.start(i, tag, &k, p, now)
 	}
 	origIsDst := e.origIsDst
-	if t.enc != nil {
+	if t.recs != nil {
 		// The orientation as the backend answered; when it could not
 		// tell, the flow keeps the one it had (a new flow: its sender
 		// originates).
-		r := &e.rec
+		r := &t.recs[idx]
 		first := r.pkts[0]+r.pkts[1] == 0
 		switch {
 		case ev.Result != acsm.Unknown:
@@ -161,8 +165,9 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 }
 
 // start enters a new flow at its first packet in slot i, empty or holding
-// a flow whose record is written (whose flowSlot it takes over).
-func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) *flowSlot {
+// a flow whose record is written (whose flowSlot it takes over), and
+// returns its flowSlot and the slot's index.
+func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) (uint32, *flowSlot) {
 	idx := t.meta[i].idx
 	if t.meta[i].hash == 0 {
 		t.count++
@@ -175,12 +180,12 @@ func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, no
 	}
 	t.meta[i] = slotMeta{hash: tag, deadline: maxTime, idx: idx}
 	e := &t.slots[idx]
-	e.key, e.state, e.ended, e.written, e.origIsDst, e.uid = *k, 0, false, false, false, uidSeed(p)
-	if t.enc != nil {
-		e.rec = recordFields{first: now}
+	*e = flowSlot{key: *k, uid: uidSeed(p)}
+	if t.recs != nil {
+		t.recs[idx] = recordFields{first: now}
 	}
 	t.distinct++
-	return e
+	return idx, e
 }
 
 // timeout is the idle timeout of a flow in state s: as the ACSM's tiers,
@@ -197,18 +202,18 @@ func (t *flowTable) timeout(s acsm.ConnState) int64 {
 // timeOut writes the record of the flow in slot i and removes it: an open
 // flow timed out, or at the cap any flow.
 func (t *flowTable) timeOut(i int) {
-	t.expire(&t.slots[t.meta[i].idx])
+	t.expire(t.meta[i].idx)
 	t.remove(i)
 }
 
-// expire writes the record of a flow that leaves before its end or
-// linger is over.
-func (t *flowTable) expire(e *flowSlot) {
-	if !e.ended {
+// expire writes the record of the flow in flowSlot idx, which leaves
+// before its end or linger is over.
+func (t *flowTable) expire(idx uint32) {
+	if e := &t.slots[idx]; !e.ended {
 		t.byState[e.state]++
 		t.evicted++
 	}
-	t.writeOnce(e)
+	t.writeOnce(idx)
 }
 
 // tick moves the clock hand: sweepStep slots, and more as packet time
@@ -252,7 +257,7 @@ func (t *flowTable) flushEnded(now int64) {
 func (t *flowTable) flushOne() {
 	f := t.ended[t.head]
 	if i := t.find(f.hash, f.uid); i >= 0 {
-		t.writeOnce(&t.slots[t.meta[i].idx])
+		t.writeOnce(t.meta[i].idx)
 		t.remove(i) // its stragglers are in; the flow is done
 	}
 	if t.head++; t.head == len(t.ended) {
@@ -261,10 +266,10 @@ func (t *flowTable) flushOne() {
 	t.nEnded--
 }
 
-func (t *flowTable) writeOnce(e *flowSlot) {
-	if !e.written {
+func (t *flowTable) writeOnce(idx uint32) {
+	if e := &t.slots[idx]; !e.written {
 		e.written = true
-		t.write(e)
+		t.write(idx)
 	}
 }
 
@@ -278,12 +283,12 @@ func (t *flowTable) finish() error {
 		if t.meta[i].hash == 0 {
 			continue
 		}
-		if e := &t.slots[t.meta[i].idx]; !e.ended {
-			t.byState[e.state]++
-			t.writeOnce(e)
+		if idx := t.meta[i].idx; !t.slots[idx].ended {
+			t.byState[t.slots[idx].state]++
+			t.writeOnce(idx)
 		}
 	}
-	t.meta, t.slots, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, 0, 0
+	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	for s, n := range t.byState {
 		if n > 0 {
@@ -330,27 +335,28 @@ func connProto(p uint8) string {
 	return "unknown_transport"
 }
 
-func (t *flowTable) write(e *flowSlot) {
-	if t.enc == nil || t.err != nil {
+func (t *flowTable) write(idx uint32) {
+	if t.recs == nil || t.err != nil {
 		return
 	}
+	e, rec := &t.slots[idx], &t.recs[idx]
 	k, st, origIsDst := e.key.key(), e.state, e.origIsDst
-	c := &e.rec.conn
+	c := &rec.conn
 	o, rs := &c.side[0], &c.side[1]
 	r := FlowRecord{
-		TS:       float64(e.rec.first) / 1e9,
+		TS:       float64(rec.first) / 1e9,
 		UID:      formatUID(e.uid),
-		Duration: time.Duration(e.rec.last - e.rec.first).Seconds(),
+		Duration: time.Duration(rec.last - rec.first).Seconds(),
 		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
 		Proto:       connProto(k.Proto),
 		ConnState:   st.String(),
 		MissedBytes: uint64(o.missed) + uint64(rs.missed),
 		History:     c.history(),
-		OrigPkts:    e.rec.pkts[0], RespPkts: e.rec.pkts[1],
+		OrigPkts:    rec.pkts[0], RespPkts: rec.pkts[1],
 	}
 	if origIsDst {
 		r.OrigH, r.OrigP, r.RespH, r.RespP = k.Dst, k.DstPort, k.Src, k.SrcPort
-		r.OrigPkts, r.RespPkts = e.rec.pkts[1], e.rec.pkts[0]
+		r.OrigPkts, r.RespPkts = rec.pkts[1], rec.pkts[0]
 		o, rs = rs, o
 	}
 	r.OrigBytes, r.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)

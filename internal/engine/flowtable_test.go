@@ -207,14 +207,13 @@ func TestFlowTableNoAllocs(t *testing.T) {
 	}
 }
 
-// TestFlowSlotLayout: a slot is four whole lines, and what a packet
-// touches without a flow log (key, state, flags, uid) is in the first.
+// TestFlowSlotLayout: a flow's slot is one whole line and its record
+// three, so that neither shares a line with another flow's.
 func TestFlowSlotLayout(t *testing.T) {
-	var e flowSlot
-	if n := unsafe.Sizeof(e); n != 256 {
-		t.Errorf("flowSlot is %d bytes, want 256", n)
+	if n := unsafe.Sizeof(flowSlot{}); n != 64 {
+		t.Errorf("flowSlot is %d bytes, want 64", n)
 	}
-	if end := unsafe.Offsetof(e.uid) + unsafe.Sizeof(e.uid); end > 64 {
-		t.Errorf("the first line's fields end at byte %d, past the line", end)
+	if n := unsafe.Sizeof(recordFields{}); n != 192 {
+		t.Errorf("recordFields is %d bytes, want 192", n)
 	}
 }
