@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"io"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/flowcount"
+	"github.com/flowmon/flowmon/internal/gen"
 )
 
 // countingConsumer counts what its shard shows it.
@@ -61,5 +65,81 @@ func TestConsumersSeeEveryPacket(t *testing.T) {
 			t.Errorf("%d workers: consumers saw %d packets and %d flow starts; the summary has %d unique packets and %d new flows",
 				workers, packets, starts, s.UniquePackets, s.ACSM.NewFlows)
 		}
+	}
+}
+
+// perPacketCounter counts every packet it sees in a flow counter of its
+// own, one Add a packet: the reference for the shard's counter, which
+// the flow table feeds a flow's packets at once.
+type perPacketCounter struct {
+	ref    *flowcount.Counter
+	hashes map[uint64]bool
+}
+
+func (c *perPacketCounter) Packet(p *capture.Packet, _ *acsm.Event) {
+	c.ref.Add(p.Hash, p.Timestamp)
+	c.hashes[p.Hash] = true
+}
+func (c *perPacketCounter) Finish(time.Time) error { c.ref.Flush(); return nil }
+
+// TestFlowCountsMatchPerPacketCounting: over a 150 s trace (two window
+// rotations, flows ending, timing out and capped), the shard's flow
+// counter, fed by the flow table a flow at a time, publishes the windows
+// a counter fed packet by packet publishes: the same windows, packets,
+// drops, distinct flows and every flow's count.
+func TestFlowCountsMatchPerPacketCounting(t *testing.T) {
+	trace := t.TempDir() + "/g.pcap"
+	g, err := gen.New(gen.Options{Flows: 30_000, Seed: 9, Duration: 150 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteTo(f, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Workers = 1
+	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 8192, 2048
+	var cc *perPacketCounter
+	cfg.Consumers = []NewConsumer{func(int, int) (Consumer, error) {
+		ref, err := flowcount.New(cfg.FlowCount)
+		cc = &perPacketCounter{ref: ref, hashes: map[uint64]bool{}}
+		return cc, err
+	}}
+	pl, err := NewPipeline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Replay(context.Background(), []string{trace}, ReplayOptions{Pipeline: pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.FlowsAtCap == 0 {
+		t.Errorf("the flow table never reached its cap: the test does not cover flows leaving it")
+	}
+	got, want := pl.shards[0].counter, cc.ref
+	if g, w := got.Stats().Windows, want.Stats().Windows; g != w || g < 3 {
+		t.Fatalf("%d windows published, want %d (at least 3)", g, w)
+	}
+	gs, ws := got.Last(), want.Last()
+	if gs.Packets != ws.Packets || gs.Dropped != ws.Dropped || gs.Filter.Stats().Distinct != ws.Filter.Stats().Distinct ||
+		!gs.Start.Equal(ws.Start) {
+		t.Errorf("last window: %d packets, %d dropped, %d flows from %v; per packet: %d, %d, %d from %v",
+			gs.Packets, gs.Dropped, gs.Filter.Stats().Distinct, gs.Start, ws.Packets, ws.Dropped, ws.Filter.Stats().Distinct, ws.Start)
+	}
+	wrong := 0
+	for h := range cc.hashes {
+		if gs.Filter.Count(h) != ws.Filter.Count(h) {
+			wrong++
+		}
+	}
+	if wrong > 0 {
+		t.Errorf("%d of %d flows have another count in the last window", wrong, len(cc.hashes))
 	}
 }

@@ -55,8 +55,13 @@ type flowSlot struct {
 	ended     bool
 	written   bool
 	origIsDst bool
-	uid       uint64  // seed of the flow's uid (uid.go), at 48
-	_         [8]byte // to 64 bytes: a slot never shares a line
+	// win is the flow's packets in the flow counter's current window not
+	// yet added to it: the counter gets them in one insertion when the
+	// flow leaves the table or the window ends (flushCount), not one a
+	// packet, and a packet touches no line of the counter's filter.
+	win  uint32
+	uid  uint64 // seed of the flow's uid (uid.go), at 48
+	hash uint64 // the flow hash, the counter's key
 }
 
 // recordFields are a flow's fields that only its record reads, beside its
@@ -171,6 +176,7 @@ func (t *flowTable) freeSlot(tag uint64) int {
 // remove empties slot i and shifts the rest of its run back so that
 // every flow stays reachable from its home.
 func (t *flowTable) remove(i int) {
+	t.flushCount(t.meta[i].idx)
 	t.count--
 	t.free = append(t.free, t.meta[i].idx) // within its capacity, maxFlows
 	n := len(t.meta)
@@ -266,4 +272,23 @@ func (t *flowTable) prefetchSlot(idx uint32) {
 	r := unsafe.Pointer(&t.recs[idx])
 	memhint.Prefetch2(e, r)
 	memhint.Prefetch2(unsafe.Add(r, 64), unsafe.Add(r, 128))
+}
+
+// flushCount adds the packets flowSlot idx holds for the current window to
+// the flow counter.
+func (t *flowTable) flushCount(idx uint32) {
+	if e := &t.slots[idx]; e.win > 0 && t.counter != nil {
+		t.counter.AddN(e.hash, uint64(e.win))
+		e.win = 0
+	}
+}
+
+// flushCounts adds every flow's packets of the current window to the flow
+// counter: before the counter's window ends, and at the end of the run.
+func (t *flowTable) flushCounts() {
+	for i := range t.meta {
+		if t.meta[i].hash != 0 {
+			t.flushCount(t.meta[i].idx)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/flowcount"
 )
 
 // flowTable is the replay's exact view of its open flows: first and last
@@ -32,15 +33,16 @@ type flowTable struct {
 	mem      *offHeap // meta, slots, recs, free and ended
 	meta     []slotMeta
 	slots    []flowSlot
-	recs     []recordFields    // beside slots, the same index; nil without a flow log
-	free     []uint32          // released slots, reused last first
-	fresh    uint32            // slots[fresh:] have never been used
-	count    int               // flows held
-	distinct uint64            // flows started (records, as Zeek counts connections)
-	states   map[string]uint64 // flows by final conn_state (filled by finish)
-	byState  [256]uint64       // flows by final conn_state, while running
-	evicted  uint64            // open flows timed out by the table
-	atCap    uint64            // of which timed out early at the cap
+	recs     []recordFields     // beside slots, the same index; nil without a flow log
+	counter  *flowcount.Counter // counts each flow's packets per window (flushCount)
+	free     []uint32           // released slots, reused last first
+	fresh    uint32             // slots[fresh:] have never been used
+	count    int                // flows held
+	distinct uint64             // flows started (records, as Zeek counts connections)
+	states   map[string]uint64  // flows by final conn_state (filled by finish)
+	byState  [256]uint64        // flows by final conn_state, while running
+	evicted  uint64             // open flows timed out by the table
+	atCap    uint64             // of which timed out early at the cap
 	maxFlows int
 	idleNew  int64 // timeout (ns) of a flow in S0, SH, SHR or unknown
 	idleEst  int64 // timeout of the others
@@ -79,14 +81,14 @@ const (
 	sweepStep  = 2
 )
 
-func newFlowTable(w io.Writer, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
+func newFlowTable(w io.Writer, counter *flowcount.Counter, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
 	maxFlows = max(maxFlows, 1)
 	n := slotCount(maxFlows)
 	mem := &offHeap{}
 	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n), slots: offHeapSlice[flowSlot](mem, maxFlows),
 		free:  offHeapSlice[uint32](mem, maxFlows)[:0],
 		ended: offHeapSlice[endedFlow](mem, maxFlows), states: map[string]uint64{}, linger: int64(recordLinger),
-		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64}
+		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64, counter: counter}
 	mem.freeWith(t)
 	if w != nil {
 		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
@@ -128,6 +130,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		idx, e = t.start(i, tag, &k, p, now)
 	}
 	origIsDst := e.origIsDst
+	e.win++
 	if t.recs != nil {
 		// The orientation as the backend answered; when it could not
 		// tell, the flow keeps the one it had (a new flow: its sender
@@ -178,9 +181,12 @@ func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, no
 			t.fresh++
 		}
 	}
+	if t.meta[i].hash != 0 {
+		t.flushCount(idx) // the flow whose slot this one takes over
+	}
 	t.meta[i] = slotMeta{hash: tag, deadline: maxTime, idx: idx}
 	e := &t.slots[idx]
-	*e = flowSlot{key: *k, uid: uidSeed(p)}
+	*e = flowSlot{key: *k, uid: uidSeed(p), hash: p.Hash}
 	if t.recs != nil {
 		t.recs[idx] = recordFields{first: now}
 	}
@@ -279,6 +285,7 @@ func (t *flowTable) finish() error {
 	for t.nEnded > 0 {
 		t.flushOne()
 	}
+	t.flushCounts()
 	for i := range t.meta {
 		if t.meta[i].hash == 0 {
 			continue

@@ -53,7 +53,7 @@ func BenchmarkFlowTable(b *testing.B) {
 			return now
 		}
 		b.Run(fmt.Sprintf("steady/open=%d", open), func(b *testing.B) {
-			tab := newFlowTable(nil, open, time.Minute, time.Hour)
+			tab := newFlowTable(nil, nil, open, time.Minute, time.Hour)
 			now := fill(tab)
 			order := rand.New(rand.NewPCG(2, 2)).Perm(open)
 			b.ReportAllocs()
@@ -70,7 +70,7 @@ func BenchmarkFlowTable(b *testing.B) {
 			tab.finish() // frees the table (off the Go heap)
 		})
 		b.Run(fmt.Sprintf("new/open=%d", open), func(b *testing.B) {
-			tab := newFlowTable(nil, open, time.Minute, time.Hour)
+			tab := newFlowTable(nil, nil, open, time.Minute, time.Hour)
 			now := fill(tab)
 			fresh := benchPackets(1<<20, 3)
 			b.ReportAllocs()

@@ -59,7 +59,7 @@ func checkTable(t *testing.T, tab *flowTable) {
 // invariants after every packet and one record per flow at the end.
 func TestFlowTableChurn(t *testing.T) {
 	var sink recordSink
-	tab := newFlowTable(&sink, 40, 3*time.Second, 20*time.Second)
+	tab := newFlowTable(&sink, nil, 40, 3*time.Second, 20*time.Second)
 	r := rand.New(rand.NewPCG(7, 7))
 	keys := benchPackets(150, 5)
 	now := time.Unix(1700000000, 0)
@@ -99,7 +99,7 @@ func TestFlowTableChurn(t *testing.T) {
 func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 	var sink recordSink
 	const capFlows, long, flood = 1000, 20, 300_000
-	tab := newFlowTable(&sink, capFlows, time.Minute, time.Hour)
+	tab := newFlowTable(&sink, nil, capFlows, time.Minute, time.Hour)
 	syns := benchPackets(flood, 11)
 	dst := netip.MustParseAddr("192.0.2.80")
 	longs := make([]capture.Packet, long)
@@ -172,7 +172,7 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 // for new flows at its cap (each times another out).
 func TestFlowTableNoAllocs(t *testing.T) {
 	const open = 10_000
-	tab := newFlowTable(nil, open, time.Minute, time.Hour)
+	tab := newFlowTable(nil, nil, open, time.Minute, time.Hour)
 	pkts := benchPackets(open, 1)
 	now := time.Unix(1700000000, 0)
 	newEv, est := acsm.Event{New: true, State: acsm.S0}, acsm.Event{Result: acsm.Found, State: acsm.S1}

@@ -235,7 +235,7 @@ func TestHistoryCap(t *testing.T) {
 // The per-packet path of the flow table allocates nothing for a flow it
 // holds: the conn fields are updated in place.
 func TestFlowTablePacketNoAllocs(t *testing.T) {
-	tab := newFlowTable(nil, 16, time.Minute, time.Hour)
+	tab := newFlowTable(nil, nil, 16, time.Minute, time.Hour)
 	segs := exchange
 	pkts := make([]capture.Packet, len(segs))
 	ev := acsm.Event{Result: acsm.Found, State: acsm.S1}

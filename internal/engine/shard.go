@@ -99,7 +99,7 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 		return nil, fmt.Errorf("build flow counter: %w", err)
 	}
 	to := ac.Timeouts.WithDefaults()
-	s.flows = newFlowTable(log, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	s.flows = newFlowTable(log, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
 	for _, nc := range cfg.Consumers {
 		c, err := nc(index, workers)
 		if err != nil {
@@ -130,8 +130,13 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 func (s *shard) packet(p *capture.Packet) {
 	ev := &s.ev
 	*ev = s.tracker.Observe(p)
-	s.counter.Add(p.Hash, p.Timestamp)
-	s.flows.packet(p, ev)
+	if s.counter.Due(p.Timestamp) {
+		// The window ends: the flows' packets in it go to the counter
+		// first (the flow table holds them, flowSlot.win).
+		s.flows.flushCounts()
+		s.counter.Rotate(p.Timestamp)
+	}
+	s.flows.packet(p, ev) // counts the packet in its flow's slot
 	for _, c := range s.consumers {
 		c.Packet(p, ev)
 	}
@@ -189,7 +194,6 @@ func (s *shard) run(b *batch) {
 // prefetch starts loading what the per-flow stages will read for p.
 func (s *shard) prefetch(p *capture.Packet) {
 	s.tracker.Prefetch(p.Hash)
-	s.counter.Prefetch(p.Hash)
 	s.flows.prefetchFlow(p.Hash)
 }
 

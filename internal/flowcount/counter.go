@@ -115,21 +115,41 @@ func New(o Options) (*Counter, error) {
 // new and the filter is full). A packet at or past the window's end first
 // rotates the window; a packet older than the window is counted in it.
 func (c *Counter) Add(flowHash uint64, now time.Time) uint64 {
-	if !now.Before(c.end) { // always true before the first packet: end is zero
-		if c.start.IsZero() {
-			c.start = now.Truncate(c.opts.Window)
-			c.end = c.start.Add(c.opts.Window)
-		} else {
-			c.rotate(now)
-		}
+	if c.Due(now) {
+		c.Rotate(now)
 	}
-	c.packets++
-	n, err := c.cur.Insert(flowHash, 1)
+	return c.AddN(flowHash, 1)
+}
+
+// Due reports whether a packet at now falls past the current window (or
+// is the first), so that Rotate must run before its packets are added. A
+// caller that counts a flow's packets itself (the engine's flow table)
+// adds what it holds for the ending window with AddN first.
+func (c *Counter) Due(now time.Time) bool { return !now.Before(c.end) } // end is zero before the first packet
+
+// Rotate publishes the current window and starts the one holding now
+// (the first packet only starts it).
+func (c *Counter) Rotate(now time.Time) {
+	if c.start.IsZero() {
+		c.start = now.Truncate(c.opts.Window)
+		c.end = c.start.Add(c.opts.Window)
+		return
+	}
+	c.rotate(now)
+}
+
+// AddN counts n packets of the flow with hash flowHash in the current
+// window, as n calls of Add in it would (the filter's insertion of n is
+// one), and returns the flow's packets in the window (0 if the flow is new
+// and the filter is full: its n packets are counted as dropped).
+func (c *Counter) AddN(flowHash, n uint64) uint64 {
+	c.packets += n
+	got, err := c.cur.Insert(flowHash, n)
 	if err != nil {
-		c.dropped++
+		c.dropped += n
 		return 0
 	}
-	return n
+	return got
 }
 
 // Prefetch starts loading the filter memory that Add(flowHash, ...) will
