@@ -262,6 +262,13 @@ func (t *flowTable) flushEnded(now int64) {
 // its slot still holds it.
 func (t *flowTable) flushOne() {
 	f := t.ended[t.head]
+	// The queue is in order: the flows a few places on go out at the next
+	// packets, ended seconds ago and out of cache by now; start loading
+	// their metas and, through the metas loaded before, their slots.
+	if t.nEnded > 2*prefetchAhead {
+		t.prefetchHome(t.ended[(t.head+2*prefetchAhead)%len(t.ended)].hash)
+		t.prefetchEnded(t.ended[(t.head+prefetchAhead)%len(t.ended)])
+	}
 	if i := t.find(f.hash, f.uid); i >= 0 {
 		t.writeOnce(t.meta[i].idx)
 		t.remove(i) // its stragglers are in; the flow is done
