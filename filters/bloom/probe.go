@@ -1,6 +1,11 @@
 package bloom
 
-import "github.com/flowmon/flowmon/internal/hashmix"
+import (
+	"unsafe"
+
+	"github.com/flowmon/flowmon/internal/hashmix"
+	"github.com/flowmon/flowmon/internal/memhint"
+)
 
 // Probe is a key's place in a blocked filter, computed once: the block and
 // the 512-bit mask of the k bits the key sets in it. Testing is then eight
@@ -121,4 +126,14 @@ func (f *Filter) TestAndAddProbe(p *Probe) bool {
 func missing(b, m *[blockWrds]uint64) uint64 {
 	return m[0]&^b[0] | m[1]&^b[1] | m[2]&^b[2] | m[3]&^b[3] |
 		m[4]&^b[4] | m[5]&^b[5] | m[6]&^b[6] | m[7]&^b[7]
+}
+
+// Prefetch starts loading the block of a blocked filter that an operation
+// on h reads, and returns at once; it changes nothing. For a standard
+// filter it does nothing (its k bits are anywhere).
+func (f *Filter) Prefetch(h uint64) {
+	if f.blocked {
+		p := unsafe.Pointer(&f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds])
+		memhint.Prefetch2(p, p)
+	}
 }

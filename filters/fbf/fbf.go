@@ -141,6 +141,15 @@ func (f *FBF) cascade() {
 	f.refreshes++
 }
 
+// Prefetch starts loading the blocks that TestAndAdd or Test of h will
+// read in the live filters, so that a caller holding a batch can start
+// those misses a few elements ahead. It changes nothing.
+func (f *FBF) Prefetch(h uint64) {
+	for _, b := range f.filters[:f.live] {
+		b.Prefetch(h)
+	}
+}
+
 // Test runs the membership check at time now.
 func (f *FBF) Test(h uint64, now time.Time) bool {
 	f.advance(now)

@@ -123,3 +123,36 @@ func TestSharedProbeMatchesPerFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchChangesNothing: two filters fed the same elements, one with
+// a Prefetch before each operation, answer alike and end with the same
+// bits; Prefetch allocates nothing. Both layouts (a standard filter's
+// Prefetch does nothing).
+func TestPrefetchChangesNothing(t *testing.T) {
+	for _, blocked := range []bool{false, true} {
+		o := Options{ElementsPerPeriod: 2000, FPRate: 1e-3, Refresh: time.Millisecond, Blocked: blocked}
+		a, err := NewWithOptions(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := NewWithOptions(o)
+		r := rand.New(rand.NewPCG(4, 4))
+		t0 := time.Unix(1700000000, 0)
+		for i := range 20_000 {
+			h := r.Uint64() % 30_000 // repeats: some answers are true
+			now := t0.Add(time.Duration(i) * time.Microsecond)
+			b.Prefetch(h)
+			if x, y := a.TestAndAdd(h, now), b.TestAndAdd(h, now); x != y {
+				t.Fatalf("blocked=%v: element %d: %v without Prefetch, %v with", blocked, i, x, y)
+			}
+		}
+		for i := range a.filters {
+			if !a.filters[i].Equal(b.filters[i]) {
+				t.Errorf("blocked=%v: filter %d differs after the same elements", blocked, i)
+			}
+		}
+		if n := testing.AllocsPerRun(100, func() { b.Prefetch(r.Uint64()) }); n != 0 {
+			t.Errorf("blocked=%v: Prefetch allocates %v times", blocked, n)
+		}
+	}
+}

@@ -150,6 +150,11 @@ func segmentPrint(p *capture.Packet) uint64 {
 	return capture.HashBytes(b[:])
 }
 
+// Prefetch starts loading the duplicate window's filter blocks that
+// CheckPrint of a packet with fingerprint fp will read (see
+// fbf.FBF.Prefetch). It changes nothing.
+func (d *Dedup) Prefetch(fp uint64) { d.dup.Prefetch(fp) }
+
 // Check classifies p at its own timestamp and remembers it. It allocates
 // nothing. It is CheckPrint(p, d.Fingerprint(p)).
 func (d *Dedup) Check(p *capture.Packet) Verdict { return d.CheckPrint(p, d.Fingerprint(p)) }

@@ -171,14 +171,14 @@ func (s *shard) run(b *batch) {
 		s.flows.prefetchHome(b.pkts[i].Hash)
 	}
 	for i := range min(b.n, prefetchAhead) {
-		s.prefetch(&b.pkts[i])
+		s.prefetch(&b.pkts[i], b.fp[i])
 	}
 	for i := range b.n {
 		if j := i + 2*prefetchAhead; j < b.n {
 			s.flows.prefetchHome(b.pkts[j].Hash)
 		}
 		if j := i + prefetchAhead; j < b.n {
-			s.prefetch(&b.pkts[j])
+			s.prefetch(&b.pkts[j], b.fp[j])
 		}
 		if !s.admit(&b.pkts[i], b.fp[i]) {
 			continue
@@ -191,8 +191,12 @@ func (s *shard) run(b *batch) {
 	b.n = 0
 }
 
-// prefetch starts loading what the per-flow stages will read for p.
-func (s *shard) prefetch(p *capture.Packet) {
+// prefetch starts loading what the stages will read for p, whose dedup
+// fingerprint is fp.
+func (s *shard) prefetch(p *capture.Packet, fp uint64) {
+	if s.dedup != nil {
+		s.dedup.Prefetch(fp)
+	}
 	s.tracker.Prefetch(p.Hash)
 	s.flows.prefetchFlow(p.Hash)
 }
