@@ -143,17 +143,6 @@ var insertImpls = []struct {
 	{"impl=prefetch", (*Filter).Insert, true},
 }
 
-// shuffledKeys returns benchKey(0..n-1) in random order.
-func shuffledKeys(n uint64) []uint64 {
-	keys := make([]uint64, n)
-	for i := range keys {
-		keys[i] = benchKey(uint64(i))
-	}
-	r := rand.New(rand.NewPCG(7, 8))
-	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-	return keys
-}
-
 // keyStream returns 1<<20 keys drawn at random from benchKey(0..n-1): a
 // stream that does not repeat every n keys, since a branch predictor
 // learns the branches of a short cycle (4000 keys) that real traffic
