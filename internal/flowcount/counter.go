@@ -152,14 +152,6 @@ func (c *Counter) AddN(flowHash, n uint64) uint64 {
 	return got
 }
 
-// Prefetch starts loading the filter memory that Add(flowHash, ...) will
-// read (see ccf.Filter.Prefetch), so that a worker can start the cache
-// misses of a batch's next packets before counting this one. It changes
-// nothing and allocates nothing. It prefetches into the current window's
-// filter: for a packet that rotates the window, the hint is wasted, not
-// wrong.
-func (c *Counter) Prefetch(flowHash uint64) { c.cur.Prefetch(flowHash) }
-
 // rotate publishes the current window and starts the one holding now. If
 // whole windows passed without packets, the last complete one is empty.
 func (c *Counter) rotate(now time.Time) {

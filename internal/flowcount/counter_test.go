@@ -1,7 +1,6 @@
 package flowcount
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -180,44 +179,12 @@ func TestNoAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { sink += c.Count(i); i++ }); a != 0 {
 		t.Errorf("Count: %v allocs", a)
 	}
-	if a := testing.AllocsPerRun(1000, func() { c.Prefetch(i * 0x9e3779b97f4a7c15); i++ }); a != 0 {
-		t.Errorf("Prefetch: %v allocs", a)
-	}
 	// A rotation (once a window) allocates the new window's filter and
 	// the published Snapshot: the old filter cannot be reused, since
 	// readers of Last may still hold it.
 	now := t0
 	a := testing.AllocsPerRun(100, func() { now = now.Add(time.Minute); sink += c.Add(i, now); i++ })
 	t.Logf("Add that rotates the window: %v allocs", a)
-}
-
-// TestPrefetchChangesNothing counts the same packets with and without
-// Prefetch of the packets ahead, over several windows.
-func TestPrefetchChangesNothing(t *testing.T) {
-	o := Options{ExpectedFlows: 2000, Window: time.Minute}
-	a, b := mustCounter(t, o), mustCounter(t, o)
-	r := rand.New(rand.NewPCG(3, 4))
-	hs := make([]uint64, 30000)
-	for i := range hs {
-		hs[i] = r.Uint64N(2500) * 0x9e3779b97f4a7c15
-	}
-	for i, h := range hs {
-		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
-		if i+4 < len(hs) {
-			b.Prefetch(hs[i+4])
-		}
-		if na, nb := a.Add(h, now), b.Add(h, now); na != nb {
-			t.Fatalf("packet %d: Add = %d with Prefetch, %d without", i, nb, na)
-		}
-	}
-	if sa, sb := a.Stats(), b.Stats(); sa != sb {
-		t.Fatalf("stats %+v with Prefetch, %+v without", sb, sa)
-	}
-	ea, _ := a.Last().Encoded()
-	eb, _ := b.Last().Encoded()
-	if !bytes.Equal(ea, eb) {
-		t.Fatal("last windows differ")
-	}
 }
 
 func BenchmarkAdd(b *testing.B) {
@@ -237,20 +204,10 @@ var addSizes = []struct {
 	expected, flows uint64
 }{{"4k", 4096, 4000}, {"500k", 1 << 19, 500_000}}
 
-// prefetchAhead is how far ahead the prefetching benchmarks call
-// Prefetch (the engine's distance).
-const prefetchAhead = 4
-
 // BenchmarkAddExisting counts later packets of flows already in the
 // window, drawn at random (a stream that does not repeat every n flows,
 // whose branches a predictor would learn).
-func BenchmarkAddExisting(b *testing.B) { benchAddExisting(b, false) }
-
-// BenchmarkAddExistingPrefetch is BenchmarkAddExisting with Prefetch of
-// the packet prefetchAhead ahead, as the engine's batches do.
-func BenchmarkAddExistingPrefetch(b *testing.B) { benchAddExisting(b, true) }
-
-func benchAddExisting(b *testing.B, prefetch bool) {
+func BenchmarkAddExisting(b *testing.B) {
 	for _, s := range addSizes {
 		b.Run(s.name, func(b *testing.B) {
 			c := mustCounter(b, Options{ExpectedFlows: s.expected})
@@ -266,9 +223,6 @@ func benchAddExisting(b *testing.B, prefetch bool) {
 			i := 0
 			cpu := cputime.Start()
 			for b.Loop() {
-				if prefetch {
-					c.Prefetch(hs[(i+prefetchAhead)&(len(hs)-1)])
-				}
 				sink += c.Add(hs[i], t0)
 				i = (i + 1) & (len(hs) - 1)
 			}
@@ -279,12 +233,7 @@ func benchAddExisting(b *testing.B, prefetch bool) {
 
 // BenchmarkAddNew counts first packets of flows: the window fills to 90%
 // and is flushed (outside the timer).
-func BenchmarkAddNew(b *testing.B) { benchAddNew(b, false) }
-
-// BenchmarkAddNewPrefetch is BenchmarkAddNew with Prefetch.
-func BenchmarkAddNewPrefetch(b *testing.B) { benchAddNew(b, true) }
-
-func benchAddNew(b *testing.B, prefetch bool) {
+func BenchmarkAddNew(b *testing.B) {
 	for _, s := range addSizes {
 		b.Run(s.name, func(b *testing.B) {
 			c := mustCounter(b, Options{ExpectedFlows: s.expected})
@@ -299,9 +248,6 @@ func benchAddNew(b *testing.B, prefetch bool) {
 					n = 0
 					b.StartTimer()
 					cpu.Resume()
-				}
-				if prefetch {
-					c.Prefetch((h + prefetchAhead) * 0x9e3779b97f4a7c15)
 				}
 				sink += c.Add(h*0x9e3779b97f4a7c15, t0)
 				h++
