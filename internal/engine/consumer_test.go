@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"io"
-	"os"
 	"testing"
 	"time"
 
@@ -88,21 +86,7 @@ func (c *perPacketCounter) Finish(time.Time) error { c.ref.Flush(); return nil }
 // a counter fed packet by packet publishes: the same windows, packets,
 // drops, distinct flows and every flow's count.
 func TestFlowCountsMatchPerPacketCounting(t *testing.T) {
-	trace := t.TempDir() + "/g.pcap"
-	g, err := gen.New(gen.Options{Flows: 30_000, Seed: 9, Duration: 150 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.WriteTo(f, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	trace := genTrace(t, gen.Options{Flows: 30_000, Seed: 9, Duration: 150 * time.Second})
 	cfg := DefaultConfig()
 	cfg.Workers = 1
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 8192, 2048

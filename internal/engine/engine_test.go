@@ -183,21 +183,7 @@ func TestFlowLogIsReproducible(t *testing.T) {
 // a replay writing records gives, on a generated trace whose flows end,
 // time out and hit the table's cap.
 func TestSummaryWithoutFlowLog(t *testing.T) {
-	trace := t.TempDir() + "/g.pcap"
-	g, err := gen.New(gen.Options{Flows: 20_000, Seed: 5, Duration: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.WriteTo(f, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	trace := genTrace(t, gen.Options{Flows: 20_000, Seed: 5, Duration: 20 * time.Second})
 	run := func(log io.Writer) *Summary {
 		cfg := DefaultConfig()
 		cfg.Workers = 1
@@ -219,4 +205,26 @@ func TestSummaryWithoutFlowLog(t *testing.T) {
 	if with.FlowsAtCap == 0 {
 		t.Errorf("the table never reached its cap of 4096: the test does not cover it")
 	}
+}
+
+// genTrace writes the trace o describes into the test's temp dir and
+// returns its name.
+func genTrace(t *testing.T, o gen.Options) string {
+	t.Helper()
+	g, err := gen.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := t.TempDir() + "/g.pcap"
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.WriteTo(f, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
