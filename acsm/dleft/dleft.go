@@ -220,8 +220,11 @@ func (t *Table) expired(c uint32) bool {
 	if !t.ages[tr] {
 		return false
 	}
-	return (t.tickNow[tr]-c>>t.sbits)&tagMask > ticksPerTimeout
+	return t.age(c, tr) > ticksPerTimeout
 }
+
+// age is occupied cell c's ticks since its last write, in tier tr's ticks.
+func (t *Table) age(c uint32, tr uint8) uint32 { return (t.tickNow[tr] - c>>t.sbits) & tagMask }
 
 // tagged is fingerprint fp with state v, tagged now.
 func (t *Table) tagged(fp, v uint32) uint32 {
@@ -390,7 +393,7 @@ func (t *Table) shedOldest(b0, b1 uint64, fp0, fp1, v uint32) bool {
 		if tr != t.shedTier && st != t.dk {
 			continue
 		}
-		if age := int((t.tickNow[tr] - c>>t.sbits) & tagMask); age > bestAge {
+		if age := int(t.age(c, tr)); age > bestAge {
 			best, bestAge = int(b)*cellsPerBucket+j, age
 		}
 	}

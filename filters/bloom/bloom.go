@@ -66,7 +66,7 @@ func (f *Filter) Add(h uint64) {
 // Probe (TestProbe, TestAndAdd) is the cheaper path.
 func (f *Filter) Test(h uint64) bool {
 	if f.blocked {
-		blk := f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds:][:blockWrds]
+		blk := f.words[f.blockOff(h):][:blockWrds]
 		y := hashmix.Mix(h ^ lcgAdd)
 		for i := uint32(0); i < f.k; i++ {
 			p := y >> (64 - 9)

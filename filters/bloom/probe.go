@@ -56,7 +56,7 @@ func (f *Filter) SetProbe(p *Probe, h uint64) {
 	if !f.blocked {
 		return
 	}
-	p.off = hashmix.Reduce(hashmix.Mix(h), f.blocks) * blockWrds
+	p.off = f.blockOff(h)
 	y0 := hashmix.Mix(h ^ lcgAdd)
 	y1 := y0*lcgMul + lcgAdd
 	y2 := y0*lcgJump[2].mul + lcgJump[2].add
@@ -128,12 +128,27 @@ func missing(b, m *[blockWrds]uint64) uint64 {
 		m[4]&^b[4] | m[5]&^b[5] | m[6]&^b[6] | m[7]&^b[7]
 }
 
-// Prefetch starts loading the block of a blocked filter that an operation
-// on h reads, and returns at once; it changes nothing. For a standard
-// filter it does nothing (its k bits are anywhere).
-func (f *Filter) Prefetch(h uint64) {
-	if f.blocked {
-		p := unsafe.Pointer(&f.words[hashmix.Reduce(hashmix.Mix(h), f.blocks)*blockWrds])
-		memhint.Prefetch2(p, p)
+// blockOff is the index of the first word of h's block in a blocked
+// filter.
+func (f *Filter) blockOff(h uint64) uint64 {
+	return hashmix.Reduce(hashmix.Mix(h), f.blocks) * blockWrds
+}
+
+// Prefetch starts loading the block that an operation on h reads in each
+// of fs, and returns at once; it changes nothing. The filters have one
+// shape (an FBF's), so the block is found once for all. Standard filters
+// are not prefetched (their k bits are anywhere).
+func Prefetch(h uint64, fs []*Filter) {
+	if len(fs) == 0 || !fs[0].blocked {
+		return
+	}
+	off := fs[0].blockOff(h)
+	for i := 0; i < len(fs); i += 2 {
+		a := unsafe.Pointer(&fs[i].words[off])
+		b := a
+		if i+1 < len(fs) {
+			b = unsafe.Pointer(&fs[i+1].words[off])
+		}
+		memhint.Prefetch2(a, b)
 	}
 }

@@ -144,11 +144,7 @@ func (f *FBF) cascade() {
 // Prefetch starts loading the blocks that TestAndAdd or Test of h will
 // read in the live filters, so that a caller holding a batch can start
 // those misses a few elements ahead. It changes nothing.
-func (f *FBF) Prefetch(h uint64) {
-	for _, b := range f.filters[:f.live] {
-		b.Prefetch(h)
-	}
-}
+func (f *FBF) Prefetch(h uint64) { bloom.Prefetch(h, f.filters[:f.live]) }
 
 // Test runs the membership check at time now.
 func (f *FBF) Test(h uint64, now time.Time) bool {

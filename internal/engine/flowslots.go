@@ -261,17 +261,6 @@ func (t *flowTable) prefetchFlow(h uint64) {
 	}
 }
 
-// prefetchEnded starts loading the slot of ended flow f (its metas already
-// requested by prefetchHome), if the table still holds it.
-func (t *flowTable) prefetchEnded(f endedFlow) {
-	for i, n := t.home(f.hash), 0; n < 4 && t.meta[i].hash != 0; i, n = t.next(i), n+1 {
-		if t.meta[i].hash == f.hash {
-			t.prefetchSlot(t.meta[i].idx)
-			return
-		}
-	}
-}
-
 // prefetchSlot starts loading flowSlot idx and, when records are written,
 // its record's three lines.
 func (t *flowTable) prefetchSlot(idx uint32) {

@@ -267,7 +267,7 @@ func (t *flowTable) flushOne() {
 	// their metas and, through the metas loaded before, their slots.
 	if t.nEnded > 2*prefetchAhead {
 		t.prefetchHome(t.ended[(t.head+2*prefetchAhead)%len(t.ended)].hash)
-		t.prefetchEnded(t.ended[(t.head+prefetchAhead)%len(t.ended)])
+		t.prefetchFlow(t.ended[(t.head+prefetchAhead)%len(t.ended)].hash)
 	}
 	if i := t.find(f.hash, f.uid); i >= 0 {
 		t.writeOnce(t.meta[i].idx)
