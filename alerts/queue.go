@@ -1,0 +1,320 @@
+package alerts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of a sink's queue and retries.
+const (
+	DefaultQueue      = 1024
+	DefaultMinBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// A target is the destination a queue delivers to, used by the queue's
+// goroutine only. deliver sends batch (at most queueOptions.maxBatch
+// alerts, oldest first) and returns how many of its first alerts arrived,
+// all of them when err is nil; an error marked permanent means the rest
+// of the batch can never arrive. deliver should give up when ctx ends.
+type target interface {
+	deliver(ctx context.Context, batch []Alert) (int, error)
+	close() error
+}
+
+// permanentError marks a delivery error that retrying cannot cure (an
+// HTTP 4xx other than 408 and 429): the batch is dropped.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// retryAfter is implemented by errors that carry the destination's own
+// wish of when to retry (HTTP Retry-After).
+type retryAfter interface{ retryAfter() time.Duration }
+
+type queueOptions struct {
+	size                   int // alerts; the queue drops beyond
+	minBackoff, maxBackoff time.Duration
+	maxBatch               int
+	// resend, if set, returns alerts to deliver again every resendEvery
+	// (Alertmanager's firing set), between batches of the queue.
+	resend      func() []Alert
+	resendEvery time.Duration
+	log         *slog.Logger
+}
+
+// queue is the bounded queue and delivery goroutine of every sink. An
+// alert leaves the queue only once delivered or rejected for good, so
+// while the destination fails the queue holds everything, in order, and
+// only a full queue drops. Failed attempts are retried after an
+// exponential, jittered backoff between minBackoff and maxBackoff.
+//
+// push takes a mutex that the goroutine holds only to copy a batch out or
+// to remove one, never while delivering, so a sender waits no longer than
+// a copy of at most maxBatch alerts.
+type queue struct {
+	name string
+	t    target
+	o    queueOptions
+
+	mu      sync.Mutex
+	ring    []Alert // grown on demand up to o.size
+	head, n int     // ring[head], ... the n waiting alerts, oldest first
+	closing bool
+
+	wake      chan struct{} // a push or Close happened (capacity 1)
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{} // the goroutine has returned
+	closeOnce sync.Once
+	closeErr  error
+
+	batch   []Alert // the batch being delivered (goroutine only)
+	failing bool    // the last attempt failed (goroutine only), for logs
+
+	sent, failed, dropped, queued atomic.Uint64
+}
+
+func newQueue(name string, t target, o queueOptions) *queue {
+	if o.size <= 0 {
+		o.size = DefaultQueue
+	}
+	if o.minBackoff <= 0 {
+		o.minBackoff = DefaultMinBackoff
+	}
+	if o.maxBackoff < o.minBackoff {
+		o.maxBackoff = max(o.minBackoff, DefaultMaxBackoff)
+	}
+	if o.maxBatch <= 0 {
+		o.maxBatch = 1
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q := &queue{name: name, t: t, o: o, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go q.run()
+	return q
+}
+
+// push queues a, or counts a drop and reports false when the queue is
+// full or closing.
+func (q *queue) push(a Alert) bool {
+	q.mu.Lock()
+	if q.closing || q.n == q.o.size {
+		q.mu.Unlock()
+		q.dropped.Add(1)
+		return false
+	}
+	if q.n == len(q.ring) {
+		q.grow()
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = a
+	q.n++
+	q.queued.Store(uint64(q.n))
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// grow doubles the ring (at least 16, at most o.size), keeping the order.
+func (q *queue) grow() {
+	ring := make([]Alert, min(max(2*len(q.ring), 16), q.o.size))
+	for i := range q.n {
+		ring[i] = q.ring[(q.head+i)%len(q.ring)]
+	}
+	q.ring, q.head = ring, 0
+}
+
+// peek copies the oldest alerts, at most maxBatch, into q.batch. It
+// reports closing, which matters only once the queue is empty.
+func (q *queue) peek() (batch []Alert, closing bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.batch = q.batch[:0]
+	for i := range min(q.n, q.o.maxBatch) {
+		q.batch = append(q.batch, q.ring[(q.head+i)%len(q.ring)])
+	}
+	return q.batch, q.closing
+}
+
+// pop removes the k oldest alerts.
+func (q *queue) pop(k int) {
+	q.mu.Lock()
+	for range k {
+		q.ring[q.head] = Alert{} // let the labels and annotations go
+		q.head = (q.head + 1) % len(q.ring)
+	}
+	q.n -= k
+	q.queued.Store(uint64(q.n))
+	q.mu.Unlock()
+}
+
+func (q *queue) run() {
+	defer close(q.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var resendAt time.Time
+	if q.o.resend != nil {
+		resendAt = time.Now().Add(q.o.resendEvery)
+	}
+	for {
+		if q.o.resend != nil && !time.Now().Before(resendAt) {
+			if !q.resendAll() {
+				return
+			}
+			resendAt = time.Now().Add(q.o.resendEvery)
+		}
+		batch, closing := q.peek()
+		if len(batch) > 0 {
+			k, ok := q.deliver(batch)
+			q.pop(k)
+			if !ok {
+				return
+			}
+			continue
+		}
+		if closing {
+			return
+		}
+		var tick <-chan time.Time
+		if q.o.resend != nil {
+			timer.Reset(time.Until(resendAt))
+			tick = timer.C
+		}
+		select {
+		case <-q.wake:
+		case <-tick:
+		case <-q.ctx.Done():
+			return
+		}
+		timer.Stop()
+	}
+}
+
+// resendAll delivers the resend set in batches; it stops early when the
+// queue closes (the destination forgets firing alerts only after its own
+// timeout) and reports false when the queue's context ended.
+func (q *queue) resendAll() bool {
+	all := q.o.resend()
+	for len(all) > 0 {
+		q.mu.Lock()
+		closing := q.closing
+		q.mu.Unlock()
+		if closing {
+			return true
+		}
+		k := min(len(all), q.o.maxBatch)
+		if _, ok := q.deliver(all[:k]); !ok {
+			return false
+		}
+		all = all[k:]
+	}
+	return true
+}
+
+// deliver sends batch, retrying with backoff until it arrives or is
+// rejected for good. It returns how many of batch are done with
+// (delivered or dropped), and false if the queue's context ended first.
+func (q *queue) deliver(batch []Alert) (int, bool) {
+	done := 0
+	for attempt := 0; ; attempt++ {
+		n, err := q.t.deliver(q.ctx, batch[done:])
+		done += n
+		q.sent.Add(uint64(n))
+		if err == nil {
+			if q.failing {
+				q.failing = false
+				q.o.log.Info("alert sink delivers again", "sink", q.name, "attempts", attempt+1)
+			}
+			return len(batch), true
+		}
+		if q.ctx.Err() != nil {
+			return done, false // Close gave up: not the destination's failure
+		}
+		q.failed.Add(1)
+		if pe := (*permanentError)(nil); errors.As(err, &pe) {
+			q.dropped.Add(uint64(len(batch) - done))
+			q.o.log.Warn("alert sink dropped rejected alerts", "sink", q.name, "alerts", len(batch)-done, "err", err)
+			return len(batch), true
+		}
+		if !q.failing {
+			q.failing = true
+			q.o.log.Warn("alert sink delivery failing, retrying", "sink", q.name, "err", err)
+		}
+		t := time.NewTimer(q.backoff(attempt, err))
+		select {
+		case <-t.C:
+		case <-q.ctx.Done():
+			t.Stop()
+			return done, false
+		}
+	}
+}
+
+// backoff is the wait before retry attempt+1: minBackoff doubled per
+// attempt up to maxBackoff, then drawn uniformly from its upper half so
+// that sinks failing together do not retry in step; a destination's
+// Retry-After is honoured up to maxBackoff.
+func (q *queue) backoff(attempt int, err error) time.Duration {
+	d := q.o.minBackoff
+	for i := 0; i < attempt && d < q.o.maxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, q.o.maxBackoff)
+	d = d/2 + rand.N(d/2+1)
+	if ra, ok := err.(retryAfter); ok {
+		d = max(d, min(ra.retryAfter(), q.o.maxBackoff))
+	}
+	return d
+}
+
+// close implements Sink.Close for the queue: see there.
+func (q *queue) close(ctx context.Context) error {
+	q.closeOnce.Do(func() {
+		q.mu.Lock()
+		q.closing = true
+		q.mu.Unlock()
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+		select {
+		case <-q.done:
+		case <-ctx.Done():
+			q.cancel() // aborts a request or a backoff in progress
+			<-q.done
+		}
+		q.cancel()
+		q.mu.Lock()
+		left := q.n
+		clear(q.ring)
+		q.n = 0
+		q.queued.Store(0)
+		q.mu.Unlock()
+		q.dropped.Add(uint64(left))
+		var errs []error
+		if left > 0 {
+			errs = append(errs, fmt.Errorf("closing alert sink %s: %d alerts undelivered: %w", q.name, left, ctx.Err()))
+		}
+		if err := q.t.close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing alert sink %s: %w", q.name, err))
+		}
+		q.closeErr = errors.Join(errs...)
+	})
+	return q.closeErr
+}
+
+func (q *queue) stats() SinkStats {
+	return SinkStats{Sent: q.sent.Load(), Failed: q.failed.Load(), Dropped: q.dropped.Load(), Queued: q.queued.Load()}
+}
