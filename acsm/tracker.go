@@ -101,6 +101,9 @@ type Event struct {
 	// State is the flow's conn_state after the packet (ConnUnknown when
 	// the backend could not tell); for an ended flow, its final state.
 	State ConnState
+	// Prev is the flow's conn_state before the packet (ConnUnknown for a
+	// new flow or an Unknown answer): State != Prev is a transition.
+	Prev ConnState
 	// OrigIsDst says the originator is Key.Dst (else Key.Src).
 	OrigIsDst bool
 	New       bool // the packet started a flow
@@ -265,6 +268,7 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 	case Found:
 		reuse := t.cfg.KeepEnded && m.terminal[v] && flags&(fS|fA|fF|fR) == fS
 		if !reuse {
+			ev.Prev = m.conn[v]
 			isOrig := p.Reversed == m.origIsDst[v]
 			tr := m.next[int(v)*numInputs+int(inputOf(isOrig, data, flags))]
 			ev.Anomalies |= tr.anomaly
