@@ -1,0 +1,5 @@
+//go:build !race
+
+package cms
+
+const raceEnabled = false
