@@ -31,8 +31,8 @@
 // full queue drops (Send returns false). Failed attempts are retried after
 // an exponential backoff from min_backoff (100ms) doubling to max_backoff
 // (30s), each wait drawn from the upper half of its step so that sinks
-// failing together spread out, and at least a server's Retry-After. Close
-// delivers what it can until its context ends.
+// failing together spread out, and no shorter than a server's Retry-After
+// (up to max_backoff). Close delivers what it can until its context ends.
 //
 //   - stdout (NewWriterSink for any io.Writer): JSON or text lines, a
 //     batch of up to 64 a Write.

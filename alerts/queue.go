@@ -177,9 +177,7 @@ func (q *queue) run() {
 		}
 		batch, closing := q.peek()
 		if len(batch) > 0 {
-			k, ok := q.deliver(batch)
-			q.pop(k)
-			if !ok {
+			if !q.deliver(batch, true) {
 				return
 			}
 			continue
@@ -215,7 +213,7 @@ func (q *queue) resendAll() bool {
 			return true
 		}
 		k := min(len(all), q.o.maxBatch)
-		if _, ok := q.deliver(all[:k]); !ok {
+		if !q.deliver(all[:k], false) {
 			return false
 		}
 		all = all[k:]
@@ -224,29 +222,37 @@ func (q *queue) resendAll() bool {
 }
 
 // deliver sends batch, retrying with backoff until it arrives or is
-// rejected for good. It returns how many of batch are done with
-// (delivered or dropped), and false if the queue's context ended first.
-func (q *queue) deliver(batch []Alert) (int, bool) {
-	done := 0
+// rejected for good. When the batch is the queue's head (queued), what is
+// done with (delivered or dropped) leaves the queue as it goes. It
+// returns false if the queue's context ended first.
+func (q *queue) deliver(batch []Alert, queued bool) bool {
+	done := func(k int) {
+		if queued && k > 0 {
+			q.pop(k)
+		}
+		batch = batch[k:]
+	}
 	for attempt := 0; ; attempt++ {
-		n, err := q.t.deliver(q.ctx, batch[done:])
-		done += n
+		n, err := q.t.deliver(q.ctx, batch)
 		q.sent.Add(uint64(n))
 		if err == nil {
+			done(len(batch))
 			if q.failing {
 				q.failing = false
 				q.o.log.Info("alert sink delivers again", "sink", q.name, "attempts", attempt+1)
 			}
-			return len(batch), true
+			return true
 		}
+		done(n)
 		if q.ctx.Err() != nil {
-			return done, false // Close gave up: not the destination's failure
+			return false // Close gave up: not the destination's failure
 		}
 		q.failed.Add(1)
 		if pe := (*permanentError)(nil); errors.As(err, &pe) {
-			q.dropped.Add(uint64(len(batch) - done))
-			q.o.log.Warn("alert sink dropped rejected alerts", "sink", q.name, "alerts", len(batch)-done, "err", err)
-			return len(batch), true
+			q.dropped.Add(uint64(len(batch)))
+			q.o.log.Warn("alert sink dropped rejected alerts", "sink", q.name, "alerts", len(batch), "err", err)
+			done(len(batch))
+			return true
 		}
 		if !q.failing {
 			q.failing = true
@@ -257,7 +263,7 @@ func (q *queue) deliver(batch []Alert) (int, bool) {
 		case <-t.C:
 		case <-q.ctx.Done():
 			t.Stop()
-			return done, false
+			return false
 		}
 	}
 }

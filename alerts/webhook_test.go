@@ -173,7 +173,7 @@ func TestWebhookTimeout(t *testing.T) {
 	r := newReceiver(t)
 	r.setAnswer(func(n int, req *http.Request) int {
 		if n == 0 {
-			<-req.Context().Done() // the client gave up
+			<-req.Context().Done() // until the client gives up
 		}
 		return 200
 	})
@@ -186,7 +186,9 @@ func TestWebhookTimeout(t *testing.T) {
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st != (SinkStats{Sent: 1, Failed: 1}) {
+	// At least the first attempt failed; on a loaded machine a later one
+	// may outlive 100ms too.
+	if st := s.Stats(); st.Sent != 1 || st.Failed < 1 || st.Dropped != 0 {
 		t.Errorf("stats %+v", st)
 	}
 }
