@@ -204,14 +204,11 @@ func (q *queue) run() {
 // queue closes (the destination forgets firing alerts only after its own
 // timeout) and reports false when the queue's context ended.
 func (q *queue) resendAll() bool {
+	if q.isClosing() {
+		return true
+	}
 	all := q.o.resend()
-	for len(all) > 0 {
-		q.mu.Lock()
-		closing := q.closing
-		q.mu.Unlock()
-		if closing {
-			return true
-		}
+	for len(all) > 0 && !q.isClosing() {
 		k := min(len(all), q.o.maxBatch)
 		if !q.deliver(all[:k], false) {
 			return false
@@ -219,6 +216,12 @@ func (q *queue) resendAll() bool {
 		all = all[k:]
 	}
 	return true
+}
+
+func (q *queue) isClosing() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closing
 }
 
 // deliver sends batch, retrying with backoff until it arrives or is
@@ -248,6 +251,9 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 			return false // Close gave up: not the destination's failure
 		}
 		q.failed.Add(1)
+		if len(batch) == 0 {
+			return true // all arrived, whatever the error says
+		}
 		if pe := (*permanentError)(nil); errors.As(err, &pe) {
 			q.dropped.Add(uint64(len(batch)))
 			q.o.log.Warn("alert sink dropped rejected alerts", "sink", q.name, "alerts", len(batch), "err", err)

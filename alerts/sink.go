@@ -31,9 +31,9 @@ type SinkStats struct {
 	// Sent is how many alerts reached the destination (an Alertmanager
 	// sink counts each target and each resend).
 	Sent uint64
-	// Failed is how many delivery attempts failed (one attempt carries one
-	// alert, or one batch for Alertmanager); a destination that is down
-	// adds one per retry.
+	// Failed is how many delivery attempts failed (an attempt carries one
+	// alert to a webhook, a batch of up to 64 to the others); a
+	// destination that is down adds one per retry.
 	Failed uint64
 	// Dropped is how many alerts will never be delivered: the queue was
 	// full, the sink closed, the destination rejected them for good (HTTP
