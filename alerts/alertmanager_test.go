@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -259,5 +261,46 @@ func TestAlertmanagerRejected(t *testing.T) {
 	}
 	if got := len(r.requests(false)); got != 2 {
 		t.Errorf("%d requests, want 2", got)
+	}
+}
+
+// TestAlertmanagerRestart: an Alertmanager that goes down and comes back
+// on its address gets what was sent meanwhile, in order; the log says it
+// once when delivery starts failing and once when it works again, not at
+// every retry.
+func TestAlertmanagerRestart(t *testing.T) {
+	r := newReceiver(t)
+	r.start()
+	var logs syncBuffer
+	o := fastRetry
+	o.log = slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := newAlertmanagerSink("am", amOptions{urls: []string{r.url() + "/prefix"}, resendEvery: time.Hour}, httpOptions{}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAll(t, s, 0, 5)
+	waitFor(t, "the first five", func() bool { return s.Stats().Sent == 5 })
+	r.stop()
+	for i := range 5 {
+		s.Send(resolvedSeq(i))
+	}
+	waitFor(t, "failures", func() bool { return s.Stats().Failed >= 5 })
+	r.start()
+	waitFor(t, "the resolved five", func() bool { return s.Stats().Sent == 10 })
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range amPosted(t, r) {
+		got = append(got, fmt.Sprintf("%s:%v", p.Labels["seq"], p.EndsAt != nil))
+	}
+	want := "0:false 1:false 2:false 3:false 4:false 0:true 1:true 2:true 3:true 4:true"
+	if strings.Join(got, " ") != want {
+		t.Errorf("posted %v\nwant   %s", got, want)
+	}
+	out := logs.String()
+	if strings.Count(out, "delivery failing") != 1 || strings.Count(out, "delivers again") != 1 ||
+		!strings.Contains(out, "sink=\"am (http://"+r.addr+"/prefix)\"") {
+		t.Errorf("log:\n%s", out)
 	}
 }
