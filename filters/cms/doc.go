@@ -81,18 +81,18 @@
 //     another key has touched any of the key's counters: the key's counters
 //     then start equal, its row-0 counter stays the smallest, every Add
 //     moves that counter, and the estimate changes only at those CASes.
-//     The same holds with other keys around when the key's Adds do not
-//     overlap in time, and, in an exhaustive check of every interleaving
-//     (up to 4 rows, counters up to 3 apart), whenever at most two Adds of
-//     the key overlap.
 //
 // The estimate can pass a threshold with no Add of the key seeing it only
-// through collisions: an Add of another key that raises the key's last
-// minimal counter (the overestimate the error bound above accounts for),
-// or, once other keys have left the key's counters unequal, three or more
-// overlapping Adds of the key, where one Add's raise of a counter can
-// complete the estimate step of another (the exhaustive check finds such
-// interleavings). The next Add of the key then sees before >= T.
+// through collisions with other keys. An Add of another key can raise the
+// key's last minimal counter itself (part of the overestimate the error
+// bound above accounts for). And once other keys have left the key's
+// counters unequal, three or more overlapping Adds of the key can do it
+// too, one Add's raise of a counter completing another's step. An
+// exhaustive check of every interleaving (model_test.go; with
+// FLOWMON_LONG=1 up to 4 rows, counters up to 3 apart, counts up to 3)
+// finds no such step with two overlapping Adds from any counters or with
+// three from equal counters, and finds one with three from counters
+// (2, 1). The next Add of the key then sees before >= T.
 //
 // Reset stores zero in every counter, one after another, with atomic
 // stores; Adds that run during a Reset may land in either window, or partly
