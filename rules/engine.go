@@ -1,0 +1,213 @@
+package rules
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowmon/flowmon/alerts"
+)
+
+// Engine evaluates a rule set over the pipeline's packets and hands what
+// fires to an alerts.Manager. The pipeline's shards each get a Shard
+// (NewShard), which evaluates the rules on the shard's goroutine; the
+// counting rules' per-key counters and the windows' clock are shared by
+// the shards, since one destination's flows are spread over all of them.
+//
+// The set is swapped whole (Swap, Reload): a shard reads it once per
+// packet through an atomic pointer, so a reload never stops the packets,
+// and a rule whose definition did not change keeps its counters.
+type Engine struct {
+	set atomic.Pointer[Set]
+	mgr *alerts.Manager
+
+	// nextTick is the packet time (ns) of the next window end or sweep;
+	// a shard that sees a packet past it runs tick.
+	nextTick atomic.Int64
+
+	mu       sync.Mutex // guards shards, tick's work and reload's record
+	shards   []*Shard
+	finished int
+
+	reloads      atomic.Uint64
+	reloadFails  atomic.Uint64
+	lastReloadOK atomic.Bool
+	lastReload   atomic.Int64 // wall time of the last reload attempt, Unix s
+}
+
+// sweepEvery is how often, in packet time, the event rules' quiet alerts
+// are resolved.
+const sweepEvery = int64(time.Second)
+
+// NewEngine returns an engine evaluating set (nil: no rules) and
+// delivering to mgr.
+func NewEngine(set *Set, mgr *alerts.Manager) *Engine {
+	e := &Engine{mgr: mgr}
+	if set != nil {
+		e.set.Store(set)
+	}
+	e.lastReloadOK.Store(true)
+	e.nextTick.Store(minInt64)
+	return e
+}
+
+const minInt64 = -1 << 63
+
+// Manager returns the alerts manager the engine delivers to.
+func (e *Engine) Manager() *alerts.Manager { return e.mgr }
+
+// Set returns the rule set in effect (nil: none).
+func (e *Engine) Set() *Set { return e.set.Load() }
+
+// Swap puts s in effect; rules whose definition did not change keep their
+// counters and windows.
+func (e *Engine) Swap(s *Set) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s.inherit(e.set.Load())
+	e.set.Store(s)
+	e.nextTick.Store(minInt64) // the new rules' windows start at the next packet
+}
+
+// Reload reads path, and puts its rules in effect if they are valid; if
+// not, the rules in effect stay and the error (every problem, with its
+// position) is returned. Either way it is recorded for the metrics.
+func (e *Engine) Reload(path string) error {
+	e.lastReload.Store(time.Now().Unix())
+	e.reloads.Add(1)
+	s, err := Load(path)
+	if err != nil {
+		e.reloadFails.Add(1)
+		e.lastReloadOK.Store(false)
+		return fmt.Errorf("reload rules: %w", err)
+	}
+	e.Swap(s)
+	e.lastReloadOK.Store(true)
+	return nil
+}
+
+// Load parses and compiles a rules file.
+func Load(path string) (*Set, error) {
+	f, err := ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(f)
+}
+
+// NewShard returns the evaluator of one pipeline shard.
+func (e *Engine) NewShard() *Shard {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := &Shard{eng: e}
+	e.shards = append(e.shards, s)
+	return s
+}
+
+// tick ends the windows that packet time t has passed and resolves the
+// alerts whose condition stopped; it sets the next tick.
+func (e *Engine) tick(t int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t < e.nextTick.Load() {
+		return // another shard ticked first
+	}
+	set := e.set.Load()
+	next := t + sweepEvery
+	now := time.Unix(0, t)
+	for _, r := range set.counting {
+		e.endWindow(r, t)
+		next = min(next, (r.st.win.cur.Load()+1)*r.st.win.size)
+	}
+	for _, r := range set.dups {
+		e.endDupWindow(r, t, false)
+		next = min(next, (r.st.win.cur.Load()+1)*r.st.win.size)
+	}
+	for _, r := range set.events {
+		// The shards report folded repeats every sweepEvery: allow that.
+		e.mgr.Sweep(r.Alert, now, time.Duration(sweepEvery))
+	}
+	e.nextTick.Store(next)
+}
+
+// endWindow moves r's clock to t's window; if a window ended, it resolves
+// the alerts whose key did not stay above the threshold in it, and clears
+// the slot the next window will use.
+func (e *Engine) endWindow(r *rule, t int64) {
+	w := r.st.win
+	i := w.index(t)
+	moved, ended, gap, ok := w.advance(i)
+	if ok {
+		end := time.Unix(0, (ended+1)*w.size)
+		sl := slot(ended)
+		above := r.above()
+		e.mgr.Check(r.Alert, end, func(key uint64) bool {
+			return !gap && r.st.estimate(sl, key) > above
+		})
+		if gap {
+			r.st.clear(slot(i))
+		}
+	}
+	if moved {
+		r.st.clear(slot(i + 1))
+	}
+}
+
+// above is a counting rule's threshold.
+func (r *rule) above() float64 {
+	if r.Kind == KindVolume {
+		return r.Volume.Above
+	}
+	return r.Threshold.Above
+}
+
+// estimate is key's count in slot i (half-open: attempts not answered).
+func (st *ruleState) estimate(i int, key uint64) float64 {
+	v := st.counts[i].estimate(key)
+	if st.done[i] != nil {
+		v = max(0, v-st.done[i].estimate(key))
+	}
+	return v
+}
+
+func (st *ruleState) clear(i int) {
+	if st.counts[i] != nil {
+		st.counts[i].reset()
+	}
+	if st.done[i] != nil {
+		st.done[i].reset()
+	}
+}
+
+// Stats are the engine's counts for metrics.
+type Stats struct {
+	Rules        int
+	Evaluations  uint64 // rule evaluations (rules tried on a packet or window)
+	SketchBytes  map[string]int
+	Reloads      uint64
+	ReloadFails  uint64
+	LastReloadOK bool
+	LastReload   int64 // Unix seconds of the last reload attempt (0: never)
+}
+
+// Stats returns the engine's counts; safe for concurrent use.
+func (e *Engine) Stats() Stats {
+	st := Stats{
+		Reloads: e.reloads.Load(), ReloadFails: e.reloadFails.Load(),
+		LastReloadOK: e.lastReloadOK.Load(), LastReload: e.lastReload.Load(),
+		SketchBytes: map[string]int{},
+	}
+	if set := e.set.Load(); set != nil {
+		st.Rules = len(set.rules)
+		for _, r := range set.rules {
+			st.SketchBytes[r.Alert] = r.st.bytes()
+		}
+	}
+	e.mu.Lock()
+	for _, s := range e.shards {
+		st.Evaluations += s.evals.Load()
+	}
+	e.mu.Unlock()
+	return st
+}

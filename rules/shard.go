@@ -1,0 +1,266 @@
+package rules
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/capture"
+)
+
+// Shard evaluates the rules for one pipeline shard, on its goroutine. It
+// implements the engine's consumer hook (Packet, Duplicate, Finish) and
+// allocates nothing per packet: only an alert that fires for the first
+// time within its suppress window is built.
+type Shard struct {
+	eng *Engine
+	// sums combines the per-packet counts of the rules run on every packet
+	// (combine.go).
+	sums [sumsSize]pendingSum
+	// front folds an event rule's repeats (an XMAS flood is an anomaly a
+	// packet) without taking the manager's lock: a repeat of an alert
+	// reported less than a quarter of its suppress window ago is counted
+	// here and handed over with the next report.
+	front [frontSize]frontEntry
+	// single-writer counters (the owner stores, any goroutine loads)
+	evals, packets, dups atomic.Uint64
+	// nextFlush is the packet time (ns) the front is next emptied into
+	// the manager, so that it learns of repeats within sweepEvery.
+	nextFlush int64
+}
+
+const frontSize = 256
+
+type frontEntry struct {
+	h, key uint64
+	r      *rule
+	until  int64  // ns: repeats before this fold here
+	last   int64  // ns: the latest repeat folded here
+	n      uint64 // repeats folded here, not yet reported
+}
+
+func inc(c *atomic.Uint64, n uint64) { c.Store(c.Load() + n) }
+
+// Duplicate counts a packet the dedup stage dropped (duplicates rules).
+func (s *Shard) Duplicate(*capture.Packet) { inc(&s.dups, 1) }
+
+// Packet evaluates the rules on an admitted packet and the ACSM's event
+// for it.
+func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
+	inc(&s.packets, 1)
+	set := s.eng.set.Load()
+	if set == nil {
+		return
+	}
+	t := p.Timestamp.UnixNano()
+	if t >= s.nextFlush {
+		s.flushAll()
+		s.nextFlush = t + sweepEvery
+	}
+	if t >= s.eng.nextTick.Load() {
+		s.eng.tick(t)
+	}
+	changed := ev.State != ev.Prev && ev.State != acsm.ConnUnknown
+	if len(set.onPacket) == 0 && !(ev.New && len(set.onNew) > 0) && !(changed && len(set.onChange) > 0) && !(ev.Anomalies != 0 && len(set.onAnomaly) > 0) {
+		return
+	}
+	x := packetCtx{t: t, orig: ev.Originator(), isTCP: p.Key.Proto == capture.ProtoTCP && p.HasTCP,
+		flags: p.Flags, wireLen: p.WireLen, hash: ev.Hash, state: ev.State, prev: ev.Prev, anomalies: ev.Anomalies}
+	n := uint64(0)
+	for _, r := range set.onPacket {
+		n++
+		if r.Match.matches(&x.orig, x.isTCP, p.Flags, ev.State) {
+			s.count(r, &x)
+		}
+	}
+	if ev.New {
+		for _, r := range set.onNew {
+			n++
+			if r.Match.matches(&x.orig, x.isTCP, p.Flags, ev.State) {
+				s.count(r, &x)
+			}
+		}
+	}
+	if changed {
+		for _, r := range set.onChange {
+			n++
+			s.changed(r, &x)
+		}
+	}
+	if ev.Anomalies != 0 {
+		for _, r := range set.onAnomaly {
+			n++
+			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(&x.orig, x.isTCP, p.Flags, ev.State) {
+				s.fire(r, &x, x.key(r.Track), 0)
+			}
+		}
+	}
+	inc(&s.evals, n)
+}
+
+// packetCtx is one packet as the rules see it.
+type packetCtx struct {
+	// t is the packet's time, ns: alerts' times are made from it (utc), not
+	// from p.Timestamp, whose location pointer would make p escape.
+	t         int64
+	orig      capture.Key // the flow from originator to responder
+	isTCP     bool
+	flags     capture.TCPFlags
+	wireLen   uint32
+	hash      uint64 // the flow hash
+	state     acsm.ConnState
+	prev      acsm.ConnState
+	anomalies acsm.Anomaly
+}
+
+// key is the hash of the packet's tracked key.
+func (x *packetCtx) key(t Track) uint64 {
+	switch t {
+	case BySrc:
+		return addrHash(x.orig.Src)
+	case ByDst:
+		return addrHash(x.orig.Dst)
+	case ByPair:
+		return pairHash(x.orig.Src, x.orig.Dst)
+	}
+	return x.hash
+}
+
+// count adds the packet's event to a counting rule, firing on the
+// crossing of its threshold.
+func (s *Shard) count(r *rule, x *packetCtx) {
+	st := r.st
+	sl := slot(st.win.index(x.t))
+	key := x.key(r.Track)
+	var before, after float64
+	switch r.Kind {
+	case KindVolume:
+		n := uint32(1)
+		if r.Volume.Measure == Bytes {
+			n = x.wireLen
+		}
+		s.combine(r, x, key, n)
+		return
+	case KindThreshold:
+		switch r.Threshold.Event {
+		case EventPacket:
+			s.combine(r, x, key, 1)
+			return
+		case EventAttempt, EventHalfOpen:
+			if !x.isTCP || x.flags&(capture.SYN|capture.ACK) != capture.SYN {
+				return
+			}
+		case EventDistinctDstPorts:
+			before, after = st.counts[sl].add(key, portHash(x.orig.DstPort), 1)
+			s.crossed(r, x, key, before, after)
+			return
+		case EventDistinctDstHosts:
+			before, after = st.counts[sl].add(key, addrHash(x.orig.Dst), 1)
+			s.crossed(r, x, key, before, after)
+			return
+		case EventDistinctSrcHosts:
+			before, after = st.counts[sl].add(key, addrHash(x.orig.Src), 1)
+			s.crossed(r, x, key, before, after)
+			return
+		}
+		before, after = st.counts[sl].add(key, 0, 1)
+		if st.done[sl] != nil {
+			d := st.done[sl].estimate(key)
+			before, after = before-d, after-d
+		}
+	}
+	s.crossed(r, x, key, before, after)
+}
+
+func (s *Shard) crossed(r *rule, x *packetCtx, key uint64, before, after float64) {
+	if above := r.above(); before <= above && after > above {
+		s.fire(r, x, key, after)
+	}
+}
+
+// changed handles a packet that changed its flow's conn_state.
+func (s *Shard) changed(r *rule, x *packetCtx) {
+	switch {
+	case r.Kind == KindTransition:
+		if r.Transition.To.Has(x.state) && (r.Transition.From == 0 || r.Transition.From.Has(x.prev)) &&
+			r.Match.matches(&x.orig, x.isTCP, x.flags, x.state) {
+			s.fire(r, x, x.key(r.Track), 0)
+		}
+	case r.Threshold.Event == EventHalfOpen:
+		// An answer (or a reset) takes the flow out of the half-open count.
+		if x.prev == acsm.S0 && r.Match.matchesFlow(&x.orig) {
+			r.st.done[slot(r.st.win.index(x.t))].add(x.key(r.Track), 0, 1)
+		}
+	case r.Threshold.Event == EventConnState:
+		if r.Match.matches(&x.orig, x.isTCP, x.flags, x.state) {
+			s.count(r, x)
+		}
+	}
+}
+
+// fire raises r's alert for key, unless it repeats one reported moments
+// ago (the front folds it).
+func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
+	h := alertHash(r.id, key)
+	fe := &s.front[h%frontSize]
+	if fe.h == h && fe.r == r && x.t < fe.until {
+		fe.n++
+		fe.last = x.t
+		return
+	}
+	s.flush(fe)
+	o := r.occurrence(h, key, utc(x.t))
+	firing := s.eng.mgr.Fold(o, 1)
+	if !firing {
+		firing = s.eng.mgr.Fire(o, r.build(x.orig, x.state, x.anomalies, x.t, value))
+	}
+	hold := r.Suppress / 4
+	if !firing {
+		hold = r.For / 16 // pending: report often enough to see it hold
+	}
+	*fe = frontEntry{h: h, key: key, r: r, until: x.t + int64(hold), last: x.t}
+}
+
+func (s *Shard) flushAll() {
+	for i := range s.front {
+		s.flush(&s.front[i])
+	}
+	for i := range s.sums {
+		s.flushSum(&s.sums[i])
+	}
+}
+
+// flush reports what fe folded.
+func (s *Shard) flush(fe *frontEntry) {
+	if fe.n > 0 {
+		s.eng.mgr.Fold(fe.r.occurrence(fe.h, fe.key, utc(fe.last)), fe.n)
+		fe.n = 0
+	}
+}
+
+func (r *rule) occurrence(h, key uint64, now time.Time) alerts.Occurrence {
+	return alerts.Occurrence{Hash: h, Key: key, Rule: r.Alert, Severity: r.Severity, Suppress: r.Suppress, For: r.For, Now: now}
+}
+
+// Finish reports what the shard's front still holds; the last shard to
+// finish ends the duplicates rules' last (partial) window.
+func (s *Shard) Finish(end time.Time) error {
+	s.flushAll()
+	e := s.eng
+	e.mu.Lock()
+	e.finished++
+	last := e.finished == len(e.shards)
+	e.mu.Unlock()
+	if last {
+		if set := e.set.Load(); set != nil {
+			for _, r := range set.dups {
+				e.endDupWindow(r, end.UnixNano(), true)
+			}
+		}
+	}
+	return nil
+}
+
+// utc is packet time t (ns) as a time in UTC.
+func utc(t int64) time.Time { return time.Unix(0, t).UTC() }

@@ -1,0 +1,79 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flowmon/flowmon/filters/cms"
+	"github.com/flowmon/flowmon/filters/hll"
+)
+
+// Sketch sizing. A counting rule's error is count-min's epsilon: with
+// conservative update, N events in a window leave a key that had none
+// estimated at about 0.4·epsilon·N (measured: 10 million distinct keys,
+// epsilon 1e-4, median 153), so pick epsilon below above/N at the
+// window's peak. A distinct-count rule's error is its HyperLogLog cells'
+// standard error; the cells are a grid of spreadDepth rows of
+// spreadWidth cells (two cache lines an update at 64 registers), and
+// a key's cell also holds the items of the keys it shares the cell
+// with, which adds only their items the key does not have (a flood of
+// sources all to port 80 adds one port).
+const (
+	// delta is count-min's failure probability (estimates within the error
+	// with probability 1 - delta): 0.05 is three rows, three cache lines
+	// an update; conservative update keeps the estimates far inside the
+	// bound anyway (the measured 0.4·epsilon·N above).
+	delta                = 0.05
+	DefaultDistinctError = 0.13 // 64 registers a cell
+	spreadWidth          = 4096
+	spreadDepth          = 2
+)
+
+// newCounter returns a rule's per-key counter for one window slot: a
+// count-min sketch for occurrences, a count-min grid of HyperLogLogs for
+// distinct items. errShare 0 takes the default.
+func newCounter(distinct bool, errShare float64) (keyCounter, error) {
+	if distinct {
+		if errShare == 0 {
+			errShare = DefaultDistinctError
+		}
+		s, err := hll.NewSpread(spreadWidth, spreadDepth, hll.PrecisionFor(errShare))
+		if err != nil {
+			return nil, fmt.Errorf("distinct-count sketch: %w", err)
+		}
+		return spreadCounter{s}, nil
+	}
+	if errShare == 0 {
+		errShare = DefaultError
+	}
+	s, err := cms.New(errShare, delta)
+	if err != nil {
+		return nil, fmt.Errorf("count-min sketch: %w", err)
+	}
+	return cmsCounter{s}, nil
+}
+
+type cmsCounter struct{ s *cms.Sketch }
+
+func (c cmsCounter) add(key, _ uint64, n uint32) (float64, float64) {
+	b, a := c.s.Add(key, n)
+	return float64(b), float64(a)
+}
+func (c cmsCounter) estimate(key uint64) float64 { return float64(c.s.Estimate(key)) }
+func (c cmsCounter) reset()                      { c.s.Reset() }
+func (c cmsCounter) bytes() int                  { return c.s.Bytes() }
+
+type spreadCounter struct{ s *hll.Spread }
+
+// add skips the estimate when no register changed (it did not move: +Inf
+// both, no crossing). When one did, it gives -Inf before, so a key above
+// the threshold is reported at each change; the alert folds them.
+func (c spreadCounter) add(key, item uint64, _ uint32) (float64, float64) {
+	if !c.s.Add(key, item) {
+		return math.Inf(1), math.Inf(1)
+	}
+	return math.Inf(-1), c.s.Estimate(key)
+}
+func (c spreadCounter) estimate(key uint64) float64 { return c.s.Estimate(key) }
+func (c spreadCounter) reset()                      { c.s.Reset() }
+func (c spreadCounter) bytes() int                  { return c.s.Bytes() }
