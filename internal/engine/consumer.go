@@ -27,3 +27,11 @@ type Consumer interface {
 // NewConsumer builds shard's consumer (0 <= shard < shards). It is called
 // once per shard when the pipeline is built.
 type NewConsumer func(shard, shards int) (Consumer, error)
+
+// DuplicateConsumer is a Consumer that also sees the packets the shard's
+// dedup stage drops as duplicates (which Packet never sees), on the same
+// goroutine; the duplicates rules count them.
+type DuplicateConsumer interface {
+	Consumer
+	Duplicate(p *capture.Packet)
+}

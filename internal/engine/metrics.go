@@ -9,6 +9,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/flowcount"
+	"github.com/flowmon/flowmon/rules"
 )
 
 // published is the pipeline's counters as of its last publish: the packet
@@ -161,4 +162,62 @@ func constMetric(ch chan<- prometheus.Metric, name, help string, isCounter bool,
 		m = prometheus.NewInvalidMetric(prometheus.NewDesc(name, help, labels, nil), err)
 	}
 	ch <- m
+}
+
+// rulesCollector exports the rules engine's and its alerts' counts at
+// scrape time. Rule names are labels: they come from the rules file
+// (configuration), never from traffic.
+type rulesCollector struct{ eng *rules.Engine }
+
+func (c *rulesCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *rulesCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.eng.Stats()
+	constMetric(ch, "flowmon_rules_loaded", "Rules in effect.", false, "", "", float64(st.Rules))
+	constMetric(ch, "flowmon_rules_evaluations_total", "Rules tried on a packet.", true, "", "", float64(st.Evaluations))
+	for name, b := range st.SketchBytes {
+		constMetric(ch, "flowmon_rules_sketch_bytes", "Memory of a rule's per-key counters (three windows), fixed by its error.", false, "rule", name, float64(b))
+	}
+	constMetric(ch, "flowmon_rules_reloads_total", "Reloads of the rules file tried.", true, "", "", float64(st.Reloads))
+	constMetric(ch, "flowmon_rules_reload_failures_total", "Reloads refused (the old rules stayed).", true, "", "", float64(st.ReloadFails))
+	ok := 0.0
+	if st.LastReloadOK {
+		ok = 1
+	}
+	constMetric(ch, "flowmon_rules_last_reload_successful", "Whether the last reload of the rules file succeeded.", false, "", "", ok)
+	constMetric(ch, "flowmon_rules_last_reload_success_timestamp_seconds", "When the rules were last (re)loaded, Unix time.", false, "", "", float64(st.LastReload))
+	m := c.eng.Manager()
+	ms := m.Stats()
+	for name, rc := range ms.ByRule {
+		for _, x := range []struct {
+			name, help string
+			v          uint64
+		}{
+			{"flowmon_alerts_fired_total", "Alerts fired.", rc.Fired},
+			{"flowmon_alerts_resolved_total", "Alerts resolved.", rc.Resolved},
+			{"flowmon_alerts_suppressed_total", "Repeats folded into a firing alert within its suppress window.", rc.Suppressed},
+		} {
+			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(x.name, x.help, []string{"rule", "severity"}, nil),
+				prometheus.CounterValue, float64(x.v), name, rc.Severity)
+		}
+	}
+	constMetric(ch, "flowmon_alerts_active", "Alerts firing.", false, "", "", float64(ms.Active))
+	constMetric(ch, "flowmon_alerts_pending", "Alerts waiting for their rule's for.", false, "", "", float64(ms.Pending))
+	constMetric(ch, "flowmon_alerts_untracked_total", "Alerts fired while the active table was full (they cannot fold or resolve).", true, "", "", float64(ms.Untracked))
+	constMetric(ch, "flowmon_alerts_suppression_bytes", "Memory of the suppression filters.", false, "", "", float64(ms.SuppressionBytes))
+	for _, s := range m.Sinks() {
+		ss := s.Stats()
+		for _, x := range []struct {
+			name, help string
+			counter    bool
+			v          uint64
+		}{
+			{"flowmon_alerts_sink_sent_total", "Alerts a sink delivered.", true, ss.Sent},
+			{"flowmon_alerts_sink_failed_total", "Delivery attempts that failed (retried).", true, ss.Failed},
+			{"flowmon_alerts_sink_dropped_total", "Alerts a sink dropped (queue full, or refused for good).", true, ss.Dropped},
+			{"flowmon_alerts_sink_queue_length", "Alerts waiting in a sink's queue.", false, ss.Queued},
+		} {
+			constMetric(ch, x.name, x.help, x.counter, "sink", s.Name(), float64(x.v))
+		}
+	}
 }

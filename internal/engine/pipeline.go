@@ -16,6 +16,7 @@ import (
 	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/flowcount"
 	"github.com/flowmon/flowmon/kbf"
+	"github.com/flowmon/flowmon/rules"
 )
 
 // Config configures the stages of a pipeline.
@@ -49,6 +50,10 @@ type Config struct {
 	// Consumers build, for each shard, what sees every packet with its
 	// ACSM event (consumer.go): rules and exporters attach here.
 	Consumers []NewConsumer
+	// Rules, when set, evaluates detection rules on every shard (a
+	// consumer of each) and delivers alerts through its manager; the
+	// summary counts them and the metrics export them.
+	Rules *rules.Engine
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
@@ -100,15 +105,22 @@ type Pipeline struct {
 	nextSync uint64
 
 	pub        published
+	rules      *rules.Engine
 	decodeOnly bool
 	acsm       acsm.Config // as configured, for the summary's target and warnings
 }
 
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, rules: cfg.Rules}
 	if cfg.DecodeOnly {
 		return p, nil
+	}
+	if cfg.Rules != nil {
+		eng := cfg.Rules
+		cfg.Consumers = append(cfg.Consumers[:len(cfg.Consumers):len(cfg.Consumers)], func(int, int) (Consumer, error) {
+			return eng.NewShard(), nil
+		})
 	}
 	if !cfg.NoDedup {
 		dc := cfg.Dedup.WithDefaults()
@@ -248,6 +260,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if err := reg.Register(&stageCollector{shards: p.shards}); err != nil {
 		return fmt.Errorf("register stage metrics: %w", err)
 	}
+	if p.rules != nil {
+		if err := reg.Register(&rulesCollector{eng: p.rules}); err != nil {
+			return fmt.Errorf("register rules metrics: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -337,5 +354,12 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.UniquePackets = counts.unique
 	s.Duplicates = counts.duplicates
 	s.Retransmissions = counts.retransmissions
+	if p.rules != nil {
+		s.Alerts = map[string]uint64{}
+		for name, rc := range p.rules.Manager().Stats().ByRule {
+			s.Alerts[name] = rc.Fired
+			s.AlertsSuppressed += rc.Suppressed
+		}
+	}
 	return err
 }

@@ -23,6 +23,9 @@ type shard struct {
 	flows   *flowTable
 	// consumers see every packet after the stages above (consumer.go).
 	consumers []Consumer
+	// dupConsumers are the consumers that also see the duplicates dedup
+	// drops (DuplicateConsumer).
+	dupConsumers []DuplicateConsumer
 	// ev is the ACSM's event for the packet being processed: a field, not
 	// a local, since the consumers' interface calls would make a local
 	// escape to the heap, one allocation a packet.
@@ -106,6 +109,9 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 			return nil, fmt.Errorf("build consumer of shard %d: %w", index, err)
 		}
 		s.consumers = append(s.consumers, c)
+		if d, ok := c.(DuplicateConsumer); ok {
+			s.dupConsumers = append(s.dupConsumers, d)
+		}
 	}
 	return s, nil
 }
@@ -117,6 +123,9 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 		switch s.dedup.CheckPrint(p, fp) {
 		case dedup.Duplicate:
 			s.counts.duplicates++
+			for _, c := range s.dupConsumers {
+				c.Duplicate(p)
+			}
 			return false
 		case dedup.Retransmission:
 			s.counts.retransmissions++

@@ -42,6 +42,11 @@ type Summary struct {
 	// FlowsAtCap counts the flows of FlowsTimedOut that the flow table
 	// timed out early because it held max-flows (overload).
 	FlowsAtCap uint64 `json:"flows_timed_out_at_cap"`
+	// Alerts counts the alerts each rule raised (with rules; a repeat
+	// inside a rule's suppress window folds into its alert and counts in
+	// AlertsSuppressed instead).
+	Alerts           map[string]uint64 `json:"alerts,omitempty"`
+	AlertsSuppressed uint64            `json:"alerts_suppressed"`
 	// Warnings say what makes a result less than it seems (an ACSM over
 	// its error target); the command prints them on stderr.
 	Warnings []string `json:"warnings,omitempty"`
