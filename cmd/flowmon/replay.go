@@ -34,6 +34,9 @@ type replayFlags struct {
 	cpuProfile string
 	listen     string
 	linger     bool
+	rules      string
+	alertsOut  string
+	alerting   string
 	files      []string
 }
 
@@ -60,6 +63,9 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
 	fs.BoolVar(&f.linger, "linger", false, "with --listen: keep serving after the replay until interrupted")
+	fs.StringVar(&f.rules, "rules", "", "detection rules `FILE` (YAML; default: the embedded rules, flowmon rules show; none: no rules); reloaded on SIGHUP, on change and on POST /-/reload")
+	fs.StringVar(&f.alertsOut, "alerts-out", "", "write alerts as JSON lines to `FILE` (- for stdout) instead of readable lines on stderr")
+	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -81,6 +87,13 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		return nil, usageError(fs, "--flows-out does nothing with --decode-only (no flows are tracked)")
 	case f.listen != "" && s.DecodeOnly:
 		return nil, usageError(fs, "--listen does nothing with --decode-only (no stage has metrics)")
+	case f.alertsOut == "-" && (f.json || f.flowsOut == "-"):
+		return nil, usageError(fs, "--alerts-out - shares stdout with the summary or the flows; write the alerts to a file")
+	case s.DecodeOnly && f.rules != "" && f.rules != "none":
+		return nil, usageError(fs, "--rules does nothing with --decode-only (no flow state to evaluate)")
+	}
+	if s.DecodeOnly {
+		f.rules = "none"
 	}
 	return f, nil
 }
@@ -130,6 +143,23 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		}
 		defer stop()
 	}
+	al, err := newAlerting(f.rules, f.alertsOut, f.alerting, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var reload func() error
+	if al != nil {
+		cfg.Rules = al.eng
+		if al.path != "" {
+			al.watch()
+		}
+		reload = func() error { return al.reload("POST /-/reload") }
+		defer func() {
+			if cerr := al.close(); cerr != nil && rerr == nil {
+				rerr = cerr
+			}
+		}()
+	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	opt := engine.ReplayOptions{Config: cfg}
@@ -137,7 +167,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
 			return err
 		}
-		srv, err := serveMetrics(f.listen, opt.Pipeline)
+		srv, err := serveMetrics(f.listen, opt.Pipeline, reload)
 		if err != nil {
 			return err
 		}

@@ -17,12 +17,25 @@ type metricsServer struct {
 	done chan error // Serve's result
 }
 
-// serveMetrics listens on addr and serves pl until close.
-func serveMetrics(addr string, pl *engine.Pipeline) (*metricsServer, error) {
-	h, err := engine.Handler(pl)
+// serveMetrics listens on addr and serves pl until close; with reload,
+// POST /-/reload calls it (the rules' reload: 200, or 400 and why).
+func serveMetrics(addr string, pl *engine.Pipeline, reload func() error) (*metricsServer, error) {
+	ph, err := engine.Handler(pl)
 	if err != nil {
 		return nil, err
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/", ph)
+	if reload != nil {
+		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, _ *http.Request) {
+			if err := reload(); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.Write([]byte("reloaded\n"))
+		})
+	}
+	h := http.Handler(mux)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)

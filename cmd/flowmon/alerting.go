@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/rules"
+)
+
+// alerting is the rules engine and its alert sinks, as replay (and the
+// live agent) build them from --rules, --alerts-out and --alerting.
+type alerting struct {
+	eng      *rules.Engine
+	path     string // the rules file; "" for the embedded defaults
+	stderr   io.Writer
+	closeOut func() error
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// newAlerting loads the rules (rulesFlag: a file, "" for the embedded
+// defaults, "none" for none: nil, nil) and opens the sinks: alerts go to
+// alertsOut as JSON lines when set (- for stdout), else to stderr as
+// readable lines, and to every sink of the alerting file.
+func newAlerting(rulesFlag, alertsOut, alertingFile string, stdout, stderr io.Writer) (*alerting, error) {
+	if rulesFlag == "none" {
+		return nil, nil
+	}
+	var set *rules.Set
+	var err error
+	if rulesFlag == "" {
+		set, err = rules.Default()
+	} else {
+		set, err = rules.Load(rulesFlag)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load rules: %w", err)
+	}
+	a := &alerting{path: rulesFlag, stderr: stderr, closeOut: func() error { return nil }}
+	var sinks []alerts.Sink
+	if alertsOut != "" {
+		out, err := createOutput(alertsOut, stdout)
+		if err != nil {
+			return nil, err
+		}
+		a.closeOut = out.Close
+		sinks = append(sinks, alerts.NewWriterSink("alerts-out", out, alerts.FormatJSON))
+	} else {
+		sinks = append(sinks, alerts.NewWriterSink("stderr", stderr, alerts.FormatText))
+	}
+	if alertingFile != "" {
+		data, err := os.ReadFile(alertingFile)
+		if err != nil {
+			return nil, fmt.Errorf("read alerting config: %w", err)
+		}
+		cfg, err := alerts.ParseConfig(alertingFile, data)
+		if err != nil {
+			return nil, err
+		}
+		more, err := cfg.Open()
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, more...)
+	}
+	a.eng = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, sinks...))
+	return a, nil
+}
+
+// reload re-reads the rules file; a bad file leaves the rules running and
+// is reported with its positions.
+func (a *alerting) reload(why string) error {
+	if a.path == "" {
+		return errors.New("the embedded default rules have no file to reload (give --rules FILE)")
+	}
+	if err := a.eng.Reload(a.path); err != nil {
+		fmt.Fprintf(a.stderr, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
+		return err
+	}
+	fmt.Fprintf(a.stderr, "flowmon: %s: reloaded %s (%d rules)\n", why, a.path, a.eng.Set().Len())
+	return nil
+}
+
+// watch reloads the rules on SIGHUP and when the file's modification
+// time or size changes (checked every second), until close.
+func (a *alerting) watch() {
+	a.stop, a.done = make(chan struct{}), make(chan struct{})
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer close(a.done)
+		defer signal.Stop(hup)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		last := a.stat()
+		for {
+			select {
+			case <-a.stop:
+				return
+			case <-hup:
+				a.reload("SIGHUP")
+				last = a.stat()
+			case <-tick.C:
+				if now := a.stat(); now != last {
+					last = now
+					a.reload("rules file changed")
+				}
+			}
+		}
+	}()
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func (a *alerting) stat() fileStamp {
+	if a.path == "" {
+		return fileStamp{}
+	}
+	fi, err := os.Stat(a.path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{fi.ModTime(), fi.Size()}
+}
+
+// close stops watching and flushes the sinks (for at most 10 s: a sink
+// whose destination is down keeps what it could not deliver, counted).
+func (a *alerting) close() error {
+	if a.stop != nil {
+		close(a.stop)
+		<-a.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(a.eng.Manager().Close(ctx), a.closeOut())
+}
