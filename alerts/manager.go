@@ -41,14 +41,21 @@ type Manager struct {
 type ManagerOptions struct {
 	// MaxActive bounds the firing and pending alerts held (default 10000).
 	MaxActive int
+	// Overflow is the label sets per suppress window the suppression
+	// filters are sized for (default 16384): past it their false
+	// positives rise, and more new alerts fold into nothing (counted).
+	Overflow int
 	// FPRate is each suppression filter's false-positive rate at
-	// MaxActive label sets per window (default 1e-4).
+	// Overflow label sets per window (default 1e-4).
 	FPRate float64
 }
 
 func (o ManagerOptions) withDefaults() ManagerOptions {
 	if o.MaxActive <= 0 {
 		o.MaxActive = 10000
+	}
+	if o.Overflow <= 0 {
+		o.Overflow = 16384
 	}
 	if o.FPRate <= 0 {
 		o.FPRate = 1e-4
@@ -215,7 +222,7 @@ func (m *Manager) seenFilter(d time.Duration) *fbf.FBF {
 	f := m.seen[d]
 	if f == nil {
 		var err error
-		f, err = fbf.NewWithOptions(fbf.Options{ElementsPerPeriod: uint64(m.opt.MaxActive), FPRate: m.opt.FPRate, Refresh: max(d/2, time.Millisecond)})
+		f, err = fbf.NewWithOptions(fbf.Options{ElementsPerPeriod: uint64(m.opt.Overflow), FPRate: m.opt.FPRate, Refresh: max(d/2, time.Millisecond)})
 		if err != nil {
 			panic(fmt.Sprintf("alerts: suppression filter for valid options: %v", err)) // options are ours and valid
 		}

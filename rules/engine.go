@@ -33,7 +33,7 @@ type Engine struct {
 	reloads      atomic.Uint64
 	reloadFails  atomic.Uint64
 	lastReloadOK atomic.Bool
-	lastReload   atomic.Int64 // wall time of the last reload attempt, Unix s
+	lastReload   atomic.Int64 // wall time of the last successful load, Unix s
 }
 
 // sweepEvery is how often, in packet time, the event rules' quiet alerts
@@ -48,6 +48,7 @@ func NewEngine(set *Set, mgr *alerts.Manager) *Engine {
 		e.set.Store(set)
 	}
 	e.lastReloadOK.Store(true)
+	e.lastReload.Store(time.Now().Unix()) // the first load
 	e.nextTick.Store(minInt64)
 	return e
 }
@@ -74,7 +75,6 @@ func (e *Engine) Swap(s *Set) {
 // not, the rules in effect stay and the error (every problem, with its
 // position) is returned. Either way it is recorded for the metrics.
 func (e *Engine) Reload(path string) error {
-	e.lastReload.Store(time.Now().Unix())
 	e.reloads.Add(1)
 	s, err := Load(path)
 	if err != nil {
@@ -84,6 +84,7 @@ func (e *Engine) Reload(path string) error {
 	}
 	e.Swap(s)
 	e.lastReloadOK.Store(true)
+	e.lastReload.Store(time.Now().Unix())
 	return nil
 }
 
@@ -188,7 +189,7 @@ type Stats struct {
 	Reloads      uint64
 	ReloadFails  uint64
 	LastReloadOK bool
-	LastReload   int64 // Unix seconds of the last reload attempt (0: never)
+	LastReload   int64 // Unix seconds of the last successful load
 }
 
 // Stats returns the engine's counts; safe for concurrent use.

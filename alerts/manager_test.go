@@ -1,0 +1,120 @@
+package alerts
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memSink keeps what it is sent.
+type memSink struct {
+	mu sync.Mutex
+	a  []Alert
+}
+
+func (s *memSink) Name() string                { return "mem" }
+func (s *memSink) Close(context.Context) error { return nil }
+func (s *memSink) Stats() SinkStats            { return SinkStats{} }
+func (s *memSink) Send(a Alert) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a = append(s.a, a)
+	return true
+}
+
+func (s *memSink) sent() []Alert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Alert(nil), s.a...)
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func occ(h uint64, at time.Duration) Occurrence {
+	return Occurrence{Hash: h, Key: h, Rule: "R", Severity: "warning", Suppress: time.Minute, Now: t0.Add(at)}
+}
+
+func alertAt(at time.Duration) Alert {
+	return Alert{Labels: Labels{{"alertname", "R"}}, StartsAt: t0.Add(at)}
+}
+
+// TestManagerFoldsAndResolves: repeats within the suppress window fold
+// into the firing alert; a quiet suppress window resolves it, at its
+// last occurrence plus the window; a repeat after that is a new alert.
+func TestManagerFoldsAndResolves(t *testing.T) {
+	s := &memSink{}
+	m := NewManager(ManagerOptions{}, s)
+	if m.Fold(occ(1, 0), 1) {
+		t.Fatal("folded an alert never fired")
+	}
+	if !m.Fire(occ(1, 0), alertAt(0)) {
+		t.Fatal("did not fire")
+	}
+	for i := 1; i <= 9; i++ {
+		if !m.Fold(occ(1, time.Duration(i)*10*time.Second), 1) {
+			t.Fatalf("repeat %d not folded", i)
+		}
+	}
+	m.Sweep("R", t0.Add(140*time.Second), 0) // 50 s after the last: still firing
+	m.Sweep("R", t0.Add(151*time.Second), 0)
+	got := s.sent()
+	if len(got) != 2 || got[1].Count != 10 || !got[1].EndsAt.Equal(t0.Add(150*time.Second)) {
+		t.Fatalf("sent %+v, want firing then resolved at last+suppress with count 10", got)
+	}
+	if m.Fold(occ(1, 200*time.Second), 1) {
+		t.Error("a repeat after the alert resolved folded into nothing")
+	}
+	st := m.Stats().ByRule["R"]
+	if st.Fired != 1 || st.Suppressed != 9 || st.Resolved != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestManagerFor: an alert with for: 30s stays pending until it has held
+// that long, and a pending alert that stops is dropped unseen.
+func TestManagerFor(t *testing.T) {
+	s := &memSink{}
+	m := NewManager(ManagerOptions{}, s)
+	o := func(at time.Duration) Occurrence { x := occ(7, at); x.For = 30 * time.Second; return x }
+	for _, at := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
+		if m.Fire(o(at), alertAt(at)) {
+			t.Fatalf("fired at %v, before its for", at)
+		}
+	}
+	if !m.Fire(o(30*time.Second), alertAt(30*time.Second)) {
+		t.Fatal("not firing after 30 s")
+	}
+	if got := s.sent(); len(got) != 1 || !got[0].StartsAt.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("sent %+v", got)
+	}
+	// Another key: pending, then its condition stops (Check says no).
+	m.Fire(o(0), alertAt(0))
+	x := occ(8, 0)
+	x.For = time.Minute
+	m.Fire(x, alertAt(0))
+	m.Check("R", t0.Add(40*time.Second), func(key uint64) bool { return key != 8 })
+	if st := m.Stats(); st.Pending != 0 || st.Active != 1 || len(s.sent()) != 1 {
+		t.Errorf("after the check: %+v, %d sent", st, len(s.sent()))
+	}
+}
+
+// TestManagerFullTableFoldsThroughFilter: past MaxActive, alerts are still
+// delivered, and their repeats fold in the suppression filter rather than
+// fire again, in fixed memory.
+func TestManagerFullTableFoldsThroughFilter(t *testing.T) {
+	s := &memSink{}
+	m := NewManager(ManagerOptions{MaxActive: 10}, s)
+	for h := uint64(1); h <= 1000; h++ {
+		m.Fire(occ(h, 0), alertAt(0))
+	}
+	for h := uint64(1); h <= 1000; h++ {
+		if !m.Fold(occ(h, time.Second), 1) {
+			t.Fatalf("repeat of %d fired again", h)
+		}
+	}
+	st := m.Stats()
+	if len(s.sent()) != 1000 || st.Active != 10 || st.Untracked != 990 || st.ByRule["R"].Suppressed != 1000 {
+		t.Errorf("%d sent, stats %+v", len(s.sent()), st)
+	}
+}
