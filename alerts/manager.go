@@ -177,13 +177,14 @@ func (m *Manager) Fire(o Occurrence, a Alert) bool {
 
 // Check visits the active alerts of rule, in no order; holds reports
 // whether the condition still holds at t for the alert's key (its
-// Occurrence.Key): one that does not is resolved at t (dropped if it was
-// pending). Counting rules call it at the end of each window.
-func (m *Manager) Check(rule string, t time.Time, holds func(key uint64) bool) {
+// Occurrence.Key), given when it last occurred: one that does not is
+// resolved at t (dropped if it was pending). Counting rules call it at
+// the end of each window.
+func (m *Manager) Check(rule string, t time.Time, holds func(key uint64, last time.Time) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for h, e := range m.active {
-		if e.rule == rule && !holds(e.key) {
+		if e.rule == rule && !holds(e.key, e.lastSeen) {
 			m.resolve(h, e, t)
 		}
 	}

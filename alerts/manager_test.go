@@ -93,7 +93,7 @@ func TestManagerFor(t *testing.T) {
 	x := occ(8, 0)
 	x.For = time.Minute
 	m.Fire(x, alertAt(0))
-	m.Check("R", t0.Add(40*time.Second), func(key uint64) bool { return key != 8 })
+	m.Check("R", t0.Add(40*time.Second), func(key uint64, _ time.Time) bool { return key != 8 })
 	if st := m.Stats(); st.Pending != 0 || st.Active != 1 || len(s.sent()) != 1 {
 		t.Errorf("after the check: %+v, %d sent", st, len(s.sent()))
 	}

@@ -44,7 +44,7 @@ func (s *Shard) combine(r *rule, x *packetCtx, key uint64, n uint32) {
 		e.h, e.key, e.r, e.win = h, key, r, win
 		// The key's first packet in the sum stands for it in an alert
 		// (its flow, for by_flow; one of its flows otherwise).
-		e.flow = flowFacts{orig: x.orig, state: x.state, anomalies: x.anomalies}
+		e.flow = flowFacts{orig: *x.origin(), state: x.state, anomalies: x.anomalies}
 	}
 	e.flow.t = x.t
 	e.n += n
@@ -67,7 +67,7 @@ func (s *Shard) flushSum(e *pendingSum) {
 	e.n = 0
 	if above := r.above(); before <= above && after > above {
 		f := &e.flow
-		x := packetCtx{t: f.t, orig: f.orig, state: f.state, anomalies: f.anomalies}
+		x := packetCtx{t: f.t, fixed: f, state: f.state, anomalies: f.anomalies}
 		s.fire(r, &x, e.key, after)
 	}
 }

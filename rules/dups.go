@@ -41,7 +41,7 @@ func (e *Engine) endDupWindow(r *rule, t int64, final bool) {
 	}
 	holds := !gap && total >= r.Duplicates.MinPackets && share > r.Duplicates.Above
 	if !holds {
-		e.mgr.Check(r.Alert, end, func(uint64) bool { return false })
+		e.mgr.Check(r.Alert, end, func(uint64, time.Time) bool { return false })
 		return
 	}
 	o := r.occurrence(alertHash(r.id, 0), 0, end)

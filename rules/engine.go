@@ -140,11 +140,12 @@ func (e *Engine) endWindow(r *rule, t int64) {
 	i := w.index(t)
 	moved, ended, gap, ok := w.advance(i)
 	if ok {
-		end := time.Unix(0, (ended+1)*w.size)
-		sl := slot(ended)
-		above := r.above()
-		e.mgr.Check(r.Alert, end, func(key uint64) bool {
-			return !gap && r.st.estimate(sl, key) > above
+		// A key above the threshold crossed it in the window (a crossing
+		// fires the alert, or folds into it): its alert holds if it
+		// occurred in the window that ended.
+		start, end := utc(ended*w.size), utc((ended+1)*w.size)
+		e.mgr.Check(r.Alert, end, func(_ uint64, last time.Time) bool {
+			return !gap && !last.Before(start)
 		})
 		if gap {
 			r.st.clear(slot(i))
@@ -161,15 +162,6 @@ func (r *rule) above() float64 {
 		return r.Volume.Above
 	}
 	return r.Threshold.Above
-}
-
-// estimate is key's count in slot i (half-open: attempts not answered).
-func (st *ruleState) estimate(i int, key uint64) float64 {
-	v := st.counts[i].estimate(key)
-	if st.done[i] != nil {
-		v = max(0, v-st.done[i].estimate(key))
-	}
-	return v
 }
 
 func (st *ruleState) clear(i int) {
@@ -201,9 +193,14 @@ func (e *Engine) Stats() Stats {
 	}
 	if set := e.set.Load(); set != nil {
 		st.Rules = len(set.rules)
+		e.mu.Lock()
 		for _, r := range set.rules {
 			st.SketchBytes[r.Alert] = r.st.bytes()
+			if r.Kind == KindVolume && r.Track == ByFlow {
+				st.SketchBytes[r.Alert] = len(e.shards) * holdBytes
+			}
 		}
+		e.mu.Unlock()
 	}
 	e.mu.Lock()
 	for _, s := range e.shards {

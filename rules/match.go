@@ -7,20 +7,17 @@ import (
 	"github.com/flowmon/flowmon/capture"
 )
 
-// matches reports whether a packet of the flow orig (directed from
-// originator to responder), with TCP flags f, leaving its flow in state
-// st, is one the rule looks at. It allocates nothing; the lists are short.
-func (m *Match) matches(orig *capture.Key, isTCP bool, f capture.TCPFlags, st acsm.ConnState) bool {
-	if len(m.Protocols) > 0 && !containsProto(m.Protocols, orig.Proto) {
-		return false
-	}
-	if m.FlagsSet|m.FlagsUnset != 0 && (!isTCP || f&m.FlagsSet != m.FlagsSet || f&m.FlagsUnset != 0) {
+// matches reports whether the packet x, with TCP flags f, leaving its
+// flow in state st, is one the rule looks at. It allocates nothing; the
+// lists are short.
+func (m *Match) matches(x *packetCtx, f capture.TCPFlags, st acsm.ConnState) bool {
+	if m.FlagsSet|m.FlagsUnset != 0 && (!x.isTCP || f&m.FlagsSet != m.FlagsSet || f&m.FlagsUnset != 0) {
 		return false
 	}
 	if m.ConnStates != 0 && !m.ConnStates.Has(st) {
 		return false
 	}
-	return m.matchesFlow(orig)
+	return m.matchesFlow(x)
 }
 
 func containsProto(ps []uint8, p uint8) bool {
@@ -61,11 +58,16 @@ func inPorts(rs []PortRange, p uint16) bool {
 }
 
 // matchesFlow is matches without the packet's flags and the flow's state:
-// whether the flow is one the rule looks at at all.
-func (m *Match) matchesFlow(orig *capture.Key) bool {
-	if len(m.Protocols) > 0 && !containsProto(m.Protocols, orig.Proto) {
+// whether the flow is one the rule looks at at all. A match without
+// addresses or ports does not make the packet's originator.
+func (m *Match) matchesFlow(x *packetCtx) bool {
+	if len(m.Protocols) > 0 && !containsProto(m.Protocols, x.proto) {
 		return false
 	}
+	if !m.hasEndpoints {
+		return true
+	}
+	orig := x.origin()
 	return inPrefixes(m.Src, orig.Src, true) && inPrefixes(m.Dst, orig.Dst, true) &&
 		!inPrefixes(m.NotSrc, orig.Src, false) && !inPrefixes(m.NotDst, orig.Dst, false) &&
 		inPorts(m.SrcPorts, orig.SrcPort) && inPorts(m.DstPorts, orig.DstPort)

@@ -193,6 +193,7 @@ func (p *parser) match(n *yaml.Node) Match {
 		},
 		"conn_state": func(v *yaml.Node) { m.ConnStates = p.states(v, "conn_state") },
 	})
+	m.hasEndpoints = len(m.Src)+len(m.Dst)+len(m.NotSrc)+len(m.NotDst)+len(m.SrcPorts)+len(m.DstPorts) > 0
 	return m
 }
 

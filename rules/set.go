@@ -22,6 +22,7 @@ type Set struct {
 	events    []*rule // transition and anomaly: resolved by sweeps
 	counting  []*rule // threshold and volume: checked at each window's end
 	dups      []*rule
+	nHold     int // by_flow volume rules: each shard holds a table per rule
 }
 
 // rule is a compiled Rule.
@@ -36,6 +37,7 @@ type rule struct {
 	labels    alerts.Labels // alertname, severity, the rule's own labels
 	templates map[string]*template.Template
 	st        *ruleState
+	holdIndex int // a by_flow volume rule's index among them (hold.go)
 }
 
 // ruleState is what a rule keeps between packets.
@@ -123,6 +125,9 @@ func newRuleState(spec *Rule) (*ruleState, error) {
 				}
 			}
 		case KindVolume:
+			if spec.Track == ByFlow {
+				continue // counted per shard by sample and hold (hold.go)
+			}
 			if st.counts[i], err = newCounter(false, spec.Volume.Error); err != nil {
 				return nil, err
 			}
@@ -156,6 +161,10 @@ func (s *Set) add(r *rule) {
 	case KindVolume:
 		s.counting = append(s.counting, r)
 		s.onPacket = append(s.onPacket, r)
+		if r.Track == ByFlow {
+			r.holdIndex = s.nHold
+			s.nHold++
+		}
 	case KindDuplicates:
 		s.dups = append(s.dups, r)
 	}

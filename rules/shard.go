@@ -25,6 +25,10 @@ type Shard struct {
 	front [frontSize]frontEntry
 	// single-writer counters (the owner stores, any goroutine loads)
 	evals, packets, dups atomic.Uint64
+	// holds are the sample-and-hold tables of the set's by_flow volume
+	// rules (hold.go), by rule.holdIndex, for holdSet.
+	holds   []*holdTable
+	holdSet *Set
 	// nextFlush is the packet time (ns) the front is next emptied into
 	// the manager, so that it learns of repeats within sweepEvery.
 	nextFlush int64
@@ -65,19 +69,19 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	if len(set.onPacket) == 0 && !(ev.New && len(set.onNew) > 0) && !(changed && len(set.onChange) > 0) && !(ev.Anomalies != 0 && len(set.onAnomaly) > 0) {
 		return
 	}
-	x := packetCtx{t: t, orig: ev.Originator(), isTCP: p.Key.Proto == capture.ProtoTCP && p.HasTCP,
+	x := packetCtx{t: t, ev: ev, proto: p.Key.Proto, isTCP: p.Key.Proto == capture.ProtoTCP && p.HasTCP,
 		flags: p.Flags, wireLen: p.WireLen, hash: ev.Hash, state: ev.State, prev: ev.Prev, anomalies: ev.Anomalies}
 	n := uint64(0)
 	for _, r := range set.onPacket {
 		n++
-		if r.Match.matches(&x.orig, x.isTCP, p.Flags, ev.State) {
+		if r.Match.matches(&x, p.Flags, ev.State) {
 			s.count(r, &x)
 		}
 	}
 	if ev.New {
 		for _, r := range set.onNew {
 			n++
-			if r.Match.matches(&x.orig, x.isTCP, p.Flags, ev.State) {
+			if r.Match.matches(&x, p.Flags, ev.State) {
 				s.count(r, &x)
 			}
 		}
@@ -91,7 +95,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	if ev.Anomalies != 0 {
 		for _, r := range set.onAnomaly {
 			n++
-			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(&x.orig, x.isTCP, p.Flags, ev.State) {
+			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(&x, p.Flags, ev.State) {
 				s.fire(r, &x, x.key(r.Track), 0)
 			}
 		}
@@ -99,12 +103,20 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	inc(&s.evals, n)
 }
 
-// packetCtx is one packet as the rules see it.
+// packetCtx is one packet as the rules see it. The flow from originator
+// to responder is made only when a rule reads it (origin): most packets
+// meet only rules that need neither addresses nor ports. (ev escapes to
+// the heap through what an alert keeps of it: the pipeline's events live
+// there anyway.)
 type packetCtx struct {
+	ev     *acsm.Event // nil when fixed is set
+	fixed  *flowFacts  // the facts of a combined sum (combine.go)
+	origOK bool
 	// t is the packet's time, ns: alerts' times are made from it (utc), not
 	// from p.Timestamp, whose location pointer would make p escape.
 	t         int64
-	orig      capture.Key // the flow from originator to responder
+	orig      capture.Key // the flow from originator to responder, once origOK
+	proto     uint8
 	isTCP     bool
 	flags     capture.TCPFlags
 	wireLen   uint32
@@ -114,15 +126,29 @@ type packetCtx struct {
 	anomalies acsm.Anomaly
 }
 
+// origin returns the flow from originator to responder.
+func (x *packetCtx) origin() *capture.Key {
+	if !x.origOK {
+		if x.fixed != nil {
+			x.orig = x.fixed.orig
+		} else {
+			x.orig = x.ev.Originator()
+		}
+		x.origOK = true
+	}
+	return &x.orig
+}
+
 // key is the hash of the packet's tracked key.
 func (x *packetCtx) key(t Track) uint64 {
 	switch t {
 	case BySrc:
-		return addrHash(x.orig.Src)
+		return addrHash(x.origin().Src)
 	case ByDst:
-		return addrHash(x.orig.Dst)
+		return addrHash(x.origin().Dst)
 	case ByPair:
-		return pairHash(x.orig.Src, x.orig.Dst)
+		o := x.origin()
+		return pairHash(o.Src, o.Dst)
 	}
 	return x.hash
 }
@@ -140,6 +166,10 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		if r.Volume.Measure == Bytes {
 			n = x.wireLen
 		}
+		if r.Track == ByFlow {
+			before, after = s.hold(r).add(x.hash, x.t, st.win.index(x.t), n)
+			break
+		}
 		s.combine(r, x, key, n)
 		return
 	case KindThreshold:
@@ -152,15 +182,15 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 				return
 			}
 		case EventDistinctDstPorts:
-			before, after = st.counts[sl].add(key, portHash(x.orig.DstPort), 1)
+			before, after = st.counts[sl].add(key, portHash(x.origin().DstPort), 1)
 			s.crossed(r, x, key, before, after)
 			return
 		case EventDistinctDstHosts:
-			before, after = st.counts[sl].add(key, addrHash(x.orig.Dst), 1)
+			before, after = st.counts[sl].add(key, addrHash(x.origin().Dst), 1)
 			s.crossed(r, x, key, before, after)
 			return
 		case EventDistinctSrcHosts:
-			before, after = st.counts[sl].add(key, addrHash(x.orig.Src), 1)
+			before, after = st.counts[sl].add(key, addrHash(x.origin().Src), 1)
 			s.crossed(r, x, key, before, after)
 			return
 		}
@@ -184,16 +214,16 @@ func (s *Shard) changed(r *rule, x *packetCtx) {
 	switch {
 	case r.Kind == KindTransition:
 		if r.Transition.To.Has(x.state) && (r.Transition.From == 0 || r.Transition.From.Has(x.prev)) &&
-			r.Match.matches(&x.orig, x.isTCP, x.flags, x.state) {
+			r.Match.matches(x, x.flags, x.state) {
 			s.fire(r, x, x.key(r.Track), 0)
 		}
 	case r.Threshold.Event == EventHalfOpen:
 		// An answer (or a reset) takes the flow out of the half-open count.
-		if x.prev == acsm.S0 && r.Match.matchesFlow(&x.orig) {
+		if x.prev == acsm.S0 && r.Match.matchesFlow(x) {
 			r.st.done[slot(r.st.win.index(x.t))].add(x.key(r.Track), 0, 1)
 		}
 	case r.Threshold.Event == EventConnState:
-		if r.Match.matches(&x.orig, x.isTCP, x.flags, x.state) {
+		if r.Match.matches(x, x.flags, x.state) {
 			s.count(r, x)
 		}
 	}
@@ -203,6 +233,15 @@ func (s *Shard) changed(r *rule, x *packetCtx) {
 // ago (the front folds it).
 func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 	h := alertHash(r.id, key)
+	if r.window() > 0 {
+		// A counting rule's key crosses once a window: no front, and the
+		// manager learns of each crossing at once (window ends check it).
+		o := r.occurrence(h, key, utc(x.t))
+		if !s.eng.mgr.Fold(o, 1) {
+			s.eng.mgr.Fire(o, r.build(*x.origin(), x.state, x.anomalies, x.t, value))
+		}
+		return
+	}
 	fe := &s.front[h%frontSize]
 	if fe.h == h && fe.r == r && x.t < fe.until {
 		fe.n++
@@ -213,7 +252,7 @@ func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 	o := r.occurrence(h, key, utc(x.t))
 	firing := s.eng.mgr.Fold(o, 1)
 	if !firing {
-		firing = s.eng.mgr.Fire(o, r.build(x.orig, x.state, x.anomalies, x.t, value))
+		firing = s.eng.mgr.Fire(o, r.build(*x.origin(), x.state, x.anomalies, x.t, value))
 	}
 	hold := r.Suppress / 4
 	if !firing {
@@ -264,3 +303,19 @@ func (s *Shard) Finish(end time.Time) error {
 
 // utc is packet time t (ns) as a time in UTC.
 func utc(t int64) time.Time { return time.Unix(0, t).UTC() }
+
+// hold returns the shard's sample-and-hold table of r, a by_flow volume
+// rule of the set in effect; the tables are made again when a reload
+// brings a new set (a rule's table is per set: its counts restart).
+func (s *Shard) hold(r *rule) *holdTable {
+	set := s.eng.set.Load()
+	if s.holdSet != set {
+		s.holds, s.holdSet = make([]*holdTable, set.nHold), set
+	}
+	t := s.holds[r.holdIndex]
+	if t == nil {
+		t = newHoldTable(r.Volume.Above, r.id)
+		s.holds[r.holdIndex] = t
+	}
+	return t
+}

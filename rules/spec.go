@@ -123,6 +123,7 @@ type Match struct {
 	FlagsSet       capture.TCPFlags // the packet has all of these
 	FlagsUnset     capture.TCPFlags // and none of these
 	ConnStates     StateSet         // the flow's conn_state after the packet
+	hasEndpoints   bool             // any address or port condition (set by Parse)
 }
 
 // PortRange is an inclusive range of ports.

@@ -1,0 +1,66 @@
+package rules
+
+import (
+	"math"
+	"testing"
+
+	"github.com/flowmon/flowmon/internal/hashmix"
+)
+
+// TestSampleAndHold checks the table against the paper's maths. A flow of
+// S bytes counts all but the bytes G before its sample, G exponential of
+// mean 1/p = T/O; its count passes T when G < S - T: never for S <= T,
+// for S = 1.5T with probability 1-e^-(O/2), for S = 2T 1-e^-O.
+func TestSampleAndHold(t *testing.T) {
+	const T = 1_000_000
+	const pkt = 1000
+	for _, c := range []struct {
+		size     int // bytes a flow sends in the window
+		min, max float64
+	}{
+		{T / 4, 0, 0},
+		{T, 0, 0},
+		{3 * T / 2, 1 - math.Exp(-oversampling/2) - 0.015, 1 - math.Exp(-oversampling/2) + 0.015},
+		{2 * T, 1 - math.Exp(-oversampling) - 0.005, 1},
+	} {
+		flows, caught := 2000, 0
+		var relErr float64
+		for f := range flows {
+			tab := newHoldTable(T, uint64(f)+1)
+			h := hashmix.Mix(uint64(f))
+			var after float64
+			for i := range c.size / pkt {
+				_, after = tab.add(h, int64(i), 0, pkt)
+			}
+			if after > T {
+				caught++
+				relErr += math.Abs(after-float64(c.size)) / float64(c.size)
+			}
+		}
+		frac := float64(caught) / float64(flows)
+		if frac < c.min || frac > c.max {
+			t.Errorf("flows of %d bytes: %.3f caught, want [%.3f, %.3f]", c.size, frac, c.min, c.max)
+		}
+		if caught > 0 {
+			if e := relErr / float64(caught); e > 2.0/oversampling {
+				t.Errorf("flows of %d bytes: mean relative error %.3f of the caught", c.size, e)
+			}
+		}
+	}
+}
+
+// TestSampleAndHoldBounded: a flood of distinct flows fills at most three
+// quarters of the table and counts the rest as not held; a new window
+// empties it.
+func TestSampleAndHoldBounded(t *testing.T) {
+	tab := newHoldTable(1000, 1) // p = 4e-3 a byte: nearly every 1000-byte packet sampled
+	for f := range 100_000 {
+		tab.add(hashmix.Mix(uint64(f)), 0, 0, 1000)
+	}
+	if tab.n > holdSize*3/4 || tab.full == 0 {
+		t.Errorf("%d held, %d not held", tab.n, tab.full)
+	}
+	if _, after := tab.add(42, 0, 1, 1000); tab.n > 1 || after == 0 && tab.n == 1 {
+		t.Errorf("new window: %d held", tab.n)
+	}
+}
