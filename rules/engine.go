@@ -101,7 +101,7 @@ func Load(path string) (*Set, error) {
 func (e *Engine) NewShard() *Shard {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := &Shard{eng: e}
+	s := &Shard{eng: e, nextFlush: minInt64}
 	e.shards = append(e.shards, s)
 	return s
 }
@@ -156,7 +156,7 @@ func (e *Engine) endWindow(r *rule, t int64) {
 	}
 }
 
-// above is a counting rule's threshold.
+// above is a counting rule's threshold (r.thresh once compiled).
 func (r *rule) above() float64 {
 	if r.Kind == KindVolume {
 		return r.Volume.Above
@@ -196,7 +196,7 @@ func (e *Engine) Stats() Stats {
 		e.mu.Lock()
 		for _, r := range set.rules {
 			st.SketchBytes[r.Alert] = r.st.bytes()
-			if r.Kind == KindVolume && r.Track == ByFlow {
+			if r.holdIndex >= 0 {
 				st.SketchBytes[r.Alert] = len(e.shards) * holdBytes
 			}
 		}

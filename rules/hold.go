@@ -22,15 +22,18 @@ import (
 // bytes fires with probability 1-e^-(p(S-T)): O = 8 gives 98% at 1.5T
 // and 99.97% at 2T. The table holds about O·B/T flows a window, B the
 // window's bytes (3 GB a minute at 5 MB: 4,800); when it is full a
-// sampled flow is not held, and counted (full). Per packet: one probe of
-// a table that stays in cache, no atomic operation, and a random draw,
+// sampled flow is not held, and counted (full). Per packet: a bit of an
+// 8 KB bitmap of the held flows, which stays in the first-level cache
+// (the table itself only for the flows it may hold), no atomic
+// operation, and a random draw,
 // drawn from the packet (its flow hash and time) rather than a generator,
 // so a replay samples the same packets whatever the number of workers.
 const (
 	oversampling = 8
 	holdSize     = 1 << 13 // entries a shard holds per rule: 8192 (128 KB)
 	holdProbes   = 8
-	holdBytes    = holdSize * 16 // a table's memory
+	holdBits     = 1 << 16                  // the bitmap of held flows: 8 KB
+	holdBytes    = holdSize*16 + holdBits/8 // a table's memory
 )
 
 type held struct {
@@ -40,12 +43,16 @@ type held struct {
 
 // holdTable is one volume rule's sample-and-hold table on one shard.
 type holdTable struct {
-	win    int64   // the window its counts belong to
-	p      float64 // sampling probability per unit (byte or packet)
-	logq   float64 // log(1-p)
-	seed   uint64
-	n      int
-	full   uint64 // sampled flows not held: the table was full
+	win  int64   // the window its counts belong to
+	p    float64 // sampling probability per unit (byte or packet)
+	logq float64 // log(1-p)
+	seed uint64
+	n    int
+	full uint64 // sampled flows not held: the table was full
+	// maybe has a bit set for each held flow's hash (and others': a
+	// Bloom filter of one hash), so a packet of a flow not held rarely
+	// reads the table.
+	maybe  [holdBits / 64]uint64
 	slots  [holdSize]held
 	inited bool
 }
@@ -61,11 +68,20 @@ func (t *holdTable) add(h uint64, ts, win int64, n uint32) (before, after float6
 	if !t.inited || win != t.win {
 		if t.n > 0 {
 			clear(t.slots[:])
+			clear(t.maybe[:])
 			t.n = 0
 		}
 		t.win, t.inited = win, true
 	}
 	h |= 1
+	bit := (h >> 40) & (holdBits - 1)
+	if t.maybe[bit/64]&(1<<(bit%64)) == 0 {
+		// Not held: only the draw.
+		if !t.sample(n, h, ts) {
+			return 0, 0
+		}
+		return t.insert(h, bit, n)
+	}
 	i := h & (holdSize - 1)
 	for range holdProbes {
 		e := &t.slots[i]
@@ -78,19 +94,34 @@ func (t *holdTable) add(h uint64, ts, win int64, n uint32) (before, after float6
 			if !t.sample(n, h, ts) {
 				return 0, 0
 			}
-			if t.n >= holdSize*3/4 {
-				t.full++
-				return 0, 0
-			}
-			e.h, e.count = h, uint64(n)
-			t.n++
-			return 0, float64(n)
+			return t.insert(h, bit, n)
 		}
 		i = (i + 1) & (holdSize - 1)
 	}
 	if t.sample(n, h, ts) {
 		t.full++
 	}
+	return 0, 0
+}
+
+// insert holds the flow h, sampled at a packet of n units.
+func (t *holdTable) insert(h, bit uint64, n uint32) (before, after float64) {
+	if t.n >= holdSize*3/4 {
+		t.full++
+		return 0, 0
+	}
+	i := h & (holdSize - 1)
+	for range holdProbes {
+		e := &t.slots[i]
+		if e.h == 0 {
+			e.h, e.count = h, uint64(n)
+			t.n++
+			t.maybe[bit/64] |= 1 << (bit % 64)
+			return 0, float64(n)
+		}
+		i = (i + 1) & (holdSize - 1)
+	}
+	t.full++
 	return 0, 0
 }
 

@@ -11,7 +11,7 @@ import (
 // the sender's and the receiver's addresses. A guess that proves wrong
 // (the SYN was a retransmission) costs a prefetch and nothing else.
 func (s *Shard) Prefetch(p *capture.Packet) {
-	set := s.eng.set.Load()
+	set := s.set
 	if set == nil {
 		return
 	}

@@ -37,7 +37,8 @@ type rule struct {
 	labels    alerts.Labels // alertname, severity, the rule's own labels
 	templates map[string]*template.Template
 	st        *ruleState
-	holdIndex int // a by_flow volume rule's index among them (hold.go)
+	holdIndex int     // a by_flow volume rule's index among them (hold.go); -1 for others
+	thresh    float64 // a counting rule's above
 }
 
 // ruleState is what a rule keeps between packets.
@@ -80,7 +81,7 @@ func Compile(f *File) (*Set, error) {
 }
 
 func compileRule(group string, spec *Rule) (*rule, error) {
-	r := &rule{Rule: *spec, group: group, templates: map[string]*template.Template{}}
+	r := &rule{Rule: *spec, group: group, templates: map[string]*template.Template{}, holdIndex: -1}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s", group, spec.Alert)
 	r.id = h.Sum64()
@@ -104,6 +105,7 @@ func compileRule(group string, spec *Rule) (*rule, error) {
 		return nil, err
 	}
 	r.st = st
+	r.thresh = r.above()
 	return r, nil
 }
 

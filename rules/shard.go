@@ -14,7 +14,24 @@ import (
 // allocates nothing per packet: only an alert that fires for the first
 // time within its suppress window is built.
 type Shard struct {
+	// What every packet touches comes first, in a few cache lines; the
+	// tables after them are touched only by some packets.
 	eng *Engine
+	// single-writer counters (the owner stores, any goroutine loads)
+	evals, packets, dups atomic.Uint64
+	// nextFlush is the packet time (ns) the front is next emptied into
+	// the manager, so that it learns of repeats within sweepEvery, and
+	// set refreshed; nextTick is the engine's, as last read.
+	nextFlush, nextTick int64
+	set                 *Set
+	// holds are the sample-and-hold tables of the set's by_flow volume
+	// rules (hold.go), by rule.holdIndex, for holdSet.
+	holds   []*holdTable
+	holdSet *Set
+	// x is the packet being evaluated: a field, reset per packet, not a
+	// local the compiler would zero whole each time.
+	x packetCtx
+
 	// sums combines the per-packet counts of the rules run on every packet
 	// (combine.go).
 	sums [sumsSize]pendingSum
@@ -23,15 +40,6 @@ type Shard struct {
 	// reported less than a quarter of its suppress window ago is counted
 	// here and handed over with the next report.
 	front [frontSize]frontEntry
-	// single-writer counters (the owner stores, any goroutine loads)
-	evals, packets, dups atomic.Uint64
-	// holds are the sample-and-hold tables of the set's by_flow volume
-	// rules (hold.go), by rule.holdIndex, for holdSet.
-	holds   []*holdTable
-	holdSet *Set
-	// nextFlush is the packet time (ns) the front is next emptied into
-	// the manager, so that it learns of repeats within sweepEvery.
-	nextFlush int64
 }
 
 const frontSize = 256
@@ -53,50 +61,61 @@ func (s *Shard) Duplicate(*capture.Packet) { inc(&s.dups, 1) }
 // for it.
 func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	inc(&s.packets, 1)
-	set := s.eng.set.Load()
+	t := p.Timestamp.UnixNano()
+	if t >= s.nextFlush {
+		// Once a second of packet time: report what the front folded,
+		// and take the engine's set (a reload is seen within the second).
+		// Between, the shard reads only its own copies, so a packet
+		// touches no line of the engine's.
+		s.flushAll()
+		s.nextFlush = t + sweepEvery
+		s.set = s.eng.set.Load()
+		s.nextTick = minInt64
+	}
+	set := s.set
 	if set == nil {
 		return
 	}
-	t := p.Timestamp.UnixNano()
-	if t >= s.nextFlush {
-		s.flushAll()
-		s.nextFlush = t + sweepEvery
-	}
-	if t >= s.eng.nextTick.Load() {
-		s.eng.tick(t)
+	if t >= s.nextTick {
+		if t >= s.eng.nextTick.Load() {
+			s.eng.tick(t)
+		}
+		s.nextTick = s.eng.nextTick.Load()
 	}
 	changed := ev.State != ev.Prev && ev.State != acsm.ConnUnknown
 	if len(set.onPacket) == 0 && !(ev.New && len(set.onNew) > 0) && !(changed && len(set.onChange) > 0) && !(ev.Anomalies != 0 && len(set.onAnomaly) > 0) {
 		return
 	}
-	x := packetCtx{t: t, ev: ev, proto: p.Key.Proto, isTCP: p.Key.Proto == capture.ProtoTCP && p.HasTCP,
-		flags: p.Flags, wireLen: p.WireLen, hash: ev.Hash, state: ev.State, prev: ev.Prev, anomalies: ev.Anomalies}
+	x := &s.x
+	x.ev, x.fixed, x.origOK, x.t = ev, nil, false, t
+	x.proto, x.isTCP, x.flags, x.wireLen = p.Key.Proto, p.Key.Proto == capture.ProtoTCP && p.HasTCP, p.Flags, p.WireLen
+	x.hash, x.state, x.prev, x.anomalies = ev.Hash, ev.State, ev.Prev, ev.Anomalies
 	n := uint64(0)
 	for _, r := range set.onPacket {
 		n++
-		if r.Match.matches(&x, p.Flags, ev.State) {
-			s.count(r, &x)
+		if r.Match.matches(x, p.Flags, ev.State) {
+			s.count(r, x)
 		}
 	}
 	if ev.New {
 		for _, r := range set.onNew {
 			n++
-			if r.Match.matches(&x, p.Flags, ev.State) {
-				s.count(r, &x)
+			if r.Match.matches(x, p.Flags, ev.State) {
+				s.count(r, x)
 			}
 		}
 	}
 	if changed {
 		for _, r := range set.onChange {
 			n++
-			s.changed(r, &x)
+			s.changed(r, x)
 		}
 	}
 	if ev.Anomalies != 0 {
 		for _, r := range set.onAnomaly {
 			n++
-			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(&x, p.Flags, ev.State) {
-				s.fire(r, &x, x.key(r.Track), 0)
+			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(x, p.Flags, ev.State) {
+				s.fire(r, x, x.key(r.Track), 0)
 			}
 		}
 	}
@@ -157,7 +176,19 @@ func (x *packetCtx) key(t Track) uint64 {
 // crossing of its threshold.
 func (s *Shard) count(r *rule, x *packetCtx) {
 	st := r.st
-	sl := slot(st.win.index(x.t))
+	win := st.win.index(x.t)
+	if r.holdIndex >= 0 {
+		// by_flow volume: the shard's own sample-and-hold table.
+		n := uint32(1)
+		if r.Volume.Measure == Bytes {
+			n = x.wireLen
+		}
+		if before, after := s.hold(r).add(x.hash, x.t, win, n); after > r.thresh && before <= r.thresh {
+			s.fire(r, x, x.hash, after)
+		}
+		return
+	}
+	sl := slot(win)
 	key := x.key(r.Track)
 	var before, after float64
 	switch r.Kind {
@@ -165,10 +196,6 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		n := uint32(1)
 		if r.Volume.Measure == Bytes {
 			n = x.wireLen
-		}
-		if r.Track == ByFlow {
-			before, after = s.hold(r).add(x.hash, x.t, st.win.index(x.t), n)
-			break
 		}
 		s.combine(r, x, key, n)
 		return
@@ -308,7 +335,7 @@ func utc(t int64) time.Time { return time.Unix(0, t).UTC() }
 // rule of the set in effect; the tables are made again when a reload
 // brings a new set (a rule's table is per set: its counts restart).
 func (s *Shard) hold(r *rule) *holdTable {
-	set := s.eng.set.Load()
+	set := s.set
 	if s.holdSet != set {
 		s.holds, s.holdSet = make([]*holdTable, set.nHold), set
 	}
