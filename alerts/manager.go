@@ -232,6 +232,14 @@ func (m *Manager) seenFilter(d time.Duration) *fbf.FBF {
 	return f
 }
 
+// Declare makes the rule's counts exist (at zero) before it fires, so
+// its metrics are there from the start, as Prometheus advises.
+func (m *Manager) Declare(rule, severity string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rule(rule, severity)
+}
+
 func (m *Manager) rule(name, severity string) *RuleCounts {
 	rc := m.byRule[name]
 	if rc == nil {

@@ -46,6 +46,7 @@ func NewEngine(set *Set, mgr *alerts.Manager) *Engine {
 	e := &Engine{mgr: mgr}
 	if set != nil {
 		e.set.Store(set)
+		set.declare(mgr)
 	}
 	e.lastReloadOK.Store(true)
 	e.lastReload.Store(time.Now().Unix()) // the first load
@@ -67,6 +68,7 @@ func (e *Engine) Swap(s *Set) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s.inherit(e.set.Load())
+	s.declare(e.mgr)
 	e.set.Store(s)
 	e.nextTick.Store(minInt64) // the new rules' windows start at the next packet
 }
@@ -208,4 +210,11 @@ func (e *Engine) Stats() Stats {
 	}
 	e.mu.Unlock()
 	return st
+}
+
+// declare makes each rule's alert counts exist in mgr.
+func (s *Set) declare(mgr *alerts.Manager) {
+	for _, r := range s.rules {
+		mgr.Declare(r.Alert, r.Severity)
+	}
 }
