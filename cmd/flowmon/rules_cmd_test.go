@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -145,6 +146,21 @@ func TestReplayReloadKeepsOldRules(t *testing.T) {
 	m = metrics(t, addr)
 	if !strings.Contains(m, "flowmon_rules_last_reload_successful 1") || !strings.Contains(m, "flowmon_rules_loaded 1") {
 		t.Errorf("after a good reload:\n%s", grepLines(m, "flowmon_rules_"))
+	}
+
+	// A change of the file is noticed (checked every second) ...
+	two := "groups:\n  - name: g\n    rules:\n      - alert: X\n        kind: anomaly\n        anomaly: [xmas]\n      - alert: Y\n        kind: anomaly\n        anomaly: [\"null\"]\n"
+	os.WriteFile(rulesFile, []byte(two), 0o644)
+	waitFor(t, func() bool { return strings.Contains(metrics(t, addr), "flowmon_rules_loaded 2") })
+	// ... and SIGHUP reloads it; a broken file is refused, the two rules stay.
+	os.WriteFile(rulesFile, []byte("groups: [\n"), 0o644)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "SIGHUP: rules not reloaded") })
+	m = metrics(t, addr)
+	if !strings.Contains(m, "flowmon_rules_last_reload_successful 0") || !strings.Contains(m, "flowmon_rules_loaded 2") {
+		t.Errorf("after SIGHUP with a broken file:\n%s\nstderr:\n%s", grepLines(m, "flowmon_rules_"), stderr.String())
 	}
 }
 
