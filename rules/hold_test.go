@@ -64,3 +64,11 @@ func TestSampleAndHoldBounded(t *testing.T) {
 		t.Errorf("new window: %d held", tab.n)
 	}
 }
+
+func BenchmarkHoldAdd(b *testing.B) {
+	tab := newHoldTable(5e6, 1)
+	b.ReportAllocs()
+	for i := range b.N {
+		tab.add(hashmix.Mix(uint64(i&(1<<17-1))), int64(i), 0, 1500)
+	}
+}

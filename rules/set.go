@@ -118,11 +118,11 @@ func newRuleState(spec *Rule) (*ruleState, error) {
 	for i := range slots {
 		switch spec.Kind {
 		case KindThreshold:
-			if st.counts[i], err = newCounter(spec.Threshold.Event.distinct(), spec.Threshold.Error); err != nil {
+			if st.counts[i], err = newCounter(spec.Threshold.Event.distinct(), spec.Threshold.Error, spec.Threshold.Above); err != nil {
 				return nil, err
 			}
 			if spec.Threshold.Event == EventHalfOpen {
-				if st.done[i], err = newCounter(false, spec.Threshold.Error); err != nil {
+				if st.done[i], err = newCounter(false, spec.Threshold.Error, spec.Threshold.Above); err != nil {
 					return nil, err
 				}
 			}
@@ -130,7 +130,7 @@ func newRuleState(spec *Rule) (*ruleState, error) {
 			if spec.Track == ByFlow {
 				continue // counted per shard by sample and hold (hold.go)
 			}
-			if st.counts[i], err = newCounter(false, spec.Volume.Error); err != nil {
+			if st.counts[i], err = newCounter(false, spec.Volume.Error, spec.Volume.Above); err != nil {
 				return nil, err
 			}
 		}

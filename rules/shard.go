@@ -223,6 +223,9 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		}
 		before, after = st.counts[sl].add(key, 0, 1)
 		if st.done[sl] != nil {
+			if after <= r.thresh {
+				return // half-open is at most the attempts: no crossing
+			}
 			d := st.done[sl].estimate(key)
 			before, after = before-d, after-d
 		}

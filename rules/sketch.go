@@ -32,7 +32,7 @@ const (
 // newCounter returns a rule's per-key counter for one window slot: a
 // count-min sketch for occurrences, a count-min grid of HyperLogLogs for
 // distinct items. errShare 0 takes the default.
-func newCounter(distinct bool, errShare float64) (keyCounter, error) {
+func newCounter(distinct bool, errShare, above float64) (keyCounter, error) {
 	if distinct {
 		if errShare == 0 {
 			errShare = DefaultDistinctError
@@ -41,7 +41,7 @@ func newCounter(distinct bool, errShare float64) (keyCounter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("distinct-count sketch: %w", err)
 		}
-		return spreadCounter{s}, nil
+		return spreadCounter{s, above}, nil
 	}
 	if errShare == 0 {
 		errShare = DefaultError
@@ -64,14 +64,22 @@ func (c cmsCounter) prefetch(key, _ uint64)      { c.s.Prefetch(key) }
 func (c cmsCounter) reset()                      { c.s.Reset() }
 func (c cmsCounter) bytes() int                  { return c.s.Bytes() }
 
-type spreadCounter struct{ s *hll.Spread }
+type spreadCounter struct {
+	s     *hll.Spread
+	above float64 // the rule's threshold
+}
 
 // add skips the estimate when no register changed (it did not move: +Inf
-// both, no crossing). When one did, it gives -Inf before, so a key above
+// both, no crossing), and when the key's zero registers alone bound it at
+// the threshold or under (0 both: MayExceed, a few nanoseconds against
+// the estimator's hundred). Otherwise it gives -Inf before, so a key above
 // the threshold is reported at each change; the alert folds them.
 func (c spreadCounter) add(key, item uint64, _ uint32) (float64, float64) {
 	if !c.s.Add(key, item) {
 		return math.Inf(1), math.Inf(1)
+	}
+	if !c.s.MayExceed(key, c.above) {
+		return 0, 0
 	}
 	return math.Inf(-1), c.s.Estimate(key)
 }

@@ -171,3 +171,18 @@ func sigma(x float64) float64 {
 		}
 	}
 }
+
+// mayExceed reports whether a cell with zeros zero registers may estimate
+// above n: its estimate is at most α∞·m²/(m·σ(V/m)).
+func (sh *shape) mayExceed(zeros int, n float64) bool {
+	if zeros == 0 {
+		return true
+	}
+	var ms float64
+	if sh.mSigma != nil {
+		ms = sh.mSigma[zeros]
+	} else {
+		ms = sh.m * sigma(float64(zeros)/sh.m)
+	}
+	return sh.alphaMM/ms > n
+}

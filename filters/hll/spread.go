@@ -245,3 +245,25 @@ func (s *Spread) Prefetch(keyHash, itemHash uint64) {
 		memhint.Prefetch2(a, b)
 	}
 }
+
+// MayExceed reports whether the key's estimate may be above n, cheaply:
+// false is certain, true means Estimate decides. A cell's estimate is
+// α∞m² / (Σ2^-M + m·σ(V/m)), V its zero registers, and the sum is never
+// negative, so α∞m / σ(V/m) bounds it from the zeros alone, counted
+// without the estimator's table lookups; the key's estimate is its
+// smallest cell's, so one cell bounded at n or under settles it. Callers
+// that test a threshold after each Add skip most estimates this way.
+func (s *Spread) MayExceed(keyHash uint64, n float64) bool {
+	var off [MaxDepth]uint64
+	s.cells(keyHash, &off)
+	for _, o := range off[:s.depth] {
+		zeros := 0
+		for i := range s.cellWords {
+			zeros += zeroBytes(s.words[o+i].Load())
+		}
+		if !s.sh.mayExceed(zeros, n) {
+			return false
+		}
+	}
+	return true
+}
