@@ -16,6 +16,9 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" eval kbf -q -n "${N_KBF:-1000000}" -o "$out/kbf.md"
 "$bin" eval fbf -trials 200000 -seed 1 > "$out/fbf.md"
 "$bin" eval ccf -trials 3 > "$out/ccf.md"
+# The default rules on gen traces, and on the real captures when they are beside the checkout.
+caps=../shared/pcaps/real
+[ -f "$caps/MANIFEST.tsv" ] && "$bin" eval rules --captures "$caps" -o "$out/rules.md" || "$bin" eval rules -o "$out/rules.md"
 
 "$bin" gen -o "$tmp/big.pcap" -flows "${FLOWS_ACSM:-908522}" -seed 2006 -snaplen 96 -duration 1h >/dev/null
 "$bin" eval acsm -q --truth "$tmp/big.truth.jsonl" "$tmp/big.pcap" > "$out/acsm-gen.md"
