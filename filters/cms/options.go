@@ -43,14 +43,14 @@ func (o Options) Validate() error {
 	case (o.Width == 0) != (o.Depth == 0):
 		bad("width %d and depth %d must be set together", o.Width, o.Depth)
 	case o.Width != 0:
-		if o.Width < 1 || o.Width > MaxCells {
-			bad("width %d must be in [1, %d]", o.Width, MaxCells)
+		if o.Width < 1 || int64(o.Width) > MaxCells {
+			bad("width %d must be in [1, %d]", o.Width, int64(MaxCells))
 		}
 		if o.Depth < 1 || o.Depth > MaxDepth {
 			bad("depth %d must be in [1, %d]", o.Depth, MaxDepth)
 		}
-		if o.Width >= 1 && o.Depth >= 1 && o.Depth <= MaxDepth && o.Width > MaxCells/o.Depth {
-			bad("width %d times depth %d must be at most %d counters", o.Width, o.Depth, MaxCells)
+		if o.Width >= 1 && o.Depth >= 1 && o.Depth <= MaxDepth && int64(o.Width) > MaxCells/int64(o.Depth) {
+			bad("width %d times depth %d must be at most %d counters", o.Width, o.Depth, int64(MaxCells))
 		}
 	default:
 		if !(o.Epsilon > 0 && o.Epsilon < 1) {
@@ -63,7 +63,7 @@ func (o Options) Validate() error {
 		}
 		if o.Epsilon > 0 && o.Epsilon < 1 && o.Delta > 0 && o.Delta < 1 {
 			if w, d := widthFor(o.Epsilon), rowsFor(o.Delta); d <= MaxDepth && w*d > MaxCells {
-				bad("epsilon %v and delta %v need %g×%g counters, more than %d", o.Epsilon, o.Delta, w, d, MaxCells)
+				bad("epsilon %v and delta %v need %g×%g counters, more than %d", o.Epsilon, o.Delta, w, d, int64(MaxCells))
 			}
 		}
 	}
