@@ -203,16 +203,9 @@ func (t *amTarget) close() error {
 // (AppendText's spelling), unless the rule set its own of those names,
 // so that a notification can say what was seen.
 func appendPostableAlert(dst []byte, a *Alert, generatorURL string) []byte {
-	dst = append(dst, `{"labels":{`...)
-	for i, l := range a.Labels {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, l.Name)
-		dst = append(dst, ':')
-		dst = appendJSONString(dst, l.Value)
-	}
-	dst = append(dst, `},"annotations":`...)
+	dst = append(dst, `{"labels":`...)
+	dst = appendLabels(dst, a.Labels)
+	dst = append(dst, `,"annotations":`...)
 	dst = appendJSONMap(dst, amAnnotations(a))
 	dst = append(dst, `,"startsAt":`...)
 	dst = appendJSONTime(dst, a.StartsAt)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
 // ParseConfig decodes a sinks file (see the package doc) strictly: an
@@ -32,12 +34,12 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	if len(doc.Content) == 0 {
 		return c, nil // empty: no sinks
 	}
-	root := resolve(doc.Content[0])
+	root := yamlnode.Resolve(doc.Content[0])
 	if root.Tag == "!!null" {
 		return c, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errorf(root, "", "want a mapping with a sinks key, got %s", describe(root))
+		p.errorf(root, "", "want a mapping with a sinks key, got %s", yamlnode.Describe(root))
 		return Config{}, p.err()
 	}
 	p.mapping(root, "", func(key string, k, v *yaml.Node) bool {
@@ -48,12 +50,12 @@ func ParseConfig(name string, data []byte) (Config, error) {
 			return true
 		}
 		if v.Kind != yaml.SequenceNode {
-			p.errorf(v, "", "sinks: want a list of sinks, got %s", describe(v))
+			p.errorf(v, "", "sinks: want a list of sinks, got %s", yamlnode.Describe(v))
 			return true
 		}
 		firstAt := make(map[string]int) // name -> line
 		for i, item := range v.Content {
-			sc := p.sink(resolve(item), i)
+			sc := p.sink(yamlnode.Resolve(item), i)
 			if sc.Name != "" {
 				if line, ok := firstAt[sc.Name]; ok {
 					p.errorf(p.nameNode, sinkID(sc.Name, i), "name %q already used by the sink at line %d", sc.Name, line)
@@ -103,37 +105,12 @@ func (p *parser) syntaxError(err error) error {
 	return errors.Join(&ConfigError{File: p.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")})
 }
 
-// resolve follows aliases (*anchor) to the node they name.
-func resolve(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-// describe names what a node is, for "want X, got Y".
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	}
-	switch n.Tag {
-	case "!!null":
-		return "nothing"
-	case "!!str":
-		return strconv.Quote(n.Value)
-	}
-	return n.Value
-}
-
 // mapping calls f for each key of n, in order; f reports whether it knew
 // the key. Unknown and repeated keys are errors of sink.
 func (p *parser) mapping(n *yaml.Node, sink string, f func(key string, k, v *yaml.Node) bool) {
 	seen := make(map[string]int)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], resolve(n.Content[i+1])
+		k, v := n.Content[i], yamlnode.Resolve(n.Content[i+1])
 		if line, ok := seen[k.Value]; ok {
 			p.errorf(k, sink, "%s: already set at line %d", k.Value, line)
 			continue
@@ -186,7 +163,7 @@ func (p *parser) sink(n *yaml.Node, i int) SinkConfig {
 	var c SinkConfig
 	p.nameNode = n
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, sinkID("", i), "want a mapping, got %s", describe(n))
+		p.errorf(n, sinkID("", i), "want a mapping, got %s", yamlnode.Describe(n))
 		return c
 	}
 	// The name and type first, for every other error to name the sink and
@@ -194,7 +171,7 @@ func (p *parser) sink(n *yaml.Node, i int) SinkConfig {
 	at := make(map[string]*yaml.Node) // key -> its value
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		if k := n.Content[j]; at[k.Value] == nil {
-			at[k.Value] = resolve(n.Content[j+1])
+			at[k.Value] = yamlnode.Resolve(n.Content[j+1])
 		}
 	}
 	if v := at["name"]; v != nil && v.Kind == yaml.ScalarNode {
@@ -249,7 +226,7 @@ func containsType(ts []SinkType, t SinkType) bool {
 // tls decodes a tls mapping, reporting whether it was well formed.
 func (p *parser) tls(v *yaml.Node, id string, t *TLSConfig) bool {
 	if v.Kind != yaml.MappingNode {
-		p.errorf(v, id, "tls: want a mapping, got %s", describe(v))
+		p.errorf(v, id, "tls: want a mapping, got %s", yamlnode.Describe(v))
 		return false
 	}
 	n := len(p.errs)
@@ -275,7 +252,7 @@ func (p *parser) tls(v *yaml.Node, id string, t *TLSConfig) bool {
 
 func str(v *yaml.Node, dst *string) string {
 	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-		return "want a string, got " + describe(v)
+		return "want a string, got " + yamlnode.Describe(v)
 	}
 	*dst = v.Value
 	return ""
@@ -295,7 +272,7 @@ func (p *parser) path(v *yaml.Node, dst *string) string {
 func positive(v *yaml.Node, dst *int) string {
 	var n int
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!int" || v.Decode(&n) != nil {
-		return "want an integer, got " + describe(v)
+		return "want an integer, got " + yamlnode.Describe(v)
 	}
 	if n <= 0 {
 		return fmt.Sprintf("%d must be > 0", n)
@@ -306,14 +283,14 @@ func positive(v *yaml.Node, dst *int) string {
 
 func boolean(v *yaml.Node, dst *bool) string {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" || v.Decode(dst) != nil {
-		return "want true or false, got " + describe(v)
+		return "want true or false, got " + yamlnode.Describe(v)
 	}
 	return ""
 }
 
 func duration(v *yaml.Node, dst *time.Duration) string {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-		return "want a duration such as 5s or 1m30s, got " + describe(v)
+		return "want a duration such as 5s or 1m30s, got " + yamlnode.Describe(v)
 	}
 	d, err := time.ParseDuration(v.Value)
 	if err != nil {
@@ -341,12 +318,12 @@ func setFormat(_ *parser, c *SinkConfig, v *yaml.Node) string {
 
 func setURLs(_ *parser, c *SinkConfig, v *yaml.Node) string {
 	if v.Kind != yaml.SequenceNode {
-		return "want a list of URLs, got " + describe(v)
+		return "want a list of URLs, got " + yamlnode.Describe(v)
 	}
 	c.URLs = c.URLs[:0]
 	for _, item := range v.Content {
 		var u string
-		if msg := str(resolve(item), &u); msg != "" {
+		if msg := str(yamlnode.Resolve(item), &u); msg != "" {
 			return msg
 		}
 		c.URLs = append(c.URLs, u)
@@ -364,7 +341,7 @@ func size(v *yaml.Node, dst *int64) string {
 		return ""
 	}
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-		return "want a size such as 10MiB, got " + describe(v)
+		return "want a size such as 10MiB, got " + yamlnode.Describe(v)
 	}
 	n, err := parseSize(v.Value)
 	if err != nil {

@@ -28,16 +28,9 @@ func AppendJSON(dst []byte, a *Alert) []byte {
 	} else {
 		dst = append(dst, `"firing"`...)
 	}
-	dst = append(dst, `,"labels":{`...)
-	for i, l := range a.Labels {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, l.Name)
-		dst = append(dst, ':')
-		dst = appendJSONString(dst, l.Value)
-	}
-	dst = append(dst, `},"annotations":`...)
+	dst = append(dst, `,"labels":`...)
+	dst = appendLabels(dst, a.Labels)
+	dst = append(dst, `,"annotations":`...)
 	dst = appendJSONMap(dst, a.Annotations)
 	dst = append(dst, `,"startsAt":`...)
 	dst = appendJSONTime(dst, a.StartsAt)
@@ -180,4 +173,18 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendLabels appends ls as a JSON object.
+func appendLabels(dst []byte, ls Labels) []byte {
+	dst = append(dst, '{')
+	for i, l := range ls {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, l.Name)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, l.Value)
+	}
+	return append(dst, '}')
 }

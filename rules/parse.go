@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
+
+	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
 // ParseFile reads and checks a rules file.
@@ -90,11 +92,9 @@ func (p *parser) syntaxError(err error) *Error {
 // mapping calls fields[key] with each key's value; unknown and repeated
 // keys, and missing required ones, are errors.
 func (p *parser) mapping(n *yaml.Node, fields map[string]func(*yaml.Node), required ...string) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
+	n = yamlnode.Resolve(n)
 	if n.Kind != yaml.MappingNode {
-		p.errf(n, "want a mapping, got %s", describe(n))
+		p.errf(n, "want a mapping, got %s", yamlnode.Describe(n))
 		return
 	}
 	seen := map[string]bool{}
@@ -120,7 +120,7 @@ func (p *parser) mapping(n *yaml.Node, fields map[string]func(*yaml.Node), requi
 
 func (p *parser) sequence(n *yaml.Node) []*yaml.Node {
 	if n.Kind != yaml.SequenceNode {
-		p.errf(n, "want a list, got %s", describe(n))
+		p.errf(n, "want a list, got %s", yamlnode.Describe(n))
 		return nil
 	}
 	return n.Content
@@ -134,7 +134,7 @@ func (p *parser) scalars(n *yaml.Node) []*yaml.Node {
 	var out []*yaml.Node
 	for _, c := range p.sequence(n) {
 		if c.Kind != yaml.ScalarNode {
-			p.errf(c, "want a value, got %s", describe(c))
+			p.errf(c, "want a value, got %s", yamlnode.Describe(c))
 			continue
 		}
 		out = append(out, c)
@@ -144,7 +144,7 @@ func (p *parser) scalars(n *yaml.Node) []*yaml.Node {
 
 func (p *parser) str(n *yaml.Node) string {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		p.errf(n, "want a string, got %s", describe(n))
+		p.errf(n, "want a string, got %s", yamlnode.Describe(n))
 		return ""
 	}
 	return n.Value
@@ -153,7 +153,7 @@ func (p *parser) str(n *yaml.Node) string {
 func (p *parser) number(n *yaml.Node, what string, min float64) float64 {
 	var v float64
 	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
-		p.errf(n, "%s: want a number, got %s", what, describe(n))
+		p.errf(n, "%s: want a number, got %s", what, yamlnode.Describe(n))
 		return 0
 	}
 	if err := n.Decode(&v); err != nil {
@@ -187,7 +187,7 @@ func (p *parser) duration(n *yaml.Node, what string, zeroOK bool) time.Duration 
 func (p *parser) stringMap(n *yaml.Node, what string) map[string]string {
 	m := map[string]string{}
 	if n.Kind != yaml.MappingNode {
-		p.errf(n, "%s: want a mapping, got %s", what, describe(n))
+		p.errf(n, "%s: want a mapping, got %s", what, yamlnode.Describe(n))
 		return m
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -198,25 +198,6 @@ func (p *parser) stringMap(n *yaml.Node, what string) map[string]string {
 		m[k.Value] = p.str(v)
 	}
 	return m
-}
-
-// describe names a node's type for messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!null":
-			return "nothing"
-		case "!!str":
-			return fmt.Sprintf("string %q", n.Value)
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "an alias"
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,0 +1,38 @@
+// Package yamlnode holds what flowmon's two YAML parsers (rules files and
+// alert sink files) share when they walk a yaml.v3 node tree themselves,
+// which they do to name every error's line and column.
+package yamlnode
+
+import (
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Resolve follows aliases (*anchor) to the node they name.
+func Resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// Describe names what a node is, for messages saying "want X, got Y":
+// "a mapping", "a list", "nothing", a quoted string, or the scalar.
+func Describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.Tag {
+	case "!!null":
+		return "nothing"
+	case "!!str":
+		return strconv.Quote(n.Value)
+	}
+	return n.Value
+}
