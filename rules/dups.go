@@ -11,8 +11,10 @@ import (
 // window (or, final, when the replay ends inside one): the share of
 // packets the dedup stage dropped in the window fires the alert, or
 // resolves it when it stayed below. The counts are the shards' running
-// totals, so a window is what they grew by since its start. Called with
-// the engine's lock held, or by the last shard to finish.
+// totals, so a window is what they grew by since its start (each shard
+// publishes them once a second of packet time and before it ticks: a
+// window's edge may shift by up to that). Called with the engine's lock
+// held, or by the last shard to finish.
 func (e *Engine) endDupWindow(r *rule, t int64, final bool) {
 	w := r.st.win
 	i := w.index(t)

@@ -72,3 +72,8 @@ func (m *Match) matchesFlow(x *packetCtx) bool {
 		!inPrefixes(m.NotSrc, orig.Src, false) && !inPrefixes(m.NotDst, orig.Dst, false) &&
 		inPorts(m.SrcPorts, orig.SrcPort) && inPorts(m.DstPorts, orig.DstPort)
 }
+
+// matchesAll reports whether the match has no condition at all.
+func (m *Match) matchesAll() bool {
+	return len(m.Protocols) == 0 && m.FlagsSet|m.FlagsUnset == 0 && m.ConnStates == 0 && !m.hasEndpoints
+}

@@ -15,7 +15,8 @@ type Set struct {
 	rules []*rule
 	// The rules by what triggers them, so that a packet that starts,
 	// changes or flags nothing costs only the volume rules.
-	onPacket  []*rule // volume, and threshold on packets
+	holdAll   []*rule // by_flow volume rules that match every packet (Shard.Packet's fast path)
+	onPacket  []*rule // other volume rules, and threshold on packets
 	onNew     []*rule // threshold on new flows, attempts, half-open, distinct counts
 	onChange  []*rule // transition, threshold on conn_state, half-open completions
 	onAnomaly []*rule
@@ -162,10 +163,14 @@ func (s *Set) add(r *rule) {
 		}
 	case KindVolume:
 		s.counting = append(s.counting, r)
-		s.onPacket = append(s.onPacket, r)
 		if r.Track == ByFlow {
 			r.holdIndex = s.nHold
 			s.nHold++
+		}
+		if r.Track == ByFlow && r.Match.matchesAll() {
+			s.holdAll = append(s.holdAll, r)
+		} else {
+			s.onPacket = append(s.onPacket, r)
 		}
 	case KindDuplicates:
 		s.dups = append(s.dups, r)
