@@ -21,8 +21,6 @@ type keyCounter interface {
 	// returns the key's estimate before and after.
 	add(key, item uint64, n uint32) (before, after float64)
 	estimate(key uint64) float64
-	// prefetch starts loading what add(key, item) will touch.
-	prefetch(key, item uint64)
 	reset()
 	bytes() int
 }

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
-	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // totalShards spreads Total over padded counters picked by the key's
@@ -171,20 +169,3 @@ func (s *Sketch) Epsilon() float64 { return math.E / float64(s.width) }
 
 // Delta is the probability bound of the sketch's depth: e^-d.
 func (s *Sketch) Delta() float64 { return math.Exp(-float64(s.depth)) }
-
-// Prefetch starts loading key h's counters and returns at once: a caller
-// that will Add h a few operations later calls it first, so the counters'
-// cache misses overlap with other work. Estimates are the same with or
-// without it.
-func (s *Sketch) Prefetch(h uint64) {
-	var idx [MaxDepth]uint64
-	s.index(h, &idx)
-	for r := 0; r < s.depth; r += 2 {
-		a := unsafe.Pointer(&s.cells[idx[r]])
-		b := a
-		if r+1 < s.depth {
-			b = unsafe.Pointer(&s.cells[idx[r+1]])
-		}
-		memhint.Prefetch2(a, b)
-	}
-}

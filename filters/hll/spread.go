@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
-	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // Limits on a Spread's shape.
@@ -228,23 +226,6 @@ func (s *Spread) StdError() float64 { return 1.04 / math.Sqrt(s.sh.m) }
 // window: with probability at least 1 - e^-depth, some row of a key holds
 // at most that many items of other keys (see the package doc).
 func (s *Spread) CollisionBound(d float64) float64 { return math.E * d / float64(s.width) }
-
-// Prefetch starts loading the registers Add(keyHash, itemHash) will
-// change, and returns at once (see cms.Sketch.Prefetch).
-func (s *Spread) Prefetch(keyHash, itemHash uint64) {
-	idx, _ := register(itemHash, s.sh.p)
-	var off [MaxDepth]uint64
-	s.cells(keyHash, &off)
-	word := idx >> 3
-	for r := 0; r < s.depth; r += 2 {
-		a := unsafe.Pointer(&s.words[off[r]+word])
-		b := a
-		if r+1 < s.depth {
-			b = unsafe.Pointer(&s.words[off[r+1]+word])
-		}
-		memhint.Prefetch2(a, b)
-	}
-}
 
 // MayExceed reports whether the key's estimate may be above n, cheaply:
 // false is certain, true means Estimate decides. A cell's estimate is

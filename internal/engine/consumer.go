@@ -35,13 +35,3 @@ type DuplicateConsumer interface {
 	Consumer
 	Duplicate(p *capture.Packet)
 }
-
-// Prefetcher is a Consumer whose memory for a packet can be requested
-// ahead: the shard calls Prefetch with each packet a few packets before
-// Packet (as it does for its own stages), on the same goroutine, so the
-// consumer's cache misses overlap with other packets' work. Prefetch
-// must not change what Packet does.
-type Prefetcher interface {
-	Consumer
-	Prefetch(p *capture.Packet)
-}

@@ -24,10 +24,8 @@ type shard struct {
 	// consumers see every packet after the stages above (consumer.go).
 	consumers []Consumer
 	// dupConsumers are the consumers that also see the duplicates dedup
-	// drops (DuplicateConsumer); prefetchers, those whose memory the batch
-	// loop requests ahead (Prefetcher).
+	// drops (DuplicateConsumer).
 	dupConsumers []DuplicateConsumer
-	prefetchers  []Prefetcher
 	// ev is the ACSM's event for the packet being processed: a field, not
 	// a local, since the consumers' interface calls would make a local
 	// escape to the heap, one allocation a packet.
@@ -113,9 +111,6 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 		s.consumers = append(s.consumers, c)
 		if d, ok := c.(DuplicateConsumer); ok {
 			s.dupConsumers = append(s.dupConsumers, d)
-		}
-		if pf, ok := c.(Prefetcher); ok {
-			s.prefetchers = append(s.prefetchers, pf)
 		}
 	}
 	return s, nil
@@ -213,9 +208,6 @@ func (s *shard) prefetch(p *capture.Packet, fp uint64) {
 	}
 	s.tracker.Prefetch(p.Hash)
 	s.flows.prefetchFlow(p.Hash)
-	for _, c := range s.prefetchers {
-		c.Prefetch(p)
-	}
 }
 
 // publish copies the counters the metrics read, and counts done more
