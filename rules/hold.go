@@ -2,6 +2,7 @@ package rules
 
 import (
 	"math"
+	"time"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
 )
@@ -43,7 +44,6 @@ type held struct {
 
 // holdTable is one volume rule's sample-and-hold table on one shard.
 type holdTable struct {
-	win  int64   // the window its counts belong to
 	p    float64 // sampling probability per unit (byte or packet)
 	logq float64 // log(1-p)
 	seed uint64
@@ -52,26 +52,25 @@ type holdTable struct {
 	// maybe has a bit set for each held flow's hash (and others': a
 	// Bloom filter of one hash), so a packet of a flow not held rarely
 	// reads the table.
-	maybe  [holdBits / 64]uint64
-	slots  [holdSize]held
-	inited bool
+	maybe [holdBits / 64]uint64
+	slots [holdSize]held
+	// The window the counts belong to, [start, end) in ns, aligned as the
+	// rule's (windows.index): the table keeps its own bounds so that a
+	// packet compares its time with two fields beside the bitmap.
+	size, start, end int64
 }
 
-func newHoldTable(above float64, seed uint64) *holdTable {
+func newHoldTable(above float64, window time.Duration, seed uint64) *holdTable {
 	p := min(oversampling/max(above, 1), 1)
-	return &holdTable{p: p, logq: math.Log1p(-min(p, 0.999999)), seed: seed}
+	return &holdTable{p: p, logq: math.Log1p(-min(p, 0.999999)), seed: seed, size: int64(window), start: 1, end: 0}
 }
 
-// add counts n units of a packet at time ts (ns) of the flow h, at window
-// win, and returns the flow's count before and after (0 when not held).
-func (t *holdTable) add(h uint64, ts, win int64, n uint32) (before, after float64) {
-	if !t.inited || win != t.win {
-		if t.n > 0 {
-			clear(t.slots[:])
-			clear(t.maybe[:])
-			t.n = 0
-		}
-		t.win, t.inited = win, true
+// add counts n units of a packet at time ts (ns) of the flow h, and
+// returns the flow's count in ts's window before and after (0 when not
+// held).
+func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
+	if ts < t.start || ts >= t.end {
+		t.roll(ts)
 	}
 	h |= 1
 	bit := (h >> 40) & (holdBits - 1)
@@ -102,6 +101,19 @@ func (t *holdTable) add(h uint64, ts, win int64, n uint32) (before, after float6
 		t.full++
 	}
 	return 0, 0
+}
+
+// roll moves the table to ts's window, emptied if it is another.
+func (t *holdTable) roll(ts int64) {
+	w := (&windows{size: t.size}).indexSlow(ts)
+	if start := w * t.size; start != t.start {
+		if t.n > 0 {
+			clear(t.slots[:])
+			clear(t.maybe[:])
+			t.n = 0
+		}
+		t.start, t.end = start, start+t.size
+	}
 }
 
 // insert holds the flow h, sampled at a packet of n units.

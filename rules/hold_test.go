@@ -3,6 +3,7 @@ package rules
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
 )
@@ -26,11 +27,11 @@ func TestSampleAndHold(t *testing.T) {
 		flows, caught := 2000, 0
 		var relErr float64
 		for f := range flows {
-			tab := newHoldTable(T, uint64(f)+1)
+			tab := newHoldTable(T, time.Minute, uint64(f)+1)
 			h := hashmix.Mix(uint64(f))
 			var after float64
 			for i := range c.size / pkt {
-				_, after = tab.add(h, int64(i), 0, pkt)
+				_, after = tab.add(h, int64(i), pkt)
 			}
 			if after > T {
 				caught++
@@ -53,22 +54,22 @@ func TestSampleAndHold(t *testing.T) {
 // quarters of the table and counts the rest as not held; a new window
 // empties it.
 func TestSampleAndHoldBounded(t *testing.T) {
-	tab := newHoldTable(1000, 1) // p = 4e-3 a byte: nearly every 1000-byte packet sampled
+	tab := newHoldTable(1000, time.Minute, 1) // p = 8e-3 a byte: nearly every 1000-byte packet sampled
 	for f := range 100_000 {
-		tab.add(hashmix.Mix(uint64(f)), 0, 0, 1000)
+		tab.add(hashmix.Mix(uint64(f)), 0, 1000)
 	}
 	if tab.n > holdSize*3/4 || tab.full == 0 {
 		t.Errorf("%d held, %d not held", tab.n, tab.full)
 	}
-	if _, after := tab.add(42, 0, 1, 1000); tab.n > 1 || after == 0 && tab.n == 1 {
+	if _, after := tab.add(42, int64(time.Minute), 1000); tab.n > 1 || after == 0 && tab.n == 1 {
 		t.Errorf("new window: %d held", tab.n)
 	}
 }
 
 func BenchmarkHoldAdd(b *testing.B) {
-	tab := newHoldTable(5e6, 1)
+	tab := newHoldTable(5e6, time.Minute, 1)
 	b.ReportAllocs()
 	for i := range b.N {
-		tab.add(hashmix.Mix(uint64(i&(1<<17-1))), int64(i), 0, 1500)
+		tab.add(hashmix.Mix(uint64(i&(1<<17-1))), int64(i), 1500)
 	}
 }

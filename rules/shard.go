@@ -100,7 +100,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 		if r.Volume.Measure == Bytes {
 			n = p.WireLen
 		}
-		if before, after := s.hold(r).add(ev.Hash, t, r.st.win.index(t), n); after > r.thresh && before <= r.thresh {
+		if before, after := s.hold(r).add(ev.Hash, t, n); after > r.thresh && before <= r.thresh {
 			s.fire(r, s.context(p, ev, t), ev.Hash, after)
 		}
 	}
@@ -205,19 +205,18 @@ func (x *packetCtx) key(t Track) uint64 {
 // crossing of its threshold.
 func (s *Shard) count(r *rule, x *packetCtx) {
 	st := r.st
-	win := st.win.index(x.t)
 	if r.holdIndex >= 0 {
 		// by_flow volume: the shard's own sample-and-hold table.
 		n := uint32(1)
 		if r.Volume.Measure == Bytes {
 			n = x.wireLen
 		}
-		if before, after := s.hold(r).add(x.hash, x.t, win, n); after > r.thresh && before <= r.thresh {
+		if before, after := s.hold(r).add(x.hash, x.t, n); after > r.thresh && before <= r.thresh {
 			s.fire(r, x, x.hash, after)
 		}
 		return
 	}
-	sl := slot(win)
+	sl := slot(st.win.index(x.t))
 	key := x.key(r.Track)
 	var before, after float64
 	switch r.Kind {
@@ -374,7 +373,7 @@ func (s *Shard) hold(r *rule) *holdTable {
 	}
 	t := s.holds[r.holdIndex]
 	if t == nil {
-		t = newHoldTable(r.Volume.Above, r.id)
+		t = newHoldTable(r.Volume.Above, r.Volume.Window, r.id)
 		s.holds[r.holdIndex] = t
 	}
 	return t

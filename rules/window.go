@@ -49,6 +49,11 @@ func (w *windows) index(t int64) int64 {
 			return c
 		}
 	}
+	return w.indexSlow(t)
+}
+
+// indexSlow is index by division.
+func (w *windows) indexSlow(t int64) int64 {
 	i := t / w.size
 	if t%w.size < 0 {
 		i--
