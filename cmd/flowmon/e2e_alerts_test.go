@@ -32,8 +32,9 @@ import (
 // 10 s, seed 2's last packet is at 16.9 s) for SYNFlood and PortScan to
 // be still firing when the replay ends, and so still active in
 // Alertmanager. The shares give SYNFlood over its 500 half-open flows in
-// one window, PortScan one 500-port episode, and HeavyHitter a few flows
-// over 20 MB; 20000 flows take about 2 s to generate and 1 s to replay.
+// one window, PortScan one 500-port episode, and HeavyHitter the flows
+// over 5 MB in a minute; 20000 flows take about 2 s to generate and 1 s
+// to replay.
 var alertTrace = []string{"--flows", "20000", "--duration", "10s",
 	"--mix", "normal=0.9,synflood=0.05,scan=0.025,heavy=0.025", "--seed", "2", "--snaplen", "96"}
 
