@@ -150,7 +150,7 @@ func (e *Engine) endWindow(r *rule, t int64) {
 			return !gap && !last.Before(start)
 		})
 		if gap {
-			r.st.clear(slot(i))
+			r.st.reset(slot(i))
 		}
 	}
 	if moved {
@@ -166,12 +166,23 @@ func (r *rule) above() float64 {
 	return r.Threshold.Above
 }
 
+// clear zeroes slot i, which no shard writes: the next window's, a
+// window ahead of it (a memory clear).
 func (st *ruleState) clear(i int) {
-	if st.counts[i] != nil {
-		st.counts[i].reset()
+	for _, c := range []keyCounter{st.counts[i], st.done[i]} {
+		if c != nil {
+			c.clear()
+		}
 	}
-	if st.done[i] != nil {
-		st.done[i].reset()
+}
+
+// reset zeroes slot i while shards may write it (the current window's,
+// after a gap in the traffic: atomic stores).
+func (st *ruleState) reset(i int) {
+	for _, c := range []keyCounter{st.counts[i], st.done[i]} {
+		if c != nil {
+			c.reset()
+		}
 	}
 }
 

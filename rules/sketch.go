@@ -61,6 +61,7 @@ func (c cmsCounter) add(key, _ uint64, n uint32) (float64, float64) {
 }
 func (c cmsCounter) estimate(key uint64) float64 { return float64(c.s.Estimate(key)) }
 func (c cmsCounter) reset()                      { c.s.Reset() }
+func (c cmsCounter) clear()                      { c.s.Clear() }
 func (c cmsCounter) bytes() int                  { return c.s.Bytes() }
 
 type spreadCounter struct {
@@ -84,4 +85,5 @@ func (c spreadCounter) add(key, item uint64, _ uint32) (float64, float64) {
 }
 func (c spreadCounter) estimate(key uint64) float64 { return c.s.Estimate(key) }
 func (c spreadCounter) reset()                      { c.s.Reset() }
+func (c spreadCounter) clear()                      { c.s.Clear() }
 func (c spreadCounter) bytes() int                  { return c.s.Bytes() }
