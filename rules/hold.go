@@ -141,7 +141,7 @@ func (t *holdTable) insert(h, bit uint64, n uint32) (before, after float64) {
 // is n·p to within 0.5% while n·p < 0.01 (a 1500-byte packet against a
 // threshold of a megabyte or more), and needs no exponential then.
 func (t *holdTable) sample(n uint32, h uint64, ts int64) bool {
-	u := hashmix.Mix(h ^ hashmix.Mix(uint64(ts)^t.seed))
+	u := hashmix.Mix(h ^ uint64(ts) ^ t.seed)
 	q := float64(n) * t.p
 	if q >= 0.01 {
 		q = -math.Expm1(float64(n) * t.logq)
