@@ -1,33 +1,9 @@
 package alerts
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 )
-
-// memSink keeps what it is sent.
-type memSink struct {
-	mu sync.Mutex
-	a  []Alert
-}
-
-func (s *memSink) Name() string                { return "mem" }
-func (s *memSink) Close(context.Context) error { return nil }
-func (s *memSink) Stats() SinkStats            { return SinkStats{} }
-func (s *memSink) Send(a Alert) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.a = append(s.a, a)
-	return true
-}
-
-func (s *memSink) sent() []Alert {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Alert(nil), s.a...)
-}
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -43,7 +19,7 @@ func alertAt(at time.Duration) Alert {
 // into the firing alert; a quiet suppress window resolves it, at its
 // last occurrence plus the window; a repeat after that is a new alert.
 func TestManagerFoldsAndResolves(t *testing.T) {
-	s := &memSink{}
+	s := NewMemory("mem")
 	m := NewManager(ManagerOptions{}, s)
 	if m.Fold(occ(1, 0), 1) {
 		t.Fatal("folded an alert never fired")
@@ -58,7 +34,7 @@ func TestManagerFoldsAndResolves(t *testing.T) {
 	}
 	m.Sweep("R", t0.Add(140*time.Second), 0) // 50 s after the last: still firing
 	m.Sweep("R", t0.Add(151*time.Second), 0)
-	got := s.sent()
+	got := s.All()
 	if len(got) != 2 || got[1].Count != 10 || !got[1].EndsAt.Equal(t0.Add(150*time.Second)) {
 		t.Fatalf("sent %+v, want firing then resolved at last+suppress with count 10", got)
 	}
@@ -74,7 +50,7 @@ func TestManagerFoldsAndResolves(t *testing.T) {
 // TestManagerFor: an alert with for: 30s stays pending until it has held
 // that long, and a pending alert that stops is dropped unseen.
 func TestManagerFor(t *testing.T) {
-	s := &memSink{}
+	s := NewMemory("mem")
 	m := NewManager(ManagerOptions{}, s)
 	o := func(at time.Duration) Occurrence { x := occ(7, at); x.For = 30 * time.Second; return x }
 	for _, at := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
@@ -85,7 +61,7 @@ func TestManagerFor(t *testing.T) {
 	if !m.Fire(o(30*time.Second), alertAt(30*time.Second)) {
 		t.Fatal("not firing after 30 s")
 	}
-	if got := s.sent(); len(got) != 1 || !got[0].StartsAt.Equal(t0.Add(30*time.Second)) {
+	if got := s.All(); len(got) != 1 || !got[0].StartsAt.Equal(t0.Add(30*time.Second)) {
 		t.Fatalf("sent %+v", got)
 	}
 	// Another key: pending, then its condition stops (Check says no).
@@ -94,8 +70,8 @@ func TestManagerFor(t *testing.T) {
 	x.For = time.Minute
 	m.Fire(x, alertAt(0))
 	m.Check("R", t0.Add(40*time.Second), func(key uint64, _ time.Time) bool { return key != 8 })
-	if st := m.Stats(); st.Pending != 0 || st.Active != 1 || len(s.sent()) != 1 {
-		t.Errorf("after the check: %+v, %d sent", st, len(s.sent()))
+	if st := m.Stats(); st.Pending != 0 || st.Active != 1 || len(s.All()) != 1 {
+		t.Errorf("after the check: %+v, %d sent", st, len(s.All()))
 	}
 }
 
@@ -103,7 +79,7 @@ func TestManagerFor(t *testing.T) {
 // delivered, and their repeats fold in the suppression filter rather than
 // fire again, in fixed memory.
 func TestManagerFullTableFoldsThroughFilter(t *testing.T) {
-	s := &memSink{}
+	s := NewMemory("mem")
 	m := NewManager(ManagerOptions{MaxActive: 10}, s)
 	for h := uint64(1); h <= 1000; h++ {
 		m.Fire(occ(h, 0), alertAt(0))
@@ -114,7 +90,7 @@ func TestManagerFullTableFoldsThroughFilter(t *testing.T) {
 		}
 	}
 	st := m.Stats()
-	if len(s.sent()) != 1000 || st.Active != 10 || st.Untracked != 990 || st.ByRule["R"].Suppressed != 1000 {
-		t.Errorf("%d sent, stats %+v", len(s.sent()), st)
+	if len(s.All()) != 1000 || st.Active != 10 || st.Untracked != 990 || st.ByRule["R"].Suppressed != 1000 {
+		t.Errorf("%d sent, stats %+v", len(s.All()), st)
 	}
 }

@@ -1,10 +1,8 @@
 package rules
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +11,17 @@ import (
 	"github.com/flowmon/flowmon/capture"
 )
 
-// recorder is a sink that keeps what it is sent.
-type recorder struct {
-	mu     sync.Mutex
-	alerts []alerts.Alert
-}
+// recorder is a memory sink with lookups by alert name.
+type recorder struct{ *alerts.Memory }
 
-func (r *recorder) Name() string                { return "recorder" }
-func (r *recorder) Close(context.Context) error { return nil }
-func (r *recorder) Stats() alerts.SinkStats     { return alerts.SinkStats{} }
-func (r *recorder) Send(a alerts.Alert) bool {
-	r.mu.Lock()
-	r.alerts = append(r.alerts, a)
-	r.mu.Unlock()
-	return true
-}
-func (r *recorder) firing(name string) []alerts.Alert { return r.select_(name, false) }
-func (r *recorder) resolved(name string) []alerts.Alert {
-	return r.select_(name, true)
-}
+func newRecorder() *recorder { return &recorder{alerts.NewMemory("recorder")} }
+
+func (r *recorder) firing(name string) []alerts.Alert   { return r.select_(name, false) }
+func (r *recorder) resolved(name string) []alerts.Alert { return r.select_(name, true) }
 
 func (r *recorder) select_(name string, resolved bool) []alerts.Alert {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []alerts.Alert
-	for _, a := range r.alerts {
+	for _, a := range r.All() {
 		if a.Name() == name && a.Resolved() == resolved {
 			out = append(out, a)
 		}
@@ -71,7 +55,7 @@ func newRig(t testing.TB, rulesYAML string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
+	rec := newRecorder()
 	eng := NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
 	return &rig{t: t, tr: tr, eng: eng, sh: eng.NewShard(), rec: rec}
 }

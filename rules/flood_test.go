@@ -40,7 +40,7 @@ groups:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
+	rec := newRecorder()
 	eng := NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
 	sh := eng.NewShard()
 	scanner := netip.AddrFrom4([4]byte{203, 0, 113, 66})

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -153,7 +152,7 @@ func (t *ruleTest) run(dir string, newSet func() (*rules.Set, error)) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	rec := &alertRecorder{}
+	rec := alerts.NewMemory("test")
 	cfg := engine.DefaultConfig()
 	if t.Workers > 0 {
 		cfg.Workers = t.Workers
@@ -162,7 +161,7 @@ func (t *ruleTest) run(dir string, newSet func() (*rules.Set, error)) ([]string,
 	if _, err := engine.Replay(context.Background(), []string{trace}, engine.ReplayOptions{Config: cfg}); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return compareAlerts(t.Alerts, rec.fired()), nil
+	return compareAlerts(t.Alerts, rec.Firing()), nil
 }
 
 // trace returns the test's pcap, generating it into a temporary file for
@@ -268,28 +267,4 @@ func (w expectedAlert) String() string {
 		fmt.Fprintf(&b, " %s=%s", k, w.Labels[k])
 	}
 	return w.Alertname + b.String()
-}
-
-// alertRecorder is a sink that keeps the alerts that fired.
-type alertRecorder struct {
-	mu     sync.Mutex
-	alerts []alerts.Alert
-}
-
-func (r *alertRecorder) Name() string                { return "test" }
-func (r *alertRecorder) Close(context.Context) error { return nil }
-func (r *alertRecorder) Stats() alerts.SinkStats     { return alerts.SinkStats{} }
-func (r *alertRecorder) Send(a alerts.Alert) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !a.Resolved() {
-		r.alerts = append(r.alerts, a)
-	}
-	return true
-}
-
-func (r *alertRecorder) fired() []alerts.Alert {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.alerts)
 }

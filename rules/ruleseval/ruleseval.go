@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/internal/engine"
@@ -130,13 +129,13 @@ func replay(pcap string) ([]alerts.Alert, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorder{}
+	rec := alerts.NewMemory("eval")
 	cfg := engine.DefaultConfig()
 	cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
 	// A damaged capture's packets before the damage are replayed: their
 	// alerts count, with the error.
 	_, err = engine.Replay(context.Background(), []string{pcap}, engine.ReplayOptions{Config: cfg})
-	return rec.fired(), err
+	return rec.Firing(), err
 }
 
 // judge knows, from a trace's truth, which hosts and flows belong to
@@ -245,28 +244,4 @@ func countByRule(fired []alerts.Alert) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, n[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// recorder keeps the alerts that fired.
-type recorder struct {
-	mu sync.Mutex
-	a  []alerts.Alert
-}
-
-func (r *recorder) Name() string                { return "eval" }
-func (r *recorder) Close(context.Context) error { return nil }
-func (r *recorder) Stats() alerts.SinkStats     { return alerts.SinkStats{} }
-func (r *recorder) Send(a alerts.Alert) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !a.Resolved() {
-		r.a = append(r.a, a)
-	}
-	return true
-}
-
-func (r *recorder) fired() []alerts.Alert {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.a)
 }
