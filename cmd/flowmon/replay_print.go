@@ -40,6 +40,18 @@ func printSummary(w io.Writer, s *engine.Summary) {
 			fmt.Fprintf(w, "acsm overload    table full: %d idle half-open flows shed for new ones, %d new flows refused\n", c.Shed, c.InsertFailures)
 		}
 	}
+	if s.Alerts != nil {
+		fired := map[string]uint64{}
+		for k, v := range s.Alerts {
+			if v > 0 { // the rules that fired; every rule has a key
+				fired[k] = v
+			}
+		}
+		printCounts(w, "alerts", fired)
+		if s.AlertsSuppressed > 0 {
+			fmt.Fprintf(w, "alerts folded    %d repeats inside their rules' suppress windows\n", s.AlertsSuppressed)
+		}
+	}
 	if s.FlowsAtCap > 0 {
 		fmt.Fprintf(w, "flow table full  %d flows timed out early at the max-flows cap (half-open first)\n", s.FlowsAtCap)
 	}
