@@ -102,6 +102,13 @@ func TestReplayAlerts(t *testing.T) {
 	if uint64(lines) != total {
 		t.Errorf("%d firing lines in --alerts-out, the summary counts %d", lines, total)
 	}
+	// The text summary says which rules fired; the alerts go to stderr.
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"replay", trace}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "\nalerts           PortScan=") || !strings.Contains(errb.String(), " FIRING PortScan ") {
+		t.Errorf("text summary: exit %d\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
 	out.Reset()
 	if code := run([]string{"replay", "--json", "--rules", "none", trace}, &out, &errb); code != 0 || strings.Contains(out.String(), `"alerts":{`) {
 		t.Errorf("--rules none: exit %d, %s", code, out.String())
