@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -399,4 +400,22 @@ func BenchmarkSend(b *testing.B) {
 	}
 	b.StopTimer()
 	s.Close(context.Background())
+}
+
+// TestWriterSinkQueueHoldsABurst: a writer sink with a long queue keeps a
+// burst that a default one would drop, and writes all of it.
+func TestWriterSinkQueueHoldsABurst(t *testing.T) {
+	var b syncBuffer
+	s := NewWriterSinkQueue("burst", &b, FormatJSON, 5000)
+	for i := range 5000 {
+		if !s.Send(Alert{Labels: Labels{{"alertname", "A"}, {"i", strconv.Itoa(i)}}}) {
+			t.Fatalf("alert %d dropped", i)
+		}
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "\n"); n != 5000 {
+		t.Errorf("%d lines written, want 5000", n)
+	}
 }

@@ -40,6 +40,14 @@ func NewWriterSink(name string, w io.Writer, f Format) Sink {
 	return newWriterSink(name, w, f, queueOptions{})
 }
 
+// NewWriterSinkQueue is NewWriterSink with a queue of size alerts
+// (1..MaxQueue), for writers that keep up but see bursts: a replay's
+// stderr or alert file, which a trace can flood with thousands of alerts
+// in a moment.
+func NewWriterSinkQueue(name string, w io.Writer, f Format, size int) Sink {
+	return newWriterSink(name, w, f, queueOptions{size: min(max(size, 1), MaxQueue)})
+}
+
 func newWriterSink(name string, w io.Writer, f Format, o queueOptions) Sink {
 	o.maxBatch = writeBatch
 	return newQueueSink(name, &writerTarget{w: w, format: f}, o)

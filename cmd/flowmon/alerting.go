@@ -25,6 +25,12 @@ type alerting struct {
 	done     chan struct{}
 }
 
+// replayAlertQueue is the queue of the replay's own alert output: a trace
+// replays in seconds what took hours, and its alerts come as fast; a
+// queue this long (a few tens of MB at most) holds such a burst while
+// the writer catches up, and only a larger one is dropped, counted.
+const replayAlertQueue = 1 << 16
+
 // newAlerting loads the rules (rulesFlag: a file, "" for the embedded
 // defaults, "none" for none: nil, nil) and opens the sinks: alerts go to
 // alertsOut as JSON lines when set (- for stdout), else to stderr as
@@ -51,9 +57,9 @@ func newAlerting(rulesFlag, alertsOut, alertingFile string, stdout, stderr io.Wr
 			return nil, err
 		}
 		a.closeOut = out.Close
-		sinks = append(sinks, alerts.NewWriterSink("alerts-out", out, alerts.FormatJSON))
+		sinks = append(sinks, alerts.NewWriterSinkQueue("alerts-out", out, alerts.FormatJSON, replayAlertQueue))
 	} else {
-		sinks = append(sinks, alerts.NewWriterSink("stderr", stderr, alerts.FormatText))
+		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", stderr, alerts.FormatText, replayAlertQueue))
 	}
 	if alertingFile != "" {
 		data, err := os.ReadFile(alertingFile)
