@@ -286,19 +286,6 @@ func (m *Manager) Stats() ManagerStats {
 	return st
 }
 
-// Firing returns copies of the firing alerts.
-func (m *Manager) Firing() []Alert {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []Alert
-	for _, e := range m.active {
-		if !e.pending {
-			out = append(out, e.alert)
-		}
-	}
-	return out
-}
-
 // Sinks returns the sinks the manager delivers to.
 func (m *Manager) Sinks() []Sink { return m.sinks }
 

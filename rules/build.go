@@ -46,7 +46,7 @@ func (r *rule) build(o capture.Key, st acsm.ConnState, an acsm.Anomaly, t int64,
 	if len(r.templates) > 0 {
 		d := TemplateData{
 			Alert: r.Alert, Severity: r.Severity, Labels: ls.Map(), Value: value,
-			Threshold: r.threshold(), Window: r.window(),
+			Threshold: r.thresh, Window: r.window(),
 			Proto: a.Flow.Proto, ConnState: a.Flow.ConnState, SrcPort: o.SrcPort, DstPort: o.DstPort,
 			Anomalies: an.String(),
 		}
@@ -66,11 +66,13 @@ func (r *rule) build(o capture.Key, st acsm.ConnState, an acsm.Anomaly, t int64,
 	return a
 }
 
-// threshold is a counting rule's `above` (0 for event rules).
+// threshold is a rule's `above` (0 for event rules): rule.thresh.
 func (r *rule) threshold() float64 {
 	switch r.Kind {
-	case KindThreshold, KindVolume:
-		return r.above()
+	case KindThreshold:
+		return r.Threshold.Above
+	case KindVolume:
+		return r.Volume.Above
 	case KindDuplicates:
 		return r.Duplicates.Above
 	}

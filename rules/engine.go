@@ -158,14 +158,6 @@ func (e *Engine) endWindow(r *rule, t int64) {
 	}
 }
 
-// above is a counting rule's threshold (r.thresh once compiled).
-func (r *rule) above() float64 {
-	if r.Kind == KindVolume {
-		return r.Volume.Above
-	}
-	return r.Threshold.Above
-}
-
 // clear zeroes slot i, which no shard writes: the next window's, a
 // window ahead of it (a memory clear).
 func (st *ruleState) clear(i int) {

@@ -105,7 +105,7 @@ func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
 
 // roll moves the table to ts's window, emptied if it is another.
 func (t *holdTable) roll(ts int64) {
-	w := (&windows{size: t.size}).indexSlow(ts)
+	w := windowOf(ts, t.size)
 	if start := w * t.size; start != t.start {
 		if t.n > 0 {
 			clear(t.slots[:])

@@ -2,15 +2,13 @@ package rules
 
 import (
 	"net/netip"
-
-	"github.com/flowmon/flowmon/acsm"
-	"github.com/flowmon/flowmon/capture"
 )
 
-// matches reports whether the packet x, with TCP flags f, leaving its
-// flow in state st, is one the rule looks at. It allocates nothing; the
+// matches reports whether the packet x, with its TCP flags and its flow's
+// state after it, is one the rule looks at. It allocates nothing; the
 // lists are short.
-func (m *Match) matches(x *packetCtx, f capture.TCPFlags, st acsm.ConnState) bool {
+func (m *Match) matches(x *packetCtx) bool {
+	f, st := x.flags, x.ev.State
 	if m.FlagsSet|m.FlagsUnset != 0 && (!x.isTCP || f&m.FlagsSet != m.FlagsSet || f&m.FlagsUnset != 0) {
 		return false
 	}

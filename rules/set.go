@@ -11,7 +11,6 @@ import (
 // Set is a compiled rules file, ready to evaluate. A Set is immutable once
 // built, except for its rules' counters; the Engine swaps whole sets.
 type Set struct {
-	file  string
 	rules []*rule
 	// The rules by what triggers them, so that a packet that starts,
 	// changes or flags nothing costs only the volume rules.
@@ -39,7 +38,7 @@ type rule struct {
 	templates map[string]*template.Template
 	st        *ruleState
 	holdIndex int     // a by_flow volume rule's index among them (hold.go); -1 for others
-	thresh    float64 // a counting rule's above
+	thresh    float64 // the rule's above (threshold())
 }
 
 // ruleState is what a rule keeps between packets.
@@ -68,7 +67,7 @@ func (st *ruleState) bytes() int {
 
 // Compile builds the rule set of f.
 func Compile(f *File) (*Set, error) {
-	s := &Set{file: f.Name}
+	s := &Set{}
 	for _, g := range f.Groups {
 		for i := range g.Rules {
 			r, err := compileRule(g.Name, &g.Rules[i])
@@ -106,7 +105,7 @@ func compileRule(group string, spec *Rule) (*rule, error) {
 		return nil, err
 	}
 	r.st = st
-	r.thresh = r.above()
+	r.thresh = r.threshold()
 	return r, nil
 }
 
@@ -196,15 +195,3 @@ func (s *Set) inherit(old *Set) {
 
 // Len is the number of rules.
 func (s *Set) Len() int { return len(s.rules) }
-
-// File is the path the set was read from.
-func (s *Set) File() string { return s.file }
-
-// Names lists the rules' alert names in file order.
-func (s *Set) Names() []string {
-	out := make([]string, len(s.rules))
-	for i, r := range s.rules {
-		out[i] = r.Alert
-	}
-	return out
-}

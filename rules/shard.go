@@ -36,9 +36,6 @@ type Shard struct {
 	// local the compiler would zero whole each time.
 	x packetCtx
 
-	// sums combines the per-packet counts of the rules run on every packet
-	// (combine.go).
-	sums [sumsSize]pendingSum
 	// front folds an event rule's repeats (an XMAS flood is an anomaly a
 	// packet) without taking the manager's lock: a repeat of an alert
 	// reported less than a quarter of its suppress window ago is counted
@@ -96,11 +93,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	// Per-flow volume rules that match everything (the heavy hitter) first,
 	// straight from the packet: most packets need nothing else.
 	for _, r := range set.holdAll {
-		n := uint32(1)
-		if r.Volume.Measure == Bytes {
-			n = p.WireLen
-		}
-		if before, after := s.hold(r).add(ev.Hash, t, n); after > r.thresh && before <= r.thresh {
+		if after, crossed := s.countHeld(r, ev.Hash, t, p.WireLen); crossed {
 			s.fire(r, s.context(p, ev, t), ev.Hash, after)
 		}
 	}
@@ -113,14 +106,14 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	n := uint64(len(set.holdAll))
 	for _, r := range set.onPacket {
 		n++
-		if r.Match.matches(x, p.Flags, ev.State) {
+		if r.Match.matches(x) {
 			s.count(r, x)
 		}
 	}
 	if ev.New {
 		for _, r := range set.onNew {
 			n++
-			if r.Match.matches(x, p.Flags, ev.State) {
+			if r.Match.matches(x) {
 				s.count(r, x)
 			}
 		}
@@ -134,7 +127,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	if ev.Anomalies != 0 {
 		for _, r := range set.onAnomaly {
 			n++
-			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(x, p.Flags, ev.State) {
+			if ev.Anomalies&r.Anomalies != 0 && r.Match.matches(x) {
 				s.fire(r, x, x.key(r.Track), 0)
 			}
 		}
@@ -145,43 +138,35 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 // context fills the shard's packet context for p.
 func (s *Shard) context(p *capture.Packet, ev *acsm.Event, t int64) *packetCtx {
 	x := &s.x
-	x.ev, x.fixed, x.origOK, x.t = ev, nil, false, t
+	x.ev, x.origOK, x.t = ev, false, t
 	x.proto, x.isTCP, x.flags, x.wireLen = p.Key.Proto, p.Key.Proto == capture.ProtoTCP && p.HasTCP, p.Flags, p.WireLen
-	x.hash, x.state, x.prev, x.anomalies = ev.Hash, ev.State, ev.Prev, ev.Anomalies
 	return x
 }
 
 // packetCtx is one packet as the rules see it. The flow from originator
 // to responder is made only when a rule reads it (origin): most packets
-// meet only rules that need neither addresses nor ports. (ev escapes to
+// meet only rules that need neither addresses nor ports. The event's
+// fields are read through ev; the packet's few are copied, so that p
+// stays off the heap. (ev escapes to
 // the heap through what an alert keeps of it: the pipeline's events live
 // there anyway.)
 type packetCtx struct {
-	ev     *acsm.Event // nil when fixed is set
-	fixed  *flowFacts  // the facts of a combined sum (combine.go)
+	ev     *acsm.Event
 	origOK bool
 	// t is the packet's time, ns: alerts' times are made from it (utc), not
 	// from p.Timestamp, whose location pointer would make p escape.
-	t         int64
-	orig      capture.Key // the flow from originator to responder, once origOK
-	proto     uint8
-	isTCP     bool
-	flags     capture.TCPFlags
-	wireLen   uint32
-	hash      uint64 // the flow hash
-	state     acsm.ConnState
-	prev      acsm.ConnState
-	anomalies acsm.Anomaly
+	t       int64
+	orig    capture.Key // the flow from originator to responder, once origOK
+	proto   uint8
+	isTCP   bool
+	flags   capture.TCPFlags
+	wireLen uint32
 }
 
 // origin returns the flow from originator to responder.
 func (x *packetCtx) origin() *capture.Key {
 	if !x.origOK {
-		if x.fixed != nil {
-			x.orig = x.fixed.orig
-		} else {
-			x.orig = x.ev.Originator()
-		}
+		x.orig = x.ev.Originator()
 		x.origOK = true
 	}
 	return &x.orig
@@ -198,7 +183,7 @@ func (x *packetCtx) key(t Track) uint64 {
 		o := x.origin()
 		return pairHash(o.Src, o.Dst)
 	}
-	return x.hash
+	return x.ev.Hash
 }
 
 // count adds the packet's event to a counting rule, firing on the
@@ -206,13 +191,8 @@ func (x *packetCtx) key(t Track) uint64 {
 func (s *Shard) count(r *rule, x *packetCtx) {
 	st := r.st
 	if r.holdIndex >= 0 {
-		// by_flow volume: the shard's own sample-and-hold table.
-		n := uint32(1)
-		if r.Volume.Measure == Bytes {
-			n = x.wireLen
-		}
-		if before, after := s.hold(r).add(x.hash, x.t, n); after > r.thresh && before <= r.thresh {
-			s.fire(r, x, x.hash, after)
+		if after, crossed := s.countHeld(r, x.ev.Hash, x.t, x.wireLen); crossed {
+			s.fire(r, x, x.ev.Hash, after)
 		}
 		return
 	}
@@ -225,13 +205,9 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		if r.Volume.Measure == Bytes {
 			n = x.wireLen
 		}
-		s.combine(r, x, key, n)
-		return
+		before, after = st.counts[sl].add(key, 0, n)
 	case KindThreshold:
 		switch r.Threshold.Event {
-		case EventPacket:
-			s.combine(r, x, key, 1)
-			return
 		case EventAttempt, EventHalfOpen:
 			if !x.isTCP || x.flags&(capture.SYN|capture.ACK) != capture.SYN {
 				return
@@ -262,7 +238,7 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 }
 
 func (s *Shard) crossed(r *rule, x *packetCtx, key uint64, before, after float64) {
-	if above := r.above(); before <= above && after > above {
+	if before <= r.thresh && after > r.thresh {
 		s.fire(r, x, key, after)
 	}
 }
@@ -271,17 +247,17 @@ func (s *Shard) crossed(r *rule, x *packetCtx, key uint64, before, after float64
 func (s *Shard) changed(r *rule, x *packetCtx) {
 	switch {
 	case r.Kind == KindTransition:
-		if r.Transition.To.Has(x.state) && (r.Transition.From == 0 || r.Transition.From.Has(x.prev)) &&
-			r.Match.matches(x, x.flags, x.state) {
+		if r.Transition.To.Has(x.ev.State) && (r.Transition.From == 0 || r.Transition.From.Has(x.ev.Prev)) &&
+			r.Match.matches(x) {
 			s.fire(r, x, x.key(r.Track), 0)
 		}
 	case r.Threshold.Event == EventHalfOpen:
 		// An answer (or a reset) takes the flow out of the half-open count.
-		if x.prev == acsm.S0 && r.Match.matchesFlow(x) {
+		if x.ev.Prev == acsm.S0 && r.Match.matchesFlow(x) {
 			r.st.done[slot(r.st.win.index(x.t))].add(x.key(r.Track), 0, 1)
 		}
 	case r.Threshold.Event == EventConnState:
-		if r.Match.matches(x, x.flags, x.state) {
+		if r.Match.matches(x) {
 			s.count(r, x)
 		}
 	}
@@ -296,7 +272,7 @@ func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 		// manager learns of each crossing at once (window ends check it).
 		o := r.occurrence(h, key, utc(x.t))
 		if !s.eng.mgr.Fold(o, 1) {
-			s.eng.mgr.Fire(o, r.build(*x.origin(), x.state, x.anomalies, x.t, value))
+			s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value))
 		}
 		return
 	}
@@ -310,7 +286,7 @@ func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 	o := r.occurrence(h, key, utc(x.t))
 	firing := s.eng.mgr.Fold(o, 1)
 	if !firing {
-		firing = s.eng.mgr.Fire(o, r.build(*x.origin(), x.state, x.anomalies, x.t, value))
+		firing = s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value))
 	}
 	hold := r.Suppress / 4
 	if !firing {
@@ -322,9 +298,6 @@ func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 func (s *Shard) flushAll() {
 	for i := range s.front {
 		s.flush(&s.front[i])
-	}
-	for i := range s.sums {
-		s.flushSum(&s.sums[i])
 	}
 }
 
@@ -362,6 +335,18 @@ func (s *Shard) Finish(end time.Time) error {
 
 // utc is packet time t (ns) as a time in UTC.
 func utc(t int64) time.Time { return time.Unix(0, t).UTC() }
+
+// countHeld counts a packet of wireLen bytes at t of the flow hash in r,
+// a by_flow volume rule, and reports the flow's count after it and
+// whether it crossed r's threshold.
+func (s *Shard) countHeld(r *rule, hash uint64, t int64, wireLen uint32) (after float64, crossed bool) {
+	n := uint32(1)
+	if r.Volume.Measure == Bytes {
+		n = wireLen
+	}
+	before, after := s.hold(r).add(hash, t, n)
+	return after, before <= r.thresh && after > r.thresh
+}
 
 // hold returns the shard's sample-and-hold table of r, a by_flow volume
 // rule of the set in effect; the tables are made again when a reload

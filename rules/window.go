@@ -52,13 +52,14 @@ func (w *windows) index(t int64) int64 {
 			return c
 		}
 	}
-	return w.indexSlow(t)
+	return windowOf(t, w.size)
 }
 
-// indexSlow is index by division.
-func (w *windows) indexSlow(t int64) int64 {
-	i := t / w.size
-	if t%w.size < 0 {
+// windowOf is the index of the window of length size holding t, by
+// division (rounding down, before the epoch too).
+func windowOf(t, size int64) int64 {
+	i := t / size
+	if t%size < 0 {
 		i--
 	}
 	return i
