@@ -1,0 +1,481 @@
+//go:build linux
+
+package capture
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// SockFilter is one classic BPF instruction (struct sock_filter).
+type SockFilter = unix.SockFilter
+
+// AFPacket is one AF_PACKET socket with a TPACKET_V3 receive ring, a
+// Source. The kernel writes packets into the ring's blocks and hands a
+// block over when it is full or its BlockTimeout has passed; Next decodes
+// each frame where the kernel wrote it and gives the block back once all
+// its frames were read, at the following call, so a Packet's Payload
+// stays valid until then.
+//
+// Timestamps are the kernel's receive times (tp_sec, tp_nsec), the wire
+// length is tp_len and the captured length tp_snaplen. The link type is
+// Ethernet for Ethernet and loopback interfaces and raw IP for those with
+// no link header (ARPHRD_NONE: tun, WireGuard; ARPHRD_RAWIP).
+//
+// VLAN: the kernel takes a received frame's outer 802.1Q/802.1ad tag out
+// of the frame into tp_vlan_tci (TP_STATUS_VLAN_VALID). Next puts it back,
+// as libpcap does: the socket reserves 4 bytes before each frame
+// (PACKET_RESERVE), the two MAC addresses move 4 bytes down and the tag
+// (tp_vlan_tpid, or 0x8100 when the kernel gives none) goes between them
+// and the EtherType, and the wire and captured lengths grow by 4. So
+// Decode sees the frame as it was on the wire, and as a capture file
+// holds it: same VLAN count, same lengths. A BPF filter still runs on the
+// frame without its tag.
+//
+// Next, Stats and LinkType are for the one goroutine that reads the
+// source; KernelStats and Close may be called from any goroutine.
+type AFPacket struct {
+	iface  string
+	fd     int
+	link   uint16
+	bsize  int // bytes of one block
+	nblk   int // blocks in the ring
+	pollMs int // poll timeout: the block timeout
+	pfd    [2]unix.PollFd
+	res    *ringRes // the mapping and the eventfd, freed by the reader or a cleanup
+	ring   []byte   // res.ring, for the reader
+	closed atomic.Bool
+
+	// The reader's state.
+	blk   int    // block being read, or waited for
+	held  bool   // blk is the reader's (TP_STATUS_USER) until given back
+	left  uint32 // frames of blk not yet read
+	off   int    // ring offset of the next frame's header
+	end   int    // ring offset of blk's end
+	stats Stats
+
+	mu sync.Mutex  // Close and KernelStats
+	ks KernelStats // the kernel's counts read so far
+}
+
+var _ Source = (*AFPacket)(nil)
+
+// ringRes is what outlives Close until the reader is done with the ring:
+// the mapping (zero pages after Close) and the eventfd that wakes a Next
+// in poll. The reader's next Next after Close frees it, or a cleanup when
+// the AFPacket is dropped unread.
+type ringRes struct {
+	mu   sync.Mutex
+	ring []byte
+	efd  int
+	done bool
+}
+
+func (r *ringRes) free() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.done = true
+	if r.ring != nil {
+		unix.Munmap(r.ring)
+	}
+	if r.efd >= 0 {
+		unix.Close(r.efd)
+	}
+}
+
+// Offsets in a TPACKET_V3 block and frame (linux/if_packet.h).
+const (
+	tp3HdrLen = int(unsafe.Sizeof(unix.Tpacket3Hdr{})) // struct tpacket3_hdr
+	vlanLen   = 4                                      // an 802.1Q tag: TPID and TCI
+	macAddrs  = 12                                     // destination and source MAC
+	arphrdRaw = 0x207                                  // ARPHRD_RAWIP
+)
+
+// blockDesc is struct tpacket_block_desc with its tpacket_hdr_v1.
+type blockDesc struct {
+	version  uint32
+	toPriv   uint32
+	status   uint32
+	numPkts  uint32
+	firstOff uint32
+	blkLen   uint32
+	seq      uint64
+	tsFirst  [2]uint32
+	tsLast   [2]uint32
+}
+
+// OpenAFPacket opens workers sockets on c.Iface, each with its own
+// TPACKET_V3 receive ring of c.BlockCount blocks of c.BlockSize bytes.
+// With more than one worker they are joined in one PACKET_FANOUT group,
+// so each packet reaches exactly one of them: with fanout "hash" by the
+// kernel's flow hash, which is symmetric (the flow dissector's hash of
+// the sorted addresses and ports), so both directions of a flow reach one
+// socket; IPv4 fragments are reassembled first (PACKET_FANOUT_FLAG_DEFRAG)
+// so they go with their flow, which means the sockets see each complete
+// datagram once, not its fragments, and never an incomplete one.
+//
+// No socket receives a packet before every socket has joined the group:
+// each starts with a filter that drops everything, which the real filter
+// (or none) replaces at the end. workers is from 1 to 256. Opening needs
+// CAP_NET_RAW; the sockets stay in the network namespace of the thread
+// that opened them.
+func OpenAFPacket(c AFPacketConfig, workers int) ([]*AFPacket, error) {
+	c = c.WithDefaults()
+	if err := errors.Join(c.Validate(), validWorkers(workers)); err != nil {
+		return nil, fmt.Errorf("open afpacket: %w", err)
+	}
+	socks := make([]*AFPacket, 0, workers)
+	fail := func(err error) ([]*AFPacket, error) {
+		for _, s := range socks {
+			s.Close()
+		}
+		return nil, fmt.Errorf("open afpacket on %s: %w", c.Iface, err)
+	}
+	group := c.FanoutGroup
+	for i := range workers {
+		s, err := openAFPacket(&c)
+		if err != nil {
+			return fail(err)
+		}
+		socks = append(socks, s)
+		if workers == 1 {
+			break
+		}
+		mode := fanoutMode(c.Fanout)
+		if i == 0 && group == 0 {
+			mode |= unix.PACKET_FANOUT_FLAG_UNIQUEID
+		}
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, int(group)|mode<<16); err != nil {
+			return fail(fmt.Errorf("join fanout group %d (%s): %w", group, c.Fanout, err))
+		}
+		if i == 0 && group == 0 {
+			v, err := unix.GetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
+			if err != nil {
+				return fail(fmt.Errorf("read the fanout group id: %w", err))
+			}
+			group = uint16(v)
+		}
+	}
+	for _, s := range socks {
+		if err := s.setFilter(c.Filter); err != nil {
+			return fail(err)
+		}
+	}
+	return socks, nil
+}
+
+// fanoutMode is the PACKET_FANOUT type and flags of a fanout setting.
+func fanoutMode(fanout string) int {
+	switch fanout {
+	case FanoutCPU:
+		return unix.PACKET_FANOUT_CPU
+	case FanoutLB:
+		return unix.PACKET_FANOUT_LB
+	}
+	return unix.PACKET_FANOUT_HASH | unix.PACKET_FANOUT_FLAG_DEFRAG
+}
+
+// dropAll is the filter a socket starts with: return 0, keep nothing.
+var dropAll = []SockFilter{{Code: 0x06}}
+
+// openAFPacket opens one socket, its ring bound to c.Iface and receiving
+// nothing yet (the dropAll filter).
+func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
+	// Protocol 0: the socket receives nothing until bound with ETH_P_ALL,
+	// after the ring and the filter are in place.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("open AF_PACKET socket: %w (needs root or CAP_NET_RAW)", err)
+		}
+		return nil, fmt.Errorf("open AF_PACKET socket: %w", err)
+	}
+	s := &AFPacket{iface: c.Iface, fd: fd, bsize: c.BlockSize, nblk: c.BlockCount,
+		pollMs: int(c.BlockTimeout / time.Millisecond), res: &ringRes{efd: -1}}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s.res.free()
+		}
+	}()
+	ifindex, link, err := ifaceInfo(fd, c.Iface)
+	if err != nil {
+		return nil, err
+	}
+	s.link = link
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+		return nil, fmt.Errorf("set TPACKET_V3: %w", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_RESERVE, vlanLen); err != nil {
+		return nil, fmt.Errorf("reserve room for the VLAN tag: %w", err)
+	}
+	if err := s.setFilter(dropAll); err != nil {
+		return nil, err
+	}
+	req := unix.TpacketReq3{
+		Block_size:     uint32(c.BlockSize),
+		Block_nr:       uint32(c.BlockCount),
+		Frame_size:     uint32(c.FrameSize),
+		Frame_nr:       uint32(c.BlockSize / c.FrameSize * c.BlockCount),
+		Retire_blk_tov: uint32(c.BlockTimeout / time.Millisecond),
+	}
+	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		return nil, fmt.Errorf("set up a ring of %d blocks of %d bytes: %w", c.BlockCount, c.BlockSize, err)
+	}
+	ring, err := unix.Mmap(fd, 0, c.BlockSize*c.BlockCount, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("map the ring of %d bytes: %w", c.BlockSize*c.BlockCount, err)
+	}
+	s.ring, s.res.ring = ring, ring
+	if s.res.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return nil, fmt.Errorf("open eventfd: %w", err)
+	}
+	s.pfd = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.res.efd), Events: unix.POLLIN}}
+	if c.Promisc {
+		mreq := unix.PacketMreq{Ifindex: int32(ifindex), Type: unix.PACKET_MR_PROMISC}
+		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
+			return nil, fmt.Errorf("set promiscuous mode: %w", err)
+		}
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
+		return nil, fmt.Errorf("bind to %s: %w", c.Iface, err)
+	}
+	runtime.AddCleanup(s, (*ringRes).free, s.res)
+	return s, nil
+}
+
+// ifaceInfo returns the index of the interface named name in fd's network
+// namespace, and the link type its frames decode as.
+func ifaceInfo(fd int, name string) (int, uint16, error) {
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("interface %q: %w", name, err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
+		if errors.Is(err, unix.ENODEV) {
+			return 0, 0, fmt.Errorf("no interface %q in this network namespace: %w", name, err)
+		}
+		return 0, 0, fmt.Errorf("interface %q: read its index: %w", name, err)
+	}
+	index := int(ifr.Uint32())
+	ifr, _ = unix.NewIfreq(name)
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFHWADDR, ifr); err != nil {
+		return 0, 0, fmt.Errorf("interface %q: read its link type: %w", name, err)
+	}
+	switch t := ifr.Uint16(); t {
+	case unix.ARPHRD_ETHER, unix.ARPHRD_LOOPBACK:
+		return index, LinkEthernet, nil
+	case unix.ARPHRD_NONE, arphrdRaw:
+		return index, LinkRaw, nil
+	default:
+		return 0, 0, fmt.Errorf("interface %q has link type ARPHRD %d; this source reads Ethernet, loopback and raw IP (ARPHRD_NONE, ARPHRD_RAWIP): %w",
+			name, t, ErrNotSupported)
+	}
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// setFilter attaches prog to the socket, replacing the filter it has; an
+// empty prog detaches it.
+func (s *AFPacket) setFilter(prog []SockFilter) error {
+	if len(prog) == 0 {
+		err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_DETACH_FILTER, 0)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("detach the filter: %w", err)
+		}
+		return nil
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.SetsockoptSockFprog(s.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog); err != nil {
+		return fmt.Errorf("attach the BPF filter (%d instructions): %w", len(prog), err)
+	}
+	return nil
+}
+
+// Next decodes the next packet from the ring into p, in place: no copy,
+// no allocation. Frames that do not decode are counted in Stats and
+// skipped. When no packet comes within the block timeout it returns
+// ErrNoPacket; after Close, io.EOF.
+func (s *AFPacket) Next(p *Packet) error {
+	for {
+		if s.closed.Load() {
+			return s.endRead()
+		}
+		if s.left == 0 {
+			if err := s.nextBlock(); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.frame(p) {
+			return nil
+		}
+	}
+}
+
+// frame decodes the next frame of the block being read into p, counts it,
+// and reports whether it is a flow packet.
+func (s *AFPacket) frame(p *Packet) bool {
+	off := s.off
+	if off < 0 || off+tp3HdrLen > s.end {
+		s.left = 0 // a frame header past the block: the kernel's bug, not ours to read
+		return false
+	}
+	h := (*unix.Tpacket3Hdr)(unsafe.Pointer(&s.ring[off]))
+	mac, snap := off+int(h.Mac), int(h.Snaplen)
+	if int(h.Mac) < tp3HdrLen+vlanLen || mac+snap > s.end {
+		s.left = 0
+		return false
+	}
+	s.left--
+	s.off = off + int(h.Next_offset)
+	start, wire := mac, int(h.Len)
+	if h.Status&unix.TP_STATUS_VLAN_VALID != 0 && s.link == LinkEthernet && snap >= macAddrs {
+		tpid := uint16(etherTypeVLAN)
+		if h.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
+			tpid = h.Hv1.Vlan_tpid
+		}
+		start = mac - vlanLen
+		copy(s.ring[start:start+macAddrs], s.ring[mac:mac+macAddrs])
+		binary.BigEndian.PutUint16(s.ring[start+macAddrs:], tpid)
+		binary.BigEndian.PutUint16(s.ring[start+macAddrs+2:], uint16(h.Hv1.Vlan_tci))
+		wire += vlanLen
+	}
+	end := mac + snap
+	r := Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
+	s.stats.Count(p, r)
+	return r == ReasonNone
+}
+
+// nextBlock gives the block read back to the kernel and takes the next,
+// polling for it once if the kernel has not handed it over yet.
+func (s *AFPacket) nextBlock() error {
+	if s.held {
+		atomic.StoreUint32(&s.desc(s.blk).status, unix.TP_STATUS_KERNEL)
+		s.held = false
+		if s.blk++; s.blk == s.nblk {
+			s.blk = 0
+		}
+	}
+	for polled := false; ; polled = true {
+		bd := s.desc(s.blk)
+		if atomic.LoadUint32(&bd.status)&unix.TP_STATUS_USER != 0 {
+			base := s.blk * s.bsize
+			s.held, s.left = true, bd.numPkts
+			s.off, s.end = base+int(bd.firstOff), base+s.bsize
+			return nil
+		}
+		if polled {
+			return ErrNoPacket
+		}
+		_, err := unix.Poll(s.pfd[:], s.pollMs)
+		if s.closed.Load() {
+			return s.endRead()
+		}
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				return ErrNoPacket
+			}
+			return fmt.Errorf("poll the ring of %s: %w", s.iface, err)
+		}
+	}
+}
+
+func (s *AFPacket) desc(blk int) *blockDesc {
+	return (*blockDesc)(unsafe.Pointer(&s.ring[blk*s.bsize]))
+}
+
+// endRead is the reader's end after Close: the ring is no longer read,
+// so its mapping goes.
+func (s *AFPacket) endRead() error {
+	s.left, s.held = 0, false
+	s.res.free()
+	return io.EOF
+}
+
+// Stats returns the counts of the frames read from the ring. They change
+// as Next is called.
+func (s *AFPacket) Stats() *Stats { return &s.stats }
+
+// LinkType returns the link type the frames decode as (LinkEthernet or
+// LinkRaw).
+func (s *AFPacket) LinkType() uint16 { return s.link }
+
+// KernelStats returns the kernel's counts for the socket since it was
+// opened (PACKET_STATISTICS, struct tpacket_stats_v3): packets that
+// passed the filter (drops included), drops for want of ring space, and
+// the times the ring froze full. The kernel zeroes its counters at every
+// read, so the socket keeps the totals; after Close they are those read
+// at Close. Safe to call from any goroutine.
+func (s *AFPacket) KernelStats() (KernelStats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return s.ks, nil
+	}
+	err := s.readKernelStats()
+	return s.ks, err
+}
+
+// readKernelStats adds the kernel's counts since the last read to s.ks;
+// s.mu is held.
+func (s *AFPacket) readKernelStats() error {
+	st, err := unix.GetsockoptTpacketStatsV3(s.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return fmt.Errorf("read the kernel's statistics of %s: %w", s.iface, err)
+	}
+	s.ks.Add(KernelStats{Packets: uint64(st.Packets), Drops: uint64(st.Drops), FreezeQueue: uint64(st.Freeze_q_cnt)})
+	return nil
+}
+
+// Close closes the socket, leaving its fanout group, and wakes a Next
+// waiting in poll, which returns io.EOF. It may be called from any
+// goroutine, while Next runs or while the reader still uses the last
+// packet: the ring's pages are swapped for zero pages at the same address
+// (one mmap with MAP_FIXED), so the kernel's memory is freed at once and
+// the reader never touches an unmapped page; that mapping goes at the
+// reader's next Next, or when the AFPacket is dropped. The kernel's final
+// counts are read first (KernelStats keeps them). Closing twice does
+// nothing.
+func (s *AFPacket) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
+	var errs []error
+	if s.fd >= 0 && s.ring != nil {
+		errs = append(errs, s.readKernelStats())
+	}
+	s.res.mu.Lock()
+	if !s.res.done && s.ring != nil {
+		// If this fails the ring stays mapped, the kernel's pages with
+		// it, until the reader is done: still safe.
+		unix.MmapPtr(-1, 0, unsafe.Pointer(&s.ring[0]), uintptr(len(s.ring)),
+			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+	}
+	if !s.res.done && s.res.efd >= 0 {
+		unix.Write(s.res.efd, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+	}
+	s.res.mu.Unlock()
+	s.closed.Store(true)
+	if s.fd >= 0 {
+		if err := unix.Close(s.fd); err != nil {
+			errs = append(errs, fmt.Errorf("close the socket on %s: %w", s.iface, err))
+		}
+		s.fd = -1
+	}
+	return errors.Join(errs...)
+}
