@@ -1,0 +1,123 @@
+package config
+
+import (
+	"time"
+
+	"github.com/flowmon/flowmon/internal/engine"
+)
+
+// Config is the agent's configuration: plain data, from Parse, Load or
+// Default, changed by Set. The comment of each field names its key in
+// the file.
+type Config struct {
+	Interface string          // interface: the interface to capture on; "" until given (flowmon run --iface)
+	Source    string          // source: SourceAFPacket (default) or SourcePcap
+	AFPacket  AFPacket        // afpacket: the AF_PACKET ring, when Source is afpacket
+	Pcap      Pcap            // pcap: the libpcap handle, when Source is pcap
+	Pipeline  engine.Settings // pipeline: the keys of engine.Settings, checked by its Validate
+	// Rules is the rules file (rules:): a path, RulesNone for no rules,
+	// or "" for the embedded default rules.
+	Rules string
+	// Alerting is the alert sinks file (alerting:), read by
+	// alerts.ParseConfig; "" for none.
+	Alerting string
+	// Listen is the host:port of the HTTP server (listen:): /metrics,
+	// the API and /-/reload.
+	Listen   string
+	Snapshot Snapshot // snapshot: the flow state saved at exit and read at start
+	// FlowLog is the JSON-lines flow log (flow-log:): a path, "-" for
+	// standard output, "" for none.
+	FlowLog string
+	// User is who the agent becomes once its sockets are open (user:): a
+	// user name or a numeric uid; "" stays as started.
+	User string
+	// StopTimeout bounds the draining and the snapshot at SIGTERM
+	// (stop-timeout:).
+	StopTimeout time.Duration
+}
+
+// AFPacket is the TPACKET_V3 ring of an AF_PACKET socket: BlockCount
+// blocks of BlockSize bytes, which the kernel hands over when full or
+// after BlockTimeout.
+type AFPacket struct {
+	BlockSize    int           // block-size: bytes, a power of two and a multiple of PageSize
+	BlockCount   int           // block-count
+	FrameSize    int           // frame-size: bytes, a multiple of 16, at most BlockSize
+	BlockTimeout time.Duration // block-timeout: how long a block may wait part full
+	Fanout       string        // fanout: how the workers' sockets share packets: FanoutHash, FanoutCPU or FanoutLB
+	Promisc      bool          // promisc: promiscuous mode
+	Filter       string        // filter: a tcpdump expression, or tcpdump -ddd output (see ParseBPF); "" for none
+}
+
+// Pcap is a libpcap capture handle.
+type Pcap struct {
+	Snaplen int           // snaplen: bytes kept of each packet
+	Promisc bool          // promisc: promiscuous mode
+	Filter  string        // filter: as AFPacket.Filter
+	Timeout time.Duration // timeout: libpcap's read timeout
+}
+
+// Snapshot is where the flow state is saved at exit and read at start.
+type Snapshot struct {
+	Path   string        // path: "" for no snapshot
+	MaxAge time.Duration // max-age: an older snapshot is refused as stale
+}
+
+// The values of Source, AFPacket.Fanout and Rules that mean something.
+const (
+	SourceAFPacket = "afpacket"
+	SourcePcap     = "pcap"
+
+	FanoutHash = "hash" // PACKET_FANOUT_HASH: by flow, both directions to one socket
+	FanoutCPU  = "cpu"  // PACKET_FANOUT_CPU: by the CPU that received the packet
+	FanoutLB   = "lb"   // PACKET_FANOUT_LB: round robin
+
+	RulesNone = "none"
+)
+
+// The bounds of the settings, checked by Validate, Parse and Set.
+const (
+	PageSize       = 4096
+	MinBlockSize   = 4 << 10
+	MaxBlockSize   = 256 << 20
+	MaxBlockCount  = 1 << 16
+	MaxRingSize    = 4 << 30 // block-size × block-count
+	FrameAlign     = 16      // TPACKET_ALIGNMENT
+	MinFrameSize   = 128
+	MinTimeout     = time.Millisecond // block-timeout, pcap.timeout
+	MaxTimeout     = 10 * time.Second
+	MinSnaplen     = 96 // the headers of a tunnelled TCP packet
+	MaxSnaplen     = 262144
+	MinMaxAge      = time.Second
+	MaxMaxAge      = 24 * time.Hour
+	MinStopTimeout = time.Second
+	MaxStopTimeout = 5 * time.Minute
+	MaxIfaceName   = 15 // IFNAMSIZ less its NUL
+	MaxUserName    = 32
+)
+
+// Default returns the configuration with no file and no flag: an
+// AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
+// pipeline, the embedded default rules, metrics on 127.0.0.1:9100.
+func Default() Config {
+	return Config{
+		Source: SourceAFPacket,
+		AFPacket: AFPacket{
+			BlockSize:    1 << 20,
+			BlockCount:   64,
+			FrameSize:    2048,
+			BlockTimeout: 10 * time.Millisecond,
+			Fanout:       FanoutHash,
+			Promisc:      true,
+		},
+		Pcap: Pcap{
+			Snaplen: MaxSnaplen,
+			Promisc: true,
+			Timeout: 10 * time.Millisecond,
+		},
+		Pipeline:    engine.DefaultSettings(),
+		Listen:      "127.0.0.1:9100",
+		Snapshot:    Snapshot{MaxAge: 10 * time.Minute},
+		StopTimeout: 10 * time.Second,
+	}
+}

@@ -1,0 +1,57 @@
+// Package config is the live agent's configuration (flowmon run): one
+// optional YAML file, whose every key has a default so that no file at
+// all is a working configuration, and flags that override it (Set).
+//
+// A file (every key optional; testdata/example.good.yaml has them all,
+// commented):
+//
+//	interface: eth0              # the interface to capture on (--iface)
+//	source: afpacket             # afpacket | pcap (--source)
+//	afpacket:                    # a TPACKET_V3 ring per worker, in a fanout group
+//	  block-size: 1MiB           # power of two, 4KiB..256MiB (bytes or a size)
+//	  block-count: 64            # 1..65536; block-size × block-count at most 4GiB
+//	  frame-size: 2048           # multiple of 16, 128..block-size
+//	  block-timeout: 10ms        # 1ms..10s: how long a part-full block waits
+//	  fanout: hash               # hash | cpu | lb
+//	  promisc: true
+//	  filter: "tcp or udp"       # a tcpdump expression, or tcpdump -ddd output
+//	pcap:                        # the libpcap handle, when source is pcap
+//	  snaplen: 262144            # 96..262144
+//	  promisc: true
+//	  filter: ""
+//	  timeout: 10ms              # 1ms..10s
+//	pipeline:                    # engine.Settings, checked by its Validate
+//	  backend: dleft
+//	  workers: 4                 # (--workers)
+//	rules: rules.yaml            # a rules file, none, or "" for the embedded rules
+//	alerting: alerting.yaml      # an alert sinks file (alerts.ParseConfig)
+//	listen: 127.0.0.1:9100       # host:port of /metrics, the API, /-/reload (--listen)
+//	snapshot:
+//	  path: /var/lib/flowmon/state.snap  # "" for none (--snapshot)
+//	  max-age: 10m               # 1s..24h: an older snapshot is refused as stale
+//	flow-log: /var/log/flowmon/flows.jsonl  # JSON lines, - for stdout, "" for none
+//	user: flowmon                # who to become once the sockets are open (--user)
+//	stop-timeout: 10s            # 1s..5m: bound on draining and the snapshot at SIGTERM
+//
+// Relative paths (rules, alerting, snapshot.path, flow-log) are taken
+// from the file's directory, as Prometheus does, and a flag's from the
+// working directory; both are made absolute, so that Effective's output
+// means the same wherever it is read.
+//
+// Parsing is strict, as the rules and alert sinks files are: an unknown
+// or repeated key, a value of the wrong type, a bad size, duration,
+// address or choice, a number out of its range and a pipeline setting
+// given that does nothing with the others are errors, every one of the
+// file reported at once as "file:line:col: key: what is wrong", in the
+// file's order. The afpacket and pcap sections may both be given (a
+// --source flag picks one); only the one used matters to the agent, but
+// both are checked.
+//
+// Parse gives plain data; opening the capture, loading the rules and
+// the sinks is the agent's. A tcpdump expression is compiled when the
+// capture opens (it needs libpcap); tcpdump -ddd output is checked here
+// (ParseBPF).
+//
+// At SIGHUP the agent reads the file again: Reloadable says whether the
+// change can be taken live (rules and alerting) or needs a restart.
+package config

@@ -1,0 +1,138 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Effective writes c as the configuration file that gives it: every key
+// with its value, in the order of the package doc, which Parse reads back
+// to c (its paths are absolute already). A pipeline setting that does
+// nothing with the others (kbf-encoder with a backend other than kbf) is
+// written commented out, with the reason, since giving it is an error;
+// the empty values that mean something say what in a comment. An
+// invalid c is Validate's error.
+func (c Config) Effective() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	inert := make(map[string]string) // key -> why it does nothing
+	for _, p := range checkPipeline(&c.Pipeline, func(string) bool { return true }) {
+		inert[p.key] = p.want
+	}
+	var b bytes.Buffer
+	section := ""
+	for _, s := range settings {
+		name, indent := s.key, ""
+		if i := strings.LastIndexByte(s.key, '.'); i >= 0 {
+			name, indent = s.key[i+1:], "  "
+			if sec := s.key[:i]; sec != section {
+				section = sec
+				b.WriteString(sec + ":")
+				if n := sectionNote(&c, sec); n != "" {
+					b.WriteString("  # " + n)
+				}
+				b.WriteByte('\n')
+			}
+		} else {
+			section = ""
+		}
+		v := s.field(&c)
+		text, err := keyValue(name, encode(v, s.size))
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", s.key, err)
+		}
+		if why, ok := inert[s.key]; ok {
+			fmt.Fprintf(&b, "%s# %s  # %s\n", indent, strings.TrimSuffix(text, "\n"), why)
+			continue
+		}
+		if n := note(s.key, v); n != "" {
+			text = strings.TrimSuffix(text, "\n") + "  # " + n + "\n"
+		}
+		for _, line := range strings.SplitAfter(text, "\n") {
+			if line != "" {
+				b.WriteString(indent + line)
+			}
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// encode makes the YAML scalar of a field, as decode reads it.
+func encode(f reflect.Value, size bool) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode}
+	switch {
+	case f.Type() == durationType:
+		n.Value = formatDuration(durationOf(f))
+	case f.Kind() == reflect.String:
+		n.Tag, n.Value = "!!str", f.String()
+	case f.Kind() == reflect.Bool:
+		n.Value = strconv.FormatBool(f.Bool())
+	case f.Kind() == reflect.Int && size && f.Int()%(1<<20) == 0:
+		n.Value = formatSize(f.Int()) // 1MiB; smaller sizes in bytes
+	case f.Kind() == reflect.Int:
+		n.Value = strconv.FormatInt(f.Int(), 10)
+	case f.Kind() == reflect.Float64:
+		n.Value = strconv.FormatFloat(f.Float(), 'g', -1, 64)
+	default:
+		panic(fmt.Sprintf("config: no encoder for a field of type %v", f.Type()))
+	}
+	if n.Tag == "" {
+		n.Tag = n.ShortTag()
+	}
+	return n
+}
+
+// keyValue writes the one-key mapping name: v, a block scalar's lines
+// indented under it.
+func keyValue(name string, v *yaml.Node) (string, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}
+	if err := enc.Encode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{k, v}}); err != nil {
+		return "", err
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// note says what an empty value means, for the keys where it means
+// something.
+func note(key string, v reflect.Value) string {
+	if v.Kind() != reflect.String || v.String() != "" {
+		return ""
+	}
+	switch key {
+	case "interface":
+		return "none yet: flowmon run --iface gives it"
+	case "afpacket.filter", "pcap.filter":
+		return "every packet"
+	case "rules":
+		return "the embedded default rules (flowmon rules show)"
+	case "alerting":
+		return "no alert sinks file"
+	case "snapshot.path":
+		return "no snapshot"
+	case "flow-log":
+		return "no flow log"
+	case "user":
+		return "stays the user it starts as"
+	}
+	return ""
+}
+
+// sectionNote says that a capture source's section is not the one used.
+func sectionNote(c *Config, sec string) string {
+	if (sec == SourceAFPacket || sec == SourcePcap) && sec != c.Source {
+		return "not used: source is " + c.Source
+	}
+	return ""
+}

@@ -1,0 +1,174 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/flowmon/flowmon/internal/yamlnode"
+)
+
+// The decoders read one scalar into a field of its kind; they return
+// what is wrong with the value's form, or "". Ranges are checked after,
+// on the whole configuration (check.go).
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// decode sets the field f (addressable) from v, as its type and size
+// say.
+func decode(f reflect.Value, v *yaml.Node, size bool) string {
+	if v.Kind != yaml.ScalarNode {
+		return "want " + want(f.Type(), size) + ", got " + yamlnode.Describe(v)
+	}
+	bad := func() string { return "want " + want(f.Type(), size) + ", got " + yamlnode.Describe(v) }
+	switch {
+	case f.Type() == durationType:
+		d, msg := duration(v)
+		if msg == "" {
+			f.SetInt(int64(d))
+		}
+		return msg
+	case f.Kind() == reflect.String:
+		if v.Tag == "!!null" {
+			return bad()
+		}
+		f.SetString(v.Value)
+	case f.Kind() == reflect.Bool:
+		var b bool
+		if v.Tag != "!!bool" || v.Decode(&b) != nil {
+			return bad()
+		}
+		f.SetBool(b)
+	case f.Kind() == reflect.Int:
+		n, msg := integer(v, size)
+		if msg != "" {
+			return msg
+		}
+		if n < math.MinInt || n > math.MaxInt {
+			return fmt.Sprintf("%s is out of range", v.Value)
+		}
+		f.SetInt(n)
+	case f.Kind() == reflect.Float64:
+		var x float64
+		if (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&x) != nil {
+			return bad()
+		}
+		f.SetFloat(x)
+	default:
+		panic(fmt.Sprintf("config: no decoder for a field of type %v", f.Type()))
+	}
+	return ""
+}
+
+// want names what a field of type t takes, for "want X, got Y".
+func want(t reflect.Type, size bool) string {
+	switch {
+	case t == durationType:
+		return "a duration such as 10ms or 1m30s"
+	case size:
+		return "a size such as 1MiB or a number of bytes"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int:
+		return "an integer"
+	case reflect.Float64:
+		return "a number"
+	}
+	return t.String()
+}
+
+// integer reads an integer, or with size a byte count with a unit.
+func integer(v *yaml.Node, size bool) (int64, string) {
+	var n int64
+	if v.Tag == "!!int" {
+		if v.Decode(&n) != nil {
+			return 0, fmt.Sprintf("%s is out of range", v.Value)
+		}
+		return n, ""
+	}
+	if !size || v.Tag != "!!str" {
+		return 0, "want " + want(reflect.TypeFor[int](), size) + ", got " + yamlnode.Describe(v)
+	}
+	n, err := parseSize(v.Value)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return n, ""
+}
+
+// duration reads a Go duration ("10ms", "1m30s"); a plain 0 is 0.
+func duration(v *yaml.Node) (time.Duration, string) {
+	if v.Tag == "!!int" && v.Value == "0" {
+		return 0, ""
+	}
+	if v.Tag != "!!str" {
+		return 0, "want a duration such as 10ms or 1m30s, got " + yamlnode.Describe(v)
+	}
+	d, err := time.ParseDuration(v.Value)
+	if err != nil {
+		return 0, fmt.Sprintf("bad duration %q (want e.g. 10ms or 1m30s)", v.Value)
+	}
+	return d, ""
+}
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}
+
+// parseSize reads a byte count with a unit, decimal (kB, MB, GB, TB) or
+// binary (KiB, MiB, GiB, TiB), as alerts' sizes; B is bytes.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(t)
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	f, err := strconv.ParseFloat(num, 64)
+	mult, ok := sizeUnits[unit]
+	n := f * float64(mult)
+	if err != nil || !ok || n >= math.MaxInt64 || n != math.Trunc(n) {
+		return 0, fmt.Errorf("bad size %q (want a whole number of bytes, e.g. 1MiB, 64KiB or 4096)", s)
+	}
+	return int64(n), nil
+}
+
+// formatSize writes a byte count in the largest binary unit that holds
+// it whole ("1MiB"), in bytes otherwise; parseSize reads it back.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// formatDuration writes d as time.Duration does, without its zero
+// minutes and seconds ("10m", not "10m0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func durationOf(f reflect.Value) time.Duration { return time.Duration(f.Int()) }
