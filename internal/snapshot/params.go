@@ -1,0 +1,102 @@
+package snapshot
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Param is one named shape or configuration parameter. Values are
+// compared as strings, so they are formatted canonically (FormatFloat
+// with -1 precision round-trips a float64).
+type Param struct {
+	Name, Value string
+}
+
+// P builds a Param from an int, uint, float, bool, string or
+// fmt.Stringer value, formatted canonically.
+func P(name string, v any) Param {
+	var s string
+	switch x := v.(type) {
+	case int:
+		s = strconv.Itoa(x)
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case uint:
+		s = strconv.FormatUint(uint64(x), 10)
+	case uint8:
+		s = strconv.FormatUint(uint64(x), 10)
+	case uint32:
+		s = strconv.FormatUint(uint64(x), 10)
+	case uint64:
+		s = strconv.FormatUint(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		s = strconv.FormatBool(x)
+	case string:
+		s = x
+	case fmt.Stringer:
+		s = x.String()
+	default:
+		s = fmt.Sprint(x)
+	}
+	return Param{Name: name, Value: s}
+}
+
+// JoinParams is the canonical params string of a Header: one
+// "name=value" per line, in the order given. Read compares params byte
+// for byte and, when they differ, names the first parameter that does.
+func JoinParams(ps ...Param) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Name)
+		b.WriteByte('=')
+		b.WriteString(p.Value)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// DiffParams describes the first difference between the params string a
+// snapshot was taken with (got) and the configured one (want), in an
+// operator's words: "capacity is 65536 in the snapshot, 131072
+// configured". Lines "name=value" are compared by name; anything else by
+// line. It returns "" when they are equal.
+func DiffParams(got, want string) string {
+	if got == want {
+		return ""
+	}
+	g, w := lines(got), lines(want)
+	for i := range max(len(g), len(w)) {
+		switch {
+		case i >= len(g):
+			return fmt.Sprintf("the snapshot lacks %s (configured)", w[i])
+		case i >= len(w):
+			return fmt.Sprintf("the snapshot has %s, not configured", g[i])
+		case g[i] == w[i]:
+			continue
+		}
+		an, av, aok := strings.Cut(g[i], "=")
+		bn, bv, bok := strings.Cut(w[i], "=")
+		if aok && bok && an == bn {
+			return fmt.Sprintf("%s is %s in the snapshot, %s configured", an, quoteEmpty(av), quoteEmpty(bv))
+		}
+		return fmt.Sprintf("line %d is %q in the snapshot, %q configured", i+1, g[i], w[i])
+	}
+	return "params differ" // only a trailing newline
+}
+
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func quoteEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
