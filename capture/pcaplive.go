@@ -1,0 +1,203 @@
+//go:build pcap
+
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcap"
+)
+
+// Live capture through libpcap (gopacket/pcap, cgo), built with -tags
+// pcap: for platforms without AF_PACKET, and to compile tcpdump filter
+// expressions (CompileBPF) for the AF_PACKET source.
+
+// Bounds of OpenPcapLive's settings.
+const (
+	pcapMinSnaplen = 96 // the headers of a tunnelled TCP packet
+	pcapMaxSnaplen = 262144
+	pcapBufferSize = 64 << 20 // libpcap's buffer (its ring on Linux); libpcap's own default is 2 MiB
+)
+
+// PcapLive is a live libpcap capture on one interface, a Source. Next
+// decodes each packet in libpcap's buffer (ZeroCopyReadPacketData):
+// Payload is valid until the next call. libpcap puts back the VLAN tag
+// the Linux kernel takes out, as AFPacket does.
+//
+// Next and Stats are for the goroutine that reads; KernelStats and Close
+// may be called from any goroutine. Close from another goroutine wakes a
+// Next waiting for packets within the read timeout; libpcap's buffer is
+// freed by it, so the reader must not use the last Payload after Close.
+type PcapLive struct {
+	h     *pcap.Handle
+	iface string
+	link  uint16
+	stats Stats
+
+	mu     sync.Mutex // KernelStats and Close
+	closed bool
+	ks     KernelStats // the totals so far
+	last   [3]uint32   // libpcap's 32-bit counts at the last read, which wrap
+}
+
+var _ Source = (*PcapLive)(nil)
+
+// OpenPcapLive opens iface with libpcap: snaplen bytes kept of each
+// packet (0: 262144; else 96 to 262144), promiscuous or not, filter a
+// tcpdump expression ("" keeps everything), and timeout libpcap's read
+// timeout (0: 10 ms; else 1 ms to 10 s), after which Next returns
+// ErrNoPacket when nothing came. libpcap's buffer is 64 MiB.
+func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeout time.Duration) (*PcapLive, error) {
+	if snaplen == 0 {
+		snaplen = pcapMaxSnaplen
+	}
+	if timeout == 0 {
+		timeout = 10 * time.Millisecond
+	}
+	var errs []error
+	if iface == "" {
+		errs = append(errs, errors.New("iface: no interface named"))
+	}
+	if snaplen < pcapMinSnaplen || snaplen > pcapMaxSnaplen {
+		errs = append(errs, fmt.Errorf("snaplen %d must be from %d to %d (0: %d)", snaplen, pcapMinSnaplen, pcapMaxSnaplen, pcapMaxSnaplen))
+	}
+	if timeout < afpMinTimeout || timeout > afpMaxTimeout {
+		errs = append(errs, fmt.Errorf("timeout %v must be from %v to %v (0: 10ms)", timeout, afpMinTimeout, afpMaxTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("open pcap: %w", err)
+	}
+	h, err := activate(iface, snaplen, promisc, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("open pcap on %s: %w", iface, err)
+	}
+	if filter != "" {
+		if err := h.SetBPFFilter(filter); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("open pcap on %s: filter %q: %w", iface, filter, err)
+		}
+	}
+	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType())}, nil
+}
+
+func activate(iface string, snaplen int, promisc bool, timeout time.Duration) (*pcap.Handle, error) {
+	in, err := pcap.NewInactiveHandle(iface)
+	if err != nil {
+		return nil, err
+	}
+	defer in.CleanUp()
+	for _, set := range []func() error{
+		func() error { return in.SetSnapLen(snaplen) },
+		func() error { return in.SetPromisc(promisc) },
+		func() error { return in.SetTimeout(timeout) },
+		func() error { return in.SetBufferSize(pcapBufferSize) },
+	} {
+		if err := set(); err != nil {
+			return nil, err
+		}
+	}
+	return in.Activate()
+}
+
+// Next decodes the next packet into p, in place. Frames that do not
+// decode are counted in Stats and skipped. It returns ErrNoPacket when no
+// packet came within the read timeout, and io.EOF after Close.
+func (s *PcapLive) Next(p *Packet) error {
+	for {
+		data, ci, err := s.h.ZeroCopyReadPacketData()
+		switch {
+		case err == nil:
+		case errors.Is(err, pcap.NextErrorTimeoutExpired):
+			return ErrNoPacket
+		case err == io.EOF:
+			return io.EOF
+		default:
+			return fmt.Errorf("read from %s: %w", s.iface, err)
+		}
+		r := Decode(p, s.link, data, ci.Length, ci.Timestamp)
+		s.stats.Count(p, r)
+		if r == ReasonNone {
+			return nil
+		}
+	}
+}
+
+// Stats returns the counts of the packets read. They change as Next is
+// called.
+func (s *PcapLive) Stats() *Stats { return &s.stats }
+
+// LinkType returns the link type (pcap LINKTYPE_) the packets decode as.
+func (s *PcapLive) LinkType() uint16 { return s.link }
+
+// KernelStats returns libpcap's counts since the handle was opened
+// (pcap_stats): packets received (on Linux, drops included), dropped for
+// want of buffer space, and dropped by the interface; libpcap's 32-bit
+// counters are widened, so the totals survive their wrap as long as they
+// are read at least once a wrap. After Close, the counts read at Close.
+func (s *PcapLive) KernelStats() (KernelStats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.ks, nil
+	}
+	err := s.readKernelStats()
+	return s.ks, err
+}
+
+func (s *PcapLive) readKernelStats() error {
+	st, err := s.h.Stats()
+	if err != nil {
+		return fmt.Errorf("read libpcap's statistics of %s: %w", s.iface, err)
+	}
+	// libpcap keeps totals in 32-bit counters: add what each moved
+	// since the last read, so the totals outlive a wrap.
+	now := [3]uint32{uint32(st.PacketsReceived), uint32(st.PacketsDropped), uint32(st.PacketsIfDropped)}
+	s.ks.Add(KernelStats{Packets: uint64(now[0] - s.last[0]), Drops: uint64(now[1] - s.last[1]), IfDrops: uint64(now[2] - s.last[2])})
+	s.last = now
+	return nil
+}
+
+// Close closes the handle, after reading its final counts; a Next
+// waiting for packets returns io.EOF within the read timeout. Closing
+// twice does nothing.
+func (s *PcapLive) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	err := s.readKernelStats()
+	s.h.Close()
+	s.closed = true
+	return err
+}
+
+// CompileBPF compiles a tcpdump filter expression with libpcap for
+// frames of linkType (a pcap LINKTYPE_ value: 1 Ethernet, 101 raw IP)
+// cut to snaplen bytes, as a program for AFPacketConfig.Filter. The
+// program is compiled for a capture file, where VLAN tags are in the
+// frame: on an AF_PACKET socket the kernel has taken the outer tag out
+// before the filter runs, so an expression that names "vlan" does not
+// match there as written.
+func CompileBPF(expr string, linkType int, snaplen int) ([]SockFilter, error) {
+	if linkType < 0 || linkType > 0xFFFF {
+		return nil, fmt.Errorf("compile filter %q: link type %d out of range: %w", expr, linkType, ErrBPF)
+	}
+	if snaplen < 1 || snaplen > pcapMaxSnaplen {
+		return nil, fmt.Errorf("compile filter %q: snaplen %d must be from 1 to %d: %w", expr, snaplen, pcapMaxSnaplen, ErrBPF)
+	}
+	ins, err := pcap.CompileBPFFilter(layers.LinkType(linkType), snaplen, expr)
+	if err != nil {
+		return nil, fmt.Errorf("compile filter %q: %w: %w", expr, err, ErrBPF)
+	}
+	prog := make([]SockFilter, len(ins))
+	for i, in := range ins {
+		prog[i] = SockFilter{Code: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	return prog, nil
+}
