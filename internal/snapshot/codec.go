@@ -48,7 +48,7 @@ func AppendTime(b []byte, t time.Time) []byte {
 
 // AppendUint64s appends the words of s (no count).
 func AppendUint64s(b []byte, s []uint64) []byte {
-	b = grow(b, 8*len(s))
+	b = Grow(b, 8*len(s))
 	for _, w := range s {
 		b = binary.LittleEndian.AppendUint64(b, w)
 	}
@@ -57,14 +57,16 @@ func AppendUint64s(b []byte, s []uint64) []byte {
 
 // AppendUint32s appends the words of s (no count).
 func AppendUint32s(b []byte, s []uint32) []byte {
-	b = grow(b, 4*len(s))
+	b = Grow(b, 4*len(s))
 	for _, w := range s {
 		b = binary.LittleEndian.AppendUint32(b, w)
 	}
 	return b
 }
 
-func grow(b []byte, n int) []byte {
+// Grow makes room for n more bytes in b, so that a large state is
+// appended with one allocation.
+func Grow(b []byte, n int) []byte {
 	if cap(b)-len(b) < n {
 		nb := make([]byte, len(b), len(b)+n+len(b)/4)
 		copy(nb, b)
@@ -120,6 +122,14 @@ func (d *Decoder) Done() error {
 func (d *Decoder) Failf(format string, a ...any) {
 	if d.err == nil {
 		d.err = fmt.Errorf("restore %s: %s: %w", d.what, fmt.Sprintf(format, a...), ErrDamaged)
+	}
+}
+
+// Fail records err, already wrapping a sentinel (a nested structure's
+// RestoreState error), unless an error is already recorded.
+func (d *Decoder) Fail(err error) {
+	if d.err == nil && err != nil {
+		d.err = fmt.Errorf("restore %s: %w", d.what, err)
 	}
 }
 
@@ -298,21 +308,34 @@ func (d *Decoder) Params(want []Param) {
 		}
 		got = append(got, Param{string(name), string(value)})
 	}
+	if msg := diffParamList(got, want); msg != "" {
+		d.Mismatchf("%s", msg)
+	}
+}
+
+// CheckParams compares the shape parameters of a structure decoded by its
+// own format (got) with the configured ones, and returns an error
+// wrapping ErrIncompatible naming the first that differs, or nil.
+func CheckParams(what string, got, want []Param) error {
+	if msg := diffParamList(got, want); msg != "" {
+		return fmt.Errorf("restore %s: %s: %w", what, msg, ErrIncompatible)
+	}
+	return nil
+}
+
+func diffParamList(got, want []Param) string {
 	for i := range max(len(got), len(want)) {
 		switch {
 		case i >= len(got):
-			d.Mismatchf("snapshot has no %s, configured %s", want[i].Name, quoteEmpty(want[i].Value))
-			return
+			return fmt.Sprintf("snapshot has no %s, configured %s", want[i].Name, quoteEmpty(want[i].Value))
 		case i >= len(want):
-			d.Mismatchf("snapshot has %s %s, not configured", got[i].Name, quoteEmpty(got[i].Value))
-			return
+			return fmt.Sprintf("snapshot has %s %s, not configured", got[i].Name, quoteEmpty(got[i].Value))
 		case got[i].Name != want[i].Name:
-			d.Mismatchf("snapshot has %s %s where %s %s is configured", got[i].Name, quoteEmpty(got[i].Value),
+			return fmt.Sprintf("snapshot has %s %s where %s %s is configured", got[i].Name, quoteEmpty(got[i].Value),
 				want[i].Name, quoteEmpty(want[i].Value))
-			return
 		case got[i].Value != want[i].Value:
-			d.Mismatchf("snapshot has %s %s, configured %s", got[i].Name, quoteEmpty(got[i].Value), quoteEmpty(want[i].Value))
-			return
+			return fmt.Sprintf("snapshot has %s %s, configured %s", got[i].Name, quoteEmpty(got[i].Value), quoteEmpty(want[i].Value))
 		}
 	}
+	return ""
 }

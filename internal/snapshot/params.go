@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"strconv"
 	"strings"
 )
@@ -99,4 +101,19 @@ func quoteEmpty(s string) string {
 		return `""`
 	}
 	return s
+}
+
+// Digest condenses words into a short hex string for a Param: a table
+// too long to compare as text (a state machine's transitions), or the
+// outputs of a hash function on fixed inputs, so that a snapshot taken by
+// a build that hashes or numbers differently is refused instead of being
+// read as garbage.
+func Digest(words ...uint64) string {
+	var b [8]byte
+	c := crc32.New(castagnoli)
+	for _, w := range words {
+		binary.LittleEndian.PutUint64(b[:], w)
+		c.Write(b[:])
+	}
+	return fmt.Sprintf("%08x", c.Sum32())
 }
