@@ -304,13 +304,18 @@ func (t *flowTable) finish() error {
 	}
 	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
+	t.publishStates()
+	return t.err
+}
+
+// publishStates adds the flows counted by final conn_state to states.
+func (t *flowTable) publishStates() {
 	for s, n := range t.byState {
 		if n > 0 {
 			t.states[acsm.ConnState(s).String()] += n
 		}
 	}
 	t.byState = [256]uint64{}
-	return t.err
 }
 
 // FlowRecord is one line of the flow log: Zeek's conn.log field names for

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,15 +105,36 @@ type Pipeline struct {
 	logs     []*recordLog
 	nextSync uint64
 
-	pub        published
-	rules      *rules.Engine
+	pub   published
+	rules *rules.Engine
+	// live are the sources of a live pipeline, source i feeding shard i
+	// (nil when the pipeline is fed by Packet).
+	live       []capture.Source
+	liveStats  []capture.Stats // each source's counts, as last published (under pub.mu)
+	logMu      sync.Mutex      // serialises the live shards' records
+	kernelMu   sync.Mutex      // serialises reading the kernel's counts (they reset on read)
 	decodeOnly bool
 	acsm       acsm.Config // as configured, for the summary's target and warnings
+
+	cfg      Config                      // as built (the snapshot's params)
+	newShard func(i int) (*shard, error) // builds shard i empty
+	// carried is set once a snapshot holds the open flows: Finish then
+	// leaves them to the next run (snapshot.go).
+	carried  bool
+	restored *uint64 // open flows taken over from a snapshot
 }
 
 // NewPipeline builds the stages from cfg.
-func NewPipeline(cfg Config) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, rules: cfg.Rules}
+func NewPipeline(cfg Config) (*Pipeline, error) { return newPipeline(cfg, nil) }
+
+// newPipeline builds the stages from cfg: fed by Packet from one
+// goroutine, or, with live sources, one shard per source, each fed by its
+// own goroutine (live.go).
+func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, rules: cfg.Rules, live: live}
+	if live != nil {
+		cfg.Workers = len(live)
+	}
 	if cfg.DecodeOnly {
 		return p, nil
 	}
@@ -133,22 +155,28 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		p.log = bufio.NewWriterSize(cfg.FlowLog, 1<<16)
 	}
 	workers := max(cfg.Workers, 1)
-	for i := range workers {
-		var w io.Writer
+	logs := make([]io.Writer, workers)
+	for i := range logs {
 		switch {
 		case p.log == nil:
 		case workers == 1:
-			w = p.log // one shard on this goroutine: records in the order written
+			logs[i] = p.log // one shard on this goroutine: records in the order written
+		case live != nil:
+			logs[i] = &lockedWriter{w: p.log, mu: &p.logMu} // records as the shards write them
 		default:
 			l := &recordLog{}
 			p.logs = append(p.logs, l)
-			w = l
+			logs[i] = l
 		}
-		s, err := newShard(cfg, i, workers, w)
-		if err != nil {
-			return nil, err
-		}
-		p.shards = append(p.shards, s)
+	}
+	p.cfg = cfg
+	p.newShard = func(i int) (*shard, error) { return newShard(cfg, i, workers, logs[i]) }
+	p.shards = make([]*shard, workers)
+	if err := p.rebuild(); err != nil {
+		return nil, err
+	}
+	if live != nil {
+		return p, nil // each feeder has its own batch (live.go)
 	}
 	p.nextSync = logSyncEvery
 	p.cur = make([]*batch, workers)
@@ -162,6 +190,18 @@ func NewPipeline(cfg Config) (*Pipeline, error) {
 		p.cur[i] = <-s.free
 	}
 	return p, nil
+}
+
+// rebuild builds every shard anew, empty.
+func (p *Pipeline) rebuild() error {
+	for i := range p.shards {
+		s, err := p.newShard(i)
+		if err != nil {
+			return err
+		}
+		p.shards[i] = s
+	}
+	return nil
 }
 
 // Packet runs one decoded packet through the stages. Here it only gets its
@@ -260,6 +300,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if err := reg.Register(&stageCollector{shards: p.shards}); err != nil {
 		return fmt.Errorf("register stage metrics: %w", err)
 	}
+	if p.live != nil {
+		if err := reg.Register(kernelCollector{p}); err != nil {
+			return fmt.Errorf("register kernel metrics: %w", err)
+		}
+	}
 	if p.rules != nil {
 		if err := reg.Register(&rulesCollector{eng: p.rules}); err != nil {
 			return fmt.Errorf("register rules metrics: %w", err)
@@ -314,7 +359,9 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 			s.DedupMemoryBytes += sh.dedup.MemoryBytes()
 		}
 		counts.add(sh.counts)
-		if ferr := sh.flows.finish(); ferr != nil && err == nil {
+		if p.carried {
+			sh.flows.carry()
+		} else if ferr := sh.flows.finish(); ferr != nil && err == nil {
 			err = ferr
 		}
 		for k, v := range sh.flows.states {

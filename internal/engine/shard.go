@@ -47,6 +47,7 @@ type shard struct {
 	batches   uint64     // batches processed
 	fc        flowcount.Stats
 	pub       dedupCounts
+	open      int // flows in the table
 }
 
 // dedupCounts are a shard's packet counts; the pipeline's are their sums.
@@ -217,6 +218,7 @@ func (s *shard) publish(done uint64) {
 	s.mu.Lock()
 	s.fc = st
 	s.pub = s.counts
+	s.open = s.flows.count
 	s.batches += done
 	if done > 0 {
 		s.processed.Signal()

@@ -13,6 +13,7 @@ import (
 // interface (scripts and tests read them): add keys, never rename one.
 type Summary struct {
 	Files            []string          `json:"files"`
+	Interface        string            `json:"interface,omitempty"` // a live run's
 	Packets          uint64            `json:"packets"`
 	Bytes            uint64            `json:"bytes"`
 	Decoded          uint64            `json:"decoded_packets"`
@@ -47,6 +48,19 @@ type Summary struct {
 	// AlertsSuppressed instead).
 	Alerts           map[string]uint64 `json:"alerts,omitempty"`
 	AlertsSuppressed uint64            `json:"alerts_suppressed"`
+	// A live run's keys. The kernel's counts of the packets it handed
+	// the capture sockets and of those it dropped because flowmon did
+	// not keep up (AF_PACKET's PACKET_STATISTICS, libpcap's stats):
+	// absent in a replay.
+	KernelPackets *uint64 `json:"kernel_packets,omitempty"`
+	KernelDrops   *uint64 `json:"kernel_drops,omitempty"`
+	// SnapshotFlows is the open flows written to the state snapshot when
+	// the run stopped: they go on in the next run, which reports them
+	// (RestoredFlows), and are not in this run's flows or conn_states.
+	SnapshotFlows *uint64 `json:"snapshot_flows,omitempty"`
+	// RestoredFlows is the open flows this run took over from a snapshot:
+	// they count in flows and conn_states here.
+	RestoredFlows *uint64 `json:"restored_flows,omitempty"`
 	// Warnings say what makes a result less than it seems (an ACSM over
 	// its error target); the command prints them on stderr.
 	Warnings []string `json:"warnings,omitempty"`
