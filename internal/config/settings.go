@@ -16,12 +16,12 @@ import (
 // A setting is one key of the file, a leaf: Parse, Set, Effective and
 // Reloadable all work from the one table of them.
 type setting struct {
-	key    string                         // as the file spells it: "afpacket.block-size"
+	key    string                        // as the file spells it: "afpacket.block-size"
 	field  func(c *Config) reflect.Value // the field it sets, addressable
-	size   bool                           // an int of bytes: "1MiB" too
-	path   bool                           // a path: made absolute, from the file's directory
-	keep   []string                       // values of a path that are not paths ("none", "-")
-	reload bool                           // a running agent takes a change (Reloadable)
+	size   bool                          // an int of bytes: "1MiB" too
+	path   bool                          // a path: made absolute, from the file's directory
+	keep   []string                      // values of a path that are not paths ("none", "-")
+	reload bool                          // a running agent takes a change (Reloadable)
 }
 
 // settings are the keys in the order Effective writes them.
