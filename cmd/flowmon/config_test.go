@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/flowmon/flowmon/internal/config"
+)
+
+// TestConfigCheck: every good file of the config package is valid and
+// prints its effective configuration, which reads back to the same
+// configuration; every bad one gives the parser's messages, each with
+// file:line:col, and exit 1; no file prints the defaults.
+func TestConfigCheck(t *testing.T) {
+	const dir = "../../internal/config/testdata/"
+	good, _ := filepath.Glob(dir + "*.good.yaml")
+	if len(good) == 0 {
+		t.Fatal("no good files")
+	}
+	for _, f := range good {
+		var out, errb bytes.Buffer
+		if code := run([]string{"config", "check", f}, &out, &errb); code != 0 {
+			t.Errorf("%s: exit %d: %s", f, code, errb.String())
+			continue
+		}
+		text, ok := strings.CutPrefix(out.String(), f+": valid\n")
+		if !ok {
+			t.Errorf("%s: no valid line:\n%s", f, out.String())
+			continue
+		}
+		want, _ := config.Load(f)
+		if got, err := config.Parse("effective.yaml", []byte(text)); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the printed configuration reads back as %+v, %v; want %+v", f, got, err, want)
+		}
+	}
+
+	bad, _ := filepath.Glob(dir + "*.bad.yaml")
+	for _, f := range bad {
+		var out, errb bytes.Buffer
+		if code := run([]string{"config", "check", f}, &out, &errb); code != 1 || out.Len() > 0 {
+			t.Errorf("%s: exit %d, stdout %q; want 1 and nothing", f, code, out.String())
+		}
+		want, err := os.ReadFile(f + ".golden")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The golden files name the file as the config package's tests
+		// open it (testdata/...); here it is opened from cmd/flowmon.
+		wantText := strings.ReplaceAll(string(want), "testdata/", dir)
+		n := strings.Count(wantText, "\n")
+		last := "flowmon config: " + f + ": " + plural(n, "error") + "\n"
+		if errb.String() != wantText+last {
+			t.Errorf("%s: stderr\n%s\nwant\n%s%s", f, errb.String(), wantText, last)
+		}
+	}
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"config", "check"}, &out, &errb); code != 0 {
+		t.Fatalf("no file: exit %d: %s", code, errb.String())
+	}
+	if got, err := config.Parse("defaults.yaml", out.Bytes()); err != nil || !reflect.DeepEqual(got, config.Default()) {
+		t.Errorf("no file: printed %s\nwhich reads back as %+v, %v", out.String(), got, err)
+	}
+}
+
+// TestConfigCheckNamedFiles: the rules and alerting files a config
+// names are checked too, from the config's directory.
+func TestConfigCheckNamedFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("rules.yaml", "groups:\n  - name: g\n    rules:\n      - alert: X\n        kind: nope\n")
+	write("alerting.yaml", "sinks:\n  - {name: out, type: email}\n")
+	cfg := write("flowmon.yaml", "rules: rules.yaml\nalerting: alerting.yaml\n")
+	var out, errb bytes.Buffer
+	code := run([]string{"config", "check", cfg}, &out, &errb)
+	for _, want := range []string{
+		filepath.Join(dir, "rules.yaml") + `:5:15: rule "X": unknown kind "nope"`,
+		filepath.Join(dir, "alerting.yaml") + `:2:23: sink out: unknown type "email"`,
+		"flowmon config: " + cfg + ": 2 files it names with errors\n",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if code != 1 || out.Len() > 0 {
+		t.Errorf("exit %d, stdout %q", code, out.String())
+	}
+
+	write("rules.yaml", "groups:\n  - name: g\n    rules:\n      - alert: X\n        kind: anomaly\n        anomaly: [xmas]\n")
+	write("alerting.yaml", "sinks:\n  - {name: out, type: stdout}\n")
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"config", "check", cfg}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "\nrules: "+filepath.Join(dir, "rules.yaml")+"\n") {
+		t.Errorf("fixed: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"config", "check", filepath.Join(dir, "missing.yaml")}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "no such file") {
+		t.Errorf("a missing file: exit %d: %s", code, errb.String())
+	}
+}
+
+func TestConfigUsage(t *testing.T) {
+	for _, args := range [][]string{{"config"}, {"config", "nope"}, {"config", "check", "a", "b"}, {"config", "--bad"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 || out.Len() > 0 || !strings.HasPrefix(errb.String(), "flowmon config: ") &&
+			!strings.Contains(errb.String(), "flag provided but not defined") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"help", "config"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: flowmon config check [FILE]") {
+		t.Errorf("help: exit %d: %s", code, out.String())
+	}
+}
