@@ -137,18 +137,6 @@ func unbrace(s string) string {
 	return strings.NewReplacer("{", "", "}", "").Replace(s)
 }
 
-// checkFilter says what is wrong with a filter setting: a compiled
-// program is checked here, an expression when the capture compiles it.
-func checkFilter(f string) string {
-	if !IsBPF(f) {
-		return ""
-	}
-	if _, err := ParseBPF(f); err != nil {
-		return "tcpdump -ddd program: " + err.Error()
-	}
-	return ""
-}
-
 // checkListen says what is wrong with a host:port to listen on.
 func checkListen(s string) string {
 	host, port, err := net.SplitHostPort(s)

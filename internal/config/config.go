@@ -46,7 +46,7 @@ type AFPacket struct {
 	BlockTimeout time.Duration // block-timeout: how long a block may wait part full
 	Fanout       string        // fanout: how the workers' sockets share packets: FanoutHash, FanoutCPU or FanoutLB
 	Promisc      bool          // promisc: promiscuous mode
-	Filter       string        // filter: a tcpdump expression, or tcpdump -ddd output (see ParseBPF); "" for none
+	Filter       string        // filter: a tcpdump expression, or tcpdump -ddd output (IsBPF, capture.ParseBPF); "" for none
 }
 
 // Pcap is a libpcap capture handle.

@@ -170,17 +170,15 @@ func TestEffective(t *testing.T) {
 	}
 }
 
-func TestParseBPF(t *testing.T) {
-	// tcpdump -ddd ip (on Ethernet).
-	prog, err := ParseBPF("4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n")
-	want := []BPFInstruction{{0x28, 0, 0, 12}, {0x15, 0, 1, 0x800}, {6, 0, 0, 262144}, {6, 0, 0, 0}}
-	if err != nil || !reflect.DeepEqual(prog, want) {
-		t.Errorf("got %v, %v", prog, err)
+func TestFilter(t *testing.T) {
+	for _, f := range []string{"", "tcp port 80", "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n", "1,6 0 0 0", "1;6 0 0 0"} {
+		if msg := checkFilter(f); msg != "" {
+			t.Errorf("checkFilter(%q): %s", f, msg)
+		}
 	}
-	for _, s := range []string{"", "0", "1\n6 0 0 0 0", "1\n6 0 0", "2\n5 0 0 1\n6 0 0 0", "1\n70000 0 0 0",
-		"1\n6 0 256 0", "5000\n6 0 0 0", "x\n6 0 0 0"} {
-		if _, err := ParseBPF(s); err == nil {
-			t.Errorf("ParseBPF(%q) took it", s)
+	for _, f := range []string{"0", "1\n6 0 0 0 0", "2\n5 0 0 1\n6 0 0 0", "1\n70000 0 0 0", "1\n6 0 256 0", "5000\n6 0 0 0"} {
+		if msg := checkFilter(f); !strings.HasPrefix(msg, "tcpdump -ddd program: ") || strings.Contains(msg, "BPF") {
+			t.Errorf("checkFilter(%q) = %q", f, msg)
 		}
 	}
 	if !IsBPF("1,6 0 0 0") || IsBPF("tcp port 80") || IsBPF("") || IsBPF(" \n") {

@@ -50,7 +50,7 @@
 // Parse gives plain data; opening the capture, loading the rules and
 // the sinks is the agent's. A tcpdump expression is compiled when the
 // capture opens (it needs libpcap); tcpdump -ddd output is checked here
-// (ParseBPF).
+// as the capture will read it (IsBPF, capture.ParseBPF).
 //
 // At SIGHUP the agent reads the file again: Reloadable says whether the
 // change can be taken live (rules and alerting) or needs a restart.
