@@ -55,8 +55,11 @@ type RestartError struct {
 }
 
 func (e *RestartError) Error() string {
-	return fmt.Sprintf("%s changed: only a restart applies %s (the running configuration stays)",
-		strings.Join(e.Keys, ", "), map[bool]string{true: "it", false: "them"}[len(e.Keys) == 1])
+	them := "them"
+	if len(e.Keys) == 1 {
+		them = "it"
+	}
+	return fmt.Sprintf("%s changed: only a restart applies %s (the running configuration stays)", strings.Join(e.Keys, ", "), them)
 }
 
 // Unwrap returns ErrNeedsRestart.

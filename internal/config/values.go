@@ -22,10 +22,10 @@ var durationType = reflect.TypeFor[time.Duration]()
 // decode sets the field f (addressable) from v, as its type and size
 // say.
 func decode(f reflect.Value, v *yaml.Node, size bool) string {
-	if v.Kind != yaml.ScalarNode {
-		return "want " + want(f.Type(), size) + ", got " + yamlnode.Describe(v)
-	}
 	bad := func() string { return "want " + want(f.Type(), size) + ", got " + yamlnode.Describe(v) }
+	if v.Kind != yaml.ScalarNode {
+		return bad()
+	}
 	switch {
 	case f.Type() == durationType:
 		d, msg := duration(v)
