@@ -106,10 +106,17 @@ func (f *FBF) RestoreState(b []byte) error {
 		d.Failf("%d filters and %d spares, at most %d", n, spares, limit)
 	case live < 1 || live > n:
 		d.Failf("%d live filters of %d", live, n)
-	case int64(w[0]) <= 0:
+	case int64(w[0]) <= 0 || int64(w[0]) > maxClock:
 		d.Failf("refresh period %d ns", int64(w[0]))
 	case w[1] > 1 || w[11] != 0:
 		d.Failf("bad clock flags")
+	case w[1] == 1 && !clockOK(int64(w[0]), int64(w[2]), int64(w[3]), int64(w[4]), int64(w[10])):
+		// A started clock's next refresh is one period after its start
+		// (advance, catchUp and adapt keep it so), and its times are
+		// packet times: far from the ends of int64, so that the period
+		// arithmetic of catchUp cannot overflow.
+		d.Failf("clock: period %d ns, start %d, next refresh %d, next tick %d, last tick %d",
+			int64(w[0]), int64(w[2]), int64(w[3]), int64(w[4]), int64(w[10]))
 	}
 	if d.Err() != nil {
 		return d.Err()
@@ -154,6 +161,15 @@ func (f *FBF) RestoreState(b []byte) error {
 		x.Store(pub[i])
 	}
 	return nil
+}
+
+// maxClock bounds the clock's times and period in a restored state:
+// 2^61 ns is 73 years either side of 1970.
+const maxClock = 1 << 61
+
+func clockOK(refresh, start, next, nextTick, tickAt int64) bool {
+	in := func(x int64) bool { return x >= -maxClock && x <= maxClock }
+	return in(start) && in(nextTick) && in(tickAt) && next == start+refresh
 }
 
 // emptyFilter is a constituent filter of f's shape that no one uses.
