@@ -186,12 +186,9 @@ func removeLeftovers(path string) {
 // saved more than maxAge before now. A snapshot saved after now (the
 // clock was set back) is not refused.
 func Read(path, params string, maxAge time.Duration, now time.Time) (Header, []Section, error) {
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return Header{}, nil, refuse(path, Missing, err, "no snapshot (the file does not exist)")
-	case err != nil:
-		return Header{}, nil, refuse(path, Damaged, err, "cannot be read: %v", err)
+	data, e := readFile(path)
+	if e != nil {
+		return Header{}, nil, e
 	}
 	h, secs, e := decode(data)
 	if e != nil {
@@ -206,6 +203,43 @@ func Read(path, params string, maxAge time.Duration, now time.Time) (Header, []S
 		return Header{}, nil, refuse(path, Incompatible, nil, "taken with other settings: %s", d)
 	}
 	return h, secs, nil
+}
+
+// readFile reads the file whole, after checking that it starts like a
+// snapshot: a path pointing at some large other file is refused without
+// reading it.
+func readFile(path string) ([]byte, *Error) {
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, refuse(path, Missing, err, "no snapshot (the file does not exist)")
+	case err != nil:
+		return nil, refuse(path, Damaged, err, "cannot be read: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, refuse(path, Damaged, err, "cannot be read: %v", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, refuse(path, Damaged, nil, "not a regular file (%s)", st.Mode().Type())
+	}
+	size := st.Size()
+	head := make([]byte, min(size, int64(len(magic))))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, refuse(path, Damaged, err, "cannot be read: %v", err)
+	}
+	if string(head) != magic {
+		_, _, e := decode(head)
+		e.Path = path
+		return nil, e
+	}
+	data := make([]byte, size)
+	copy(data, head)
+	if _, err := io.ReadFull(f, data[len(head):]); err != nil {
+		return nil, refuse(path, Damaged, err, "cut short while reading: %v", err)
+	}
+	return data, nil
 }
 
 // decode parses a whole file. Its errors have no Path yet.

@@ -102,6 +102,10 @@ func TestRefusals(t *testing.T) {
 		msg    string
 	}{
 		{"missing", func(t *testing.T, p string) { os.Remove(p) }, params, 0, Missing, "does not exist"},
+		{"directory", func(t *testing.T, p string) { os.Remove(p); os.Mkdir(p, 0o700) }, params, 0, Damaged, "not a regular file"},
+		{"other file", func(t *testing.T, p string) {
+			os.WriteFile(p, bytes.Repeat([]byte("#!/bin/sh\n"), 1000), 0o600)
+		}, params, 0, Damaged, `not a flowmon snapshot (it starts with "#!/bin/s"`},
 		{"empty", func(t *testing.T, p string) { rewrite(t, p, false, func(b []byte) []byte { return b[:0] }) }, params, 0, Damaged, "empty"},
 		{"magic", func(t *testing.T, p string) {
 			rewrite(t, p, true, func(b []byte) []byte { b[0] = 'X'; return b })
