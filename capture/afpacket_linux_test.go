@@ -209,16 +209,21 @@ func capturePlay(t testing.TB, socks []*capture.AFPacket, play func() error) []*
 }
 
 // ringFor is a config whose ring holds all of a trace file, so that no
-// packet can be dropped however slowly the test reads.
+// packet is dropped however slowly the test reads.
+//
+// Each frame takes its bytes plus about 100 of header and alignment in
+// the ring (its pcap record 16): full blocks of twice the file's size
+// would do. But the kernel hands a block over part full when its timeout
+// passes, so a slow send spreads the frames over more blocks: with a
+// block timeout of 100 ms it takes more than a second of sending (3 to 6
+// times what the tests' sends take) before the spare half runs out.
 func ringFor(t testing.TB, iface, path string) capture.AFPacketConfig {
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each frame takes its bytes plus about 100 of header and alignment
-	// in the ring, its pcap record 16: twice the file is plenty.
-	blocks := int(2*fi.Size()>>20) + 4
-	return capture.AFPacketConfig{Iface: iface, BlockSize: 1 << 20, BlockCount: blocks}
+	blocks := int(2*fi.Size()>>20) + 8
+	return capture.AFPacketConfig{Iface: iface, BlockSize: 1 << 20, BlockCount: blocks, BlockTimeout: 100 * time.Millisecond}
 }
 
 // TestAFPacketVethMatchesFile plays a trace of 3000 flows into a veth
@@ -432,7 +437,7 @@ func TestAFPacketNoAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * c.WithDefaults().BlockTimeout) // the last block retires
+	time.Sleep(2 * c.BlockTimeout) // the last block retires
 	var p capture.Packet
 	var nerr error
 	runs := int(st.Packets) - 10

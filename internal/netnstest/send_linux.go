@@ -40,17 +40,29 @@ func (s SendStats) String() string {
 	return fmt.Sprintf("%d packets, %d bytes in %v: %.0f packets/s", s.Packets, s.Bytes, s.Elapsed.Round(time.Microsecond), s.Rate)
 }
 
+// Frames are the frames of a capture file, in memory, ready to send.
+type Frames [][]byte
+
+// LoadFrames reads every frame of the classic pcap file at path, whose
+// link type must be Ethernet, into memory. A frame the file holds cut
+// short (caplen below its length) is kept as captured.
+func LoadFrames(path string) (Frames, error) { return readFrames(path) }
+
 // Send writes every frame of the pcap file at pcapPath (Ethernet link
 // type) as it is, through an AF_PACKET raw socket bound to iface in the
 // namespace: each frame leaves iface exactly as the file holds it. The
-// file is read into memory first, so reading it does not slow the
-// sending. A frame the file holds cut short (caplen below its length) is
-// sent as captured.
+// file is read into memory first (LoadFrames), so reading it does not
+// slow the sending.
 func (n *Net) Send(iface, pcapPath string, opt SendOptions) (SendStats, error) {
-	frames, err := readFrames(pcapPath)
+	frames, err := LoadFrames(pcapPath)
 	if err != nil {
 		return SendStats{}, err
 	}
+	return n.SendFrames(iface, frames, opt)
+}
+
+// SendFrames is Send of frames already in memory.
+func (n *Net) SendFrames(iface string, frames Frames, opt SendOptions) (SendStats, error) {
 	var fd int
 	if err := n.Do(func() error {
 		var err error
@@ -146,7 +158,7 @@ func interfaceIndex(iface string) (int, error) {
 
 // readFrames reads every frame of a classic pcap file with Ethernet link
 // type into one buffer.
-func readFrames(path string) ([][]byte, error) {
+func readFrames(path string) (Frames, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open pcap: %w", err)
@@ -172,7 +184,7 @@ func readFrames(path string) ([][]byte, error) {
 		buf = append(buf, data...)
 		ends = append(ends, len(buf))
 	}
-	frames := make([][]byte, len(ends))
+	frames := make(Frames, len(ends))
 	for i, e := range ends {
 		s := 0
 		if i > 0 {
