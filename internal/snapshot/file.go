@@ -82,7 +82,7 @@ func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-"
 // by an earlier crash are removed after a successful write. Concurrent
 // Writes to one path are not supported.
 func Write(path string, h Header, sections []Section) (err error) {
-	if len(h.Params) > math.MaxUint32 || uint64(len(sections)) > math.MaxUint32 {
+	if uint64(len(h.Params)) > math.MaxUint32 || uint64(len(sections)) > math.MaxUint32 {
 		return fmt.Errorf("write snapshot %s: too many params or sections", path)
 	}
 	for _, s := range sections {
