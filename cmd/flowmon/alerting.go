@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // live agent) build them from --rules, --alerts-out and --alerting.
 type alerting struct {
 	eng      *rules.Engine
-	path     string // the rules file; "" for the embedded defaults
+	mu       sync.Mutex // guards path: a config reload may change it
+	path     string     // the rules file; "" for the embedded defaults
 	stderr   io.Writer
 	closeOut func() error
 	stop     chan struct{}
@@ -83,14 +85,32 @@ func newAlerting(rulesFlag, alertsOut, alertingFile string, stdout, stderr io.Wr
 // reload re-reads the rules file; a bad file leaves the rules running and
 // is reported with its positions.
 func (a *alerting) reload(why string) error {
-	if a.path == "" {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.load(a.path, why)
+}
+
+// switchTo loads the rules file path, which replaces the running one if
+// it loads.
+func (a *alerting) switchTo(path, why string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.load(path, why); err != nil {
+		return err
+	}
+	a.path = path
+	return nil
+}
+
+func (a *alerting) load(path, why string) error {
+	if path == "" {
 		return errors.New("the embedded default rules have no file to reload (give --rules FILE)")
 	}
-	if err := a.eng.Reload(a.path); err != nil {
+	if err := a.eng.Reload(path); err != nil {
 		fmt.Fprintf(a.stderr, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
 		return err
 	}
-	fmt.Fprintf(a.stderr, "flowmon: %s: reloaded %s (%d rules)\n", why, a.path, a.eng.Set().Len())
+	fmt.Fprintf(a.stderr, "flowmon: %s: reloaded %s (%d rules)\n", why, path, a.eng.Set().Len())
 	return nil
 }
 
@@ -129,10 +149,13 @@ type fileStamp struct {
 }
 
 func (a *alerting) stat() fileStamp {
-	if a.path == "" {
+	a.mu.Lock()
+	path := a.path
+	a.mu.Unlock()
+	if path == "" {
 		return fileStamp{}
 	}
-	fi, err := os.Stat(a.path)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return fileStamp{}
 	}

@@ -167,7 +167,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
 			return err
 		}
-		srv, err := serveMetrics(f.listen, opt.Pipeline, reload)
+		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,11 @@ const (
 )
 
 func printSummary(w io.Writer, s *engine.Summary) {
-	fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
+	if s.Interface != "" {
+		fmt.Fprintf(w, "interface        %s\n", s.Interface)
+	} else {
+		fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
+	}
 	fmt.Fprintf(w, "packets          %d (%d decoded)\n", s.Packets, s.Decoded)
 	fmt.Fprintf(w, "bytes            %d\n", s.Bytes)
 	fmt.Fprintf(w, "flows            %d (%d closed by idle timeout)\n", s.Flows, s.FlowsTimedOut)
@@ -51,6 +55,15 @@ func printSummary(w io.Writer, s *engine.Summary) {
 		if s.AlertsSuppressed > 0 {
 			fmt.Fprintf(w, "alerts folded    %d repeats inside their rules' suppress windows\n", s.AlertsSuppressed)
 		}
+	}
+	if s.KernelPackets != nil && s.KernelDrops != nil {
+		fmt.Fprintf(w, "kernel           %d packets to the capture sockets, %d dropped (rings full)\n", *s.KernelPackets, *s.KernelDrops)
+	}
+	if s.RestoredFlows != nil {
+		fmt.Fprintf(w, "restored         %d open flows taken over from the snapshot\n", *s.RestoredFlows)
+	}
+	if s.SnapshotFlows != nil {
+		fmt.Fprintf(w, "snapshot         %d open flows carried to the next run\n", *s.SnapshotFlows)
 	}
 	if s.FlowsAtCap > 0 {
 		fmt.Fprintf(w, "flow table full  %d flows timed out early at the max-flows cap (half-open first)\n", s.FlowsAtCap)

@@ -18,14 +18,27 @@ type metricsServer struct {
 }
 
 // serveMetrics listens on addr and serves pl until close; with reload,
-// POST /-/reload calls it (the rules' reload: 200, or 400 and why).
-func serveMetrics(addr string, pl *engine.Pipeline, reload func() error) (*metricsServer, error) {
+// POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
+// ready, GET /healthz and /-/ready answer 503 until it reports true (the
+// live agent: once capture runs); without, they answer 200.
+func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool) (*metricsServer, error) {
 	ph, err := engine.Handler(pl)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", ph)
+	if ready != nil {
+		h := func(w http.ResponseWriter, _ *http.Request) {
+			if !ready() {
+				http.Error(w, "not capturing", http.StatusServiceUnavailable)
+				return
+			}
+			w.Write([]byte("ok\n"))
+		}
+		mux.HandleFunc("GET /healthz", h)
+		mux.HandleFunc("GET /-/ready", h)
+	}
 	if reload != nil {
 		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, _ *http.Request) {
 			if err := reload(); err != nil {

@@ -165,6 +165,9 @@ func (f *feeder) run(ctx context.Context) error {
 		case err == nil:
 		case errors.Is(err, capture.ErrNoPacket):
 			f.flush()
+			if now := time.Now(); now.After(f.last) {
+				f.s.idle(now)
+			}
 			counted = f.publish(counted)
 			if ctx.Err() != nil {
 				return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
@@ -150,6 +151,21 @@ func (s *shard) packet(p *capture.Packet) {
 	for _, c := range s.consumers {
 		c.Packet(p, ev)
 	}
+}
+
+// idle moves the shard's clock to now when no packet came for a while
+// (a live source's idle poll; the kernel stamps packets with the same
+// wall clock): what a packet at now would have set off happens, so a
+// quiet link still gets its flow records written, its idle flows timed
+// out and its flow-count windows ended.
+func (s *shard) idle(now time.Time) {
+	if s.counter.Due(now) {
+		s.flows.flushCounts()
+		s.counter.Rotate(now)
+	}
+	n := now.UnixNano()
+	s.flows.flushEnded(n)
+	s.flows.tick(n)
 }
 
 // start runs the shard on its own goroutine, fed through in.

@@ -1,0 +1,27 @@
+//go:build !pcap
+
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/config"
+)
+
+func openPcap(*config.Config) ([]capture.Source, error) {
+	return nil, errors.New("source pcap: this flowmon was built without libpcap (build it with -tags pcap)")
+}
+
+// compileFilter reads a classic BPF program as tcpdump -ddd prints it: a
+// filter expression needs libpcap to compile (a build with -tags pcap).
+func compileFilter(s string) ([]unix.SockFilter, error) {
+	prog, err := capture.ParseBPF(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w (this flowmon reads tcpdump -ddd output; filter expressions need a build with -tags pcap)", err)
+	}
+	return prog, nil
+}

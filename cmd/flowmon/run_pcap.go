@@ -1,0 +1,30 @@
+//go:build pcap
+
+package main
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/config"
+)
+
+// openPcap opens the interface with libpcap: one handle, so one shard
+// (libpcap has no fanout), whatever the workers setting.
+func openPcap(cfg *config.Config) ([]capture.Source, error) {
+	p := cfg.Pcap
+	src, err := capture.OpenPcapLive(cfg.Interface, p.Snaplen, p.Promisc, p.Filter, p.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	return []capture.Source{src}, nil
+}
+
+// compileFilter takes tcpdump -ddd output as it is and compiles anything
+// else as a tcpdump filter expression for Ethernet.
+func compileFilter(s string) ([]unix.SockFilter, error) {
+	if config.IsBPF(s) {
+		return capture.ParseBPF(s)
+	}
+	return capture.CompileBPF(s, 1, 262144) // DLT_EN10MB
+}
