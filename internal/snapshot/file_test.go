@@ -212,6 +212,11 @@ func TestDiffParams(t *testing.T) {
 		{a, JoinParams(P("x", 1)), "the snapshot has y=b, not configured"},
 		{JoinParams(P("x", 1)), a, "the snapshot lacks y=b (configured)"},
 		{"free form", "other", `line 1 is "free form" in the snapshot, "other" configured`},
+		{"acsm={Backend:4 Capacity:65536 Timeouts:{New:1m0s Closed:2m0s} Labels:map[a:b]}\n",
+			"acsm={Backend:4 Capacity:65536 Timeouts:{New:1m0s Closed:3m0s} Labels:map[a:b]}\n",
+			"acsm.Timeouts.Closed is 2m0s in the snapshot, 3m0s configured"},
+		{"acsm={Backend:4 Capacity:65536}\n", "acsm={Backend:4 Capacity:131072}\n", "acsm.Capacity is 65536 in the snapshot, 131072 configured"},
+		{"x={A:1 B:2}\n", "x={A:1}\n", "x is {A:1 B:2} in the snapshot, {A:1} configured"},
 	} {
 		if got := DiffParams(tc.got, tc.want); got != tc.msg {
 			t.Errorf("DiffParams(%q, %q) = %q, want %q", tc.got, tc.want, got, tc.msg)

@@ -82,11 +82,67 @@ func DiffParams(got, want string) string {
 		an, av, aok := strings.Cut(g[i], "=")
 		bn, bv, bok := strings.Cut(w[i], "=")
 		if aok && bok && an == bn {
+			an, av, bv = diffValue(an, av, bv)
 			return fmt.Sprintf("%s is %s in the snapshot, %s configured", an, quoteEmpty(av), quoteEmpty(bv))
 		}
 		return fmt.Sprintf("line %d is %q in the snapshot, %q configured", i+1, g[i], w[i])
 	}
 	return "params differ" // only a trailing newline
+}
+
+// diffValue narrows a difference between two values printed with %+v
+// ("{Backend:4 Capacity:65536 Timeouts:{New:1m0s ...}}") to the first
+// field that differs, so that the message names it ("acsm.Capacity")
+// instead of quoting both structs whole. Other values are returned as
+// they are.
+func diffValue(name, a, b string) (string, string, string) {
+	fa, oka := structFields(a)
+	fb, okb := structFields(b)
+	if !oka || !okb || len(fa) != len(fb) {
+		return name, a, b
+	}
+	for i := range fa {
+		if fa[i] == fb[i] {
+			continue
+		}
+		ka, va, _ := strings.Cut(fa[i], ":")
+		kb, vb, _ := strings.Cut(fb[i], ":")
+		if ka != kb {
+			return name, a, b
+		}
+		return diffValue(name+"."+ka, va, vb)
+	}
+	return name, a, b
+}
+
+// structFields splits "{A:1 B:{C:2 D:3} E:[x y]}" into its top-level
+// fields "A:1", "B:{C:2 D:3}", "E:[x y]".
+func structFields(s string) ([]string, bool) {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil, false
+	}
+	var out []string
+	depth, start := 0, 1
+	for i := 1; i < len(s)-1; i++ {
+		switch s[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ' ':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	out = append(out, s[start:len(s)-1])
+	for _, f := range out {
+		if !strings.Contains(f, ":") {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 func lines(s string) []string {
