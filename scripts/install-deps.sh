@@ -6,7 +6,11 @@
 set -euo pipefail
 need=()
 case "${1:-test}" in
-test) command -v capinfos >/dev/null || need+=(tshark) ;; # capture tests compare counts with capinfos
+test)
+	command -v capinfos >/dev/null || need+=(tshark)       # capture tests compare counts with capinfos
+	command -v tcpreplay >/dev/null || need+=(tcpreplay)   # flowmon run's tests send traces into veth pairs
+	command -v ip >/dev/null || need+=(iproute2)           # and make the pairs in namespaces of their own
+	[ -e /usr/include/pcap.h ] || need+=(libpcap-dev) ;;   # the libpcap source (-tags pcap)
 bench) for p in tcpdump:tcpdump softflowd:softflowd nfpcapd:nfdump argus:argus-server racount:argus-client; do PATH=$PATH:/usr/sbin command -v "${p%%:*}" >/dev/null || need+=("${p#*:}"); done; [ -x /usr/bin/time ] || need+=(time) ;;
 e2e)
 	command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)

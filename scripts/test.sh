@@ -20,4 +20,9 @@ $GO build -o "$tmp/testreport" ./internal/testreport/cmd/testreport || exit 1
 # of the report.
 $GO test -json -timeout 12m "$@" ./... >"$tmp/log" 2>&1
 status=$?
+# The libpcap source is built only with -tags pcap (cgo and libpcap's
+# headers): its tests run again with the tag where libpcap is installed.
+if [ -e /usr/include/pcap.h ] || [ -e /usr/include/pcap/pcap.h ]; then
+	$GO test -json -timeout 5m -tags pcap -run 'Pcap' "$@" ./capture/ ./cmd/flowmon/ >>"$tmp/log" 2>&1 || status=1
+fi
 "$tmp/testreport" -status "$status" <"$tmp/log"

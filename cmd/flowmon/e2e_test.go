@@ -31,11 +31,13 @@ func e2e(t *testing.T, tools ...string) {
 	}
 }
 
-// buildFlowmon builds the command once per test binary.
-func buildFlowmon(t *testing.T) string {
+// buildFlowmon builds the command (go build flags, e.g. -tags pcap) into
+// the test's temp dir.
+func buildFlowmon(t *testing.T, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "flowmon")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	args := append(append([]string{"build"}, flags...), "-o", bin, ".")
+	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

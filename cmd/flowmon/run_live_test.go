@@ -195,13 +195,19 @@ func compareLive(t *testing.T, what string, got, want liveSummary) {
 // and two workers, sees what flowmon replay reads in the trace sent into
 // the other end: packets, flows, conn_states, duplicates.
 func TestRunMatchesReplay(t *testing.T) {
+	testRunMatchesReplay(t, "afpacket", "1", "2")
+}
+
+// testRunMatchesReplay runs flowmon run on source with each number of
+// workers over the same trace and compares each summary with replay's.
+func testRunMatchesReplay(t *testing.T, source string, workerCounts ...string) {
 	n := liveNet(t)
-	bin := buildFlowmon(t)
+	bin := buildFlowmon(t, buildTags(source)...)
 	trace := writeLiveTrace(t, 2000, 3, 11)
 	want := replaySummary(t, trace)
-	for _, workers := range []string{"1", "2"} {
+	for _, workers := range workerCounts {
 		t.Run("workers="+workers, func(t *testing.T) {
-			a := startAgent(t, bin, n, "--workers", workers)
+			a := startAgent(t, bin, n, "--source", source, "--workers", workers)
 			if code, body := a.get(t, n, "/-/ready"); code != http.StatusOK {
 				t.Errorf("/-/ready: %d %q while capturing", code, body)
 			}
@@ -216,7 +222,7 @@ func TestRunMatchesReplay(t *testing.T) {
 			if got.KernelDrops == nil || *got.KernelDrops != 0 {
 				t.Fatalf("kernel drops %v: the comparison needs every packet", deref(got.KernelDrops))
 			}
-			compareLive(t, "flowmon run --workers "+workers, got, want)
+			compareLive(t, "flowmon run --source "+source+" --workers "+workers, got, want)
 			if got.Workers != len(workers) && fmt.Sprint(got.Workers) != workers {
 				t.Errorf("summary workers %d, want %s", got.Workers, workers)
 			}
@@ -225,6 +231,14 @@ func TestRunMatchesReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildTags are the build tags a source needs.
+func buildTags(source string) []string {
+	if source == "pcap" {
+		return []string{"-tags", "pcap"}
+	}
+	return nil
 }
 
 func deref(p *uint64) any {
@@ -473,7 +487,8 @@ func TestRunFloodKeepsHeapFlat(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("afpacket:\n  block-size: 64KiB\n  block-count: 4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := startAgent(t, bin, n, "--config", cfg, "--workers", "2")
+	// The default rules on: no stage, rules included, may grow.
+	a := startAgent(t, bin, n, "--config", cfg, "--workers", "2", "--rules", "")
 	heap := func() float64 {
 		_, m := a.get(t, n, "/metrics")
 		for _, l := range strings.Split(m, "\n") {
