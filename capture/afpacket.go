@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 )
@@ -26,7 +27,8 @@ type AFPacketConfig struct {
 	// and a multiple of the page size, from 4 KiB to 256 MiB. Default 1 MiB.
 	BlockSize int
 	// BlockCount is the number of blocks of each socket's ring, 1 to
-	// 65536, and BlockSize × BlockCount at most 4 GiB. Default 64.
+	// 65536, and BlockSize × BlockCount at most 4 GiB (2 GiB on a 32-bit
+	// platform). Default 64.
 	BlockCount int
 	// FrameSize is the kernel's nominal frame size: a multiple of 16
 	// (TPACKET_ALIGNMENT) from 128 to BlockSize. A TPACKET_V3 ring packs
@@ -118,12 +120,16 @@ func (c AFPacketConfig) Validate() error {
 		bad("block-size %d must be a power of two from %d to %d and a multiple of the page size %d",
 			bs, afpMinBlockSize, afpMaxBlockSize, page)
 	}
+	maxRing := int64(afpMaxRingSize)
+	if math.MaxInt < maxRing { // a 32-bit platform maps less
+		maxRing = math.MaxInt
+	}
 	switch n := c.BlockCount; {
 	case n < 1 || n > afpMaxBlockCount:
 		bad("block-count %d must be from 1 to %d", n, afpMaxBlockCount)
-	case bsOK && int64(bs)*int64(n) > afpMaxRingSize:
+	case bsOK && int64(bs)*int64(n) > maxRing:
 		bad("block-count %d of block-size %d make a ring of %d bytes: block-size × block-count must be at most %d",
-			n, bs, int64(bs)*int64(n), int64(afpMaxRingSize))
+			n, bs, int64(bs)*int64(n), maxRing)
 	}
 	if fs := c.FrameSize; fs < afpMinFrameSize || fs%afpFrameAlign != 0 || fs > afpMaxBlockSize || (bsOK && fs > bs) {
 		most := fmt.Sprint(afpMaxBlockSize)

@@ -41,6 +41,13 @@ type SockFilter = unix.SockFilter
 // holds it: same VLAN count, same lengths. A BPF filter still runs on the
 // frame without its tag.
 //
+// The socket sees packets as the interface's receive path hands them
+// over, as tcpdump does: packets the host itself sends on the interface
+// too (outgoing), and on a NIC that merges segments (GRO, LRO) one frame
+// larger than the MTU for several on the wire; on a monitoring port turn
+// merging off (ethtool -K IFACE gro off lro off) to count the wire's
+// packets.
+//
 // Next, Stats and LinkType are for the one goroutine that reads the
 // source; KernelStats and Close may be called from any goroutine.
 type AFPacket struct {
