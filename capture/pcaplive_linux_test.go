@@ -77,7 +77,7 @@ func readPcap(t testing.TB, s *capture.PcapLive, play func() error) *tally {
 // TestPcapLiveVethMatchesFile plays a trace into a veth pair and checks
 // that libpcap's capture is what reading the file gives.
 func TestPcapLiveVethMatchesFile(t *testing.T) {
-	path := genTrace(t, 1000, gen.LinkEthernet)
+	path := genTrace(t, 500, gen.LinkEthernet)
 	want := fileTally(t, path)
 	n := netnstest.New(t)
 	s := openPcapIn(t, n, n.B, "", 0)
