@@ -620,7 +620,7 @@ func TestOpenAFPacketErrors(t *testing.T) {
 		want    string
 	}{
 		{capture.AFPacketConfig{Iface: "fm-none"}, 1, `no interface "fm-none" in this network namespace`},
-		{capture.AFPacketConfig{Iface: n.B, BlockSize: 1000}, 1, "block-size 1000"},
+		{capture.AFPacketConfig{Iface: n.B, BlockSize: 1000}, 1, "1000 must be a power of two"},
 		{capture.AFPacketConfig{Iface: n.B}, 0, "workers 0 must be from 1 to 256"},
 	} {
 		err := n.Do(func() error {

@@ -43,32 +43,36 @@ func TestAFPacketConfigDefaults(t *testing.T) {
 	}
 }
 
+// TestAFPacketConfigValidate checks that each setting out of range is
+// refused with a message that names the setting, the value and the rule,
+// and that Validate reports all of them at once.
 func TestAFPacketConfigValidate(t *testing.T) {
-	ok := AFPacketConfig{Iface: "eth0"}
+	ok := AFPacketConfig{Iface: "eth0"}.WithDefaults()
 	for _, tc := range []struct {
 		name string
 		edit func(*AFPacketConfig)
 		want []string // every one must be in the error; none: valid
 	}{
 		{"defaults", func(*AFPacketConfig) {}, nil},
-		{"no iface", func(c *AFPacketConfig) { c.Iface = "" }, []string{"iface: no interface named"}},
-		{"long iface", func(c *AFPacketConfig) { c.Iface = "abcdefghijklmnop" }, []string{`iface "abcdefghijklmnop" is 16 bytes`}},
-		{"block not power of two", func(c *AFPacketConfig) { c.BlockSize = 3 << 12 }, []string{"block-size 12288 must be a power of two from 4096 to 268435456"}},
-		{"block too small", func(c *AFPacketConfig) { c.BlockSize = 2048; c.FrameSize = 128 }, []string{"block-size 2048"}},
-		{"block too big", func(c *AFPacketConfig) { c.BlockSize = 512 << 20 }, []string{"block-size 536870912"}},
-		{"negative count", func(c *AFPacketConfig) { c.BlockCount = -1 }, []string{"block-count -1 must be from 1 to 65536"}},
+		{"no iface", func(c *AFPacketConfig) { c.Iface = "" }, []string{"iface", "no interface named"}},
+		{"long iface", func(c *AFPacketConfig) { c.Iface = "abcdefghijklmnop" }, []string{"iface", `"abcdefghijklmnop" is 16 bytes`}},
+		{"block not power of two", func(c *AFPacketConfig) { c.BlockSize = 3 << 12 }, []string{"block-size", "must be a power of two from"}},
+		{"block too small", func(c *AFPacketConfig) { c.BlockSize = 2048; c.FrameSize = 128 }, []string{"block-size", "must be a power of two from"}},
+		{"block too big", func(c *AFPacketConfig) { c.BlockSize = 512 << 20 }, []string{"block-size", "must be a power of two from"}},
+		{"block not whole pages", func(c *AFPacketConfig) { c.BlockSize = 1000 }, []string{"block-size", "1000 must be a power of two"}},
+		{"negative count", func(c *AFPacketConfig) { c.BlockCount = -1 }, []string{"block-count", "-1 must be", "65536"}},
 		{"ring too big", func(c *AFPacketConfig) { c.BlockSize = 256 << 20; c.BlockCount = 32 },
-			[]string{"block-count 32 of block-size 268435456 make a ring of 8589934592 bytes: block-size × block-count must be at most 4294967296"}},
-		{"frame unaligned", func(c *AFPacketConfig) { c.FrameSize = 2004 }, []string{"frame-size 2004 must be a multiple of 16 from 128 to block-size 1048576"}},
-		{"frame small", func(c *AFPacketConfig) { c.FrameSize = 64 }, []string{"frame-size 64"}},
-		{"frame above block", func(c *AFPacketConfig) { c.BlockSize = 4096; c.FrameSize = 8192 }, []string{"frame-size 8192 must be a multiple of 16 from 128 to block-size 4096"}},
-		{"timeout short", func(c *AFPacketConfig) { c.BlockTimeout = time.Microsecond }, []string{"block-timeout 1µs must be from 1ms to 10s"}},
-		{"timeout long", func(c *AFPacketConfig) { c.BlockTimeout = time.Minute }, []string{"block-timeout 1m0s must be from 1ms to 10s"}},
-		{"fanout", func(c *AFPacketConfig) { c.Fanout = "rr" }, []string{`fanout "rr" must be hash, cpu or lb`}},
-		{"filter", func(c *AFPacketConfig) { c.Filter = []SockFilter{{Code: 0x28, K: 12}} }, []string{"filter: the last instruction (code 40) is not a return"}},
+			[]string{"block-count", "block-size × block-count must be at most"}},
+		{"frame unaligned", func(c *AFPacketConfig) { c.FrameSize = 2004 }, []string{"frame-size", "2004 must be a multiple of 16 from 128 to block-size"}},
+		{"frame small", func(c *AFPacketConfig) { c.FrameSize = 64 }, []string{"frame-size", "64 must be a multiple of 16 from 128"}},
+		{"frame above block", func(c *AFPacketConfig) { c.BlockSize = 4096; c.FrameSize = 8192 }, []string{"frame-size", "must be a multiple of 16 from 128 to block-size"}},
+		{"timeout short", func(c *AFPacketConfig) { c.BlockTimeout = time.Microsecond }, []string{"block-timeout", "1µs must be", "1ms", "10s"}},
+		{"timeout long", func(c *AFPacketConfig) { c.BlockTimeout = time.Minute }, []string{"block-timeout", "1m0s must be", "1ms", "10s"}},
+		{"fanout", func(c *AFPacketConfig) { c.Fanout = "rr" }, []string{"fanout", `"rr" must be hash, cpu or lb`}},
+		{"filter", func(c *AFPacketConfig) { c.Filter = []SockFilter{{Code: 0x28, K: 12}} }, []string{"filter", "the last instruction (code 40) is not a return"}},
 		{"all at once", func(c *AFPacketConfig) {
 			c.Iface, c.BlockSize, c.BlockCount, c.FrameSize, c.BlockTimeout, c.Fanout = "", 5000, 1<<17, 7, -1, "x"
-		}, []string{"iface", "block-size 5000", "block-count 131072", "frame-size 7", "block-timeout -1ns", `fanout "x"`}},
+		}, []string{"iface", "block-size", "5000", "block-count", "131072", "frame-size", "7 must", "block-timeout", "-1ns", `fanout`, `"x"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
