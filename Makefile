@@ -5,7 +5,7 @@ BIN     ?= bin/flowmon
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build test lint vet fmt-check bench fuzz-short generate e2e eval bench-replay clean
+.PHONY: all build test lint vet fmt-check bench fuzz-short generate e2e eval bench-replay bench-live clean
 
 all: build test
 
@@ -63,6 +63,13 @@ eval: build
 # argus on the same generated traces, into docs/benchmarks.md.
 bench-replay: build
 	scripts/bench-replay.sh $(BIN)
+
+# Live capture on a veth pair (root): flowmon run with afpacket (1 and 2
+# workers) and pcap beside tcpreplay's own rate; the table for
+# docs/benchmarks.md.
+bench-live: build
+	$(GO) build -tags pcap -o bin/flowmon-pcap ./cmd/flowmon
+	scripts/bench-live.sh $(BIN) bin/flowmon-pcap
 
 clean:
 	rm -rf bin bench.txt
