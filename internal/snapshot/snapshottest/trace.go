@@ -42,10 +42,3 @@ func Trace(t testing.TB, flows int, duration time.Duration, dupRate float64, see
 	return out
 }
 
-// Span is the time from the first packet to the last.
-func Span(ps []capture.Packet) time.Duration {
-	if len(ps) == 0 {
-		return 0
-	}
-	return ps[len(ps)-1].Timestamp.Sub(ps[0].Timestamp)
-}
