@@ -41,4 +41,3 @@ func Trace(t testing.TB, flows int, duration time.Duration, dupRate float64, see
 	}
 	return out
 }
-
