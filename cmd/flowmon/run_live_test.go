@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -528,4 +529,32 @@ func TestRunFloodKeepsHeapFlat(t *testing.T) {
 		t.Errorf("sent %d; kernel saw %d, flowmon processed %d and the kernel dropped %d: %d unaccounted for",
 			sent, *s.KernelPackets, s.Packets, *s.KernelDrops, int64(sent)-int64(s.Packets+*s.KernelDrops))
 	}
+}
+
+// TestRunDropsPrivileges: with --user the agent runs as that user once
+// its sockets are open, and goes on capturing.
+func TestRunDropsPrivileges(t *testing.T) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody to drop to: %v", err)
+	}
+	n := liveNet(t)
+	bin := buildFlowmon(t)
+	trace := writeLiveTrace(t, 200, 1, 14)
+	a := startAgent(t, bin, n, "--workers", "2", "--user", "nobody")
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(l); len(f) == 5 && f[0] == "Uid:" && (f[1] != u.Uid || f[2] != u.Uid || f[3] != u.Uid) {
+			t.Errorf("after --user nobody (uid %s): %s", u.Uid, l)
+		}
+	}
+	if _, err := n.Tcpreplay(t, n.A, trace); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	want := replaySummary(t, trace)
+	compareLive(t, "flowmon run --user nobody", a.stop(t), want)
 }
