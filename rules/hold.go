@@ -49,15 +49,16 @@ type holdTable struct {
 	seed uint64
 	n    int
 	full uint64 // sampled flows not held: the table was full
+	// The window the counts belong to, [start, end) in ns, aligned as the
+	// rule's (windows.index): the table keeps its own bounds so that a
+	// packet compares its time with fields on the line it reads anyway
+	// (the header's), not a line past the 128 KB of slots.
+	size, start, end int64
 	// maybe has a bit set for each held flow's hash (and others': a
 	// Bloom filter of one hash), so a packet of a flow not held rarely
 	// reads the table.
 	maybe [holdBits / 64]uint64
 	slots [holdSize]held
-	// The window the counts belong to, [start, end) in ns, aligned as the
-	// rule's (windows.index): the table keeps its own bounds so that a
-	// packet compares its time with two fields beside the bitmap.
-	size, start, end int64
 }
 
 func newHoldTable(above float64, window time.Duration, seed uint64) *holdTable {

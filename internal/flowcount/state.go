@@ -80,11 +80,7 @@ func (c *Counter) AppendState(b []byte) ([]byte, error) {
 }
 
 func appendFilter(b []byte, f *ccf.Filter) ([]byte, error) {
-	rng, err := ccfRNG(f)
-	if err != nil {
-		return b, err
-	}
-	b = binary.LittleEndian.AppendUint64(b, rng)
+	b = binary.LittleEndian.AppendUint64(b, f.KickState())
 	return snapshot.AppendBlob(b, f.AppendBinary)
 }
 
@@ -111,7 +107,7 @@ func readFilter(d *snapshot.Decoder, what string, like *ccf.Filter) *ccf.Filter 
 			got.MaxKicks, got.StashSize, got.MaxLevels, want.MaxKicks, want.StashSize, want.MaxLevels)
 		return nil
 	}
-	if err := setCCFState(f, rng, like); err != nil {
+	if err := f.Resume(rng, like); err != nil {
 		d.Failf("%s: %v", what, err)
 		return nil
 	}
