@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -19,8 +20,9 @@ import (
 
 // AFPacketConfig is one AF_PACKET capture: the ring of each socket and how
 // the sockets of several workers share the traffic. Zero fields take the
-// defaults of WithDefaults; Validate names the setting of any value out of
-// range, by its key in the agent's config file.
+// defaults of WithDefaults when the capture opens; Validate names the
+// setting of any value out of range, by its key in the agent's config
+// file.
 type AFPacketConfig struct {
 	Iface string // interface to capture on
 	// BlockSize is the size of one ring block in bytes: a power of two
@@ -59,27 +61,55 @@ type AFPacketConfig struct {
 	Filter []SockFilter
 }
 
-// The bounds Validate checks.
+// The bounds of AFPacketConfig's settings, which Validate checks; the
+// agent's config file is checked against them too.
 const (
-	afpMinBlockSize  = 4 << 10
-	afpMaxBlockSize  = 256 << 20
-	afpMaxBlockCount = 1 << 16
-	afpMaxRingSize   = 4 << 30
-	afpFrameAlign    = 16 // TPACKET_ALIGNMENT
-	afpMinFrameSize  = 128
-	afpMinTimeout    = time.Millisecond
-	afpMaxTimeout    = 10 * time.Second
-	afpMaxWorkers    = 256 // PACKET_FANOUT_MAX: sockets in one fanout group
-	bpfMaxInsns      = 4096
-	maxIfaceName     = 15 // IFNAMSIZ less its NUL
+	AFPacketMinBlockSize  = 4 << 10 // BlockSize, also a whole number of pages
+	AFPacketMaxBlockSize  = 256 << 20
+	AFPacketMaxBlockCount = 1 << 16
+	AFPacketMaxRingSize   = 4 << 30 // BlockSize × BlockCount; on a 32-bit platform, math.MaxInt
+	AFPacketFrameAlign    = 16      // TPACKET_ALIGNMENT: FrameSize is a multiple of it
+	AFPacketMinFrameSize  = 128
+	// MinReadTimeout and MaxReadTimeout bound BlockTimeout, and
+	// OpenPcapLive's read timeout.
+	MinReadTimeout = time.Millisecond
+	MaxReadTimeout = 10 * time.Second
+)
+
+const (
+	afpMinTimeout = MinReadTimeout // pcaplive.go's names for the read timeout's bounds
+	afpMaxTimeout = MaxReadTimeout
+	afpMaxWorkers = 256  // PACKET_FANOUT_MAX: sockets in one fanout group
+	bpfMaxInsns   = 4096 // BPF_MAXINSNS
+	maxIfaceName  = 15   // IFNAMSIZ less its NUL
 )
 
 // Fanout modes of AFPacketConfig.Fanout.
 const (
-	FanoutHash = "hash"
-	FanoutCPU  = "cpu"
-	FanoutLB   = "lb"
+	FanoutHash = "hash" // PACKET_FANOUT_HASH: by flow, both directions to one socket
+	FanoutCPU  = "cpu"  // PACKET_FANOUT_CPU: by the CPU that received the packet
+	FanoutLB   = "lb"   // PACKET_FANOUT_LB: round robin
 )
+
+// A SettingError is one setting of an AFPacketConfig that Validate
+// refuses.
+type SettingError struct {
+	// Key is the setting as the agent's config file names it in its
+	// afpacket section: block-size, block-count, frame-size,
+	// block-timeout, fanout or filter; iface is Iface (the file's
+	// top-level interface).
+	Key string
+	// Msg is what is wrong: the value and the rule, sizes written as
+	// FormatSize does ("3000 must be a power of two from 4KiB to 256MiB
+	// (a whole number of 4096-byte pages)").
+	Msg string
+	Err error // the cause, if any: ErrBPF for a filter
+}
+
+func (e *SettingError) Error() string { return e.Key + ": " + e.Msg }
+
+// Unwrap returns the cause, nil but for a filter.
+func (e *SettingError) Unwrap() error { return e.Err }
 
 // WithDefaults returns c with every zero field set to its default.
 func (c AFPacketConfig) WithDefaults() AFPacketConfig {
@@ -101,56 +131,59 @@ func (c AFPacketConfig) WithDefaults() AFPacketConfig {
 	return c
 }
 
-// Validate reports every setting of c out of range, each naming its key
-// and the range; zero fields count as their defaults.
+// Validate reports every setting of c out of range, each a
+// *SettingError naming its key, the value and the range, joined
+// (errors.Join). It checks c as it is, so a zero field is out of range:
+// c.WithDefaults().Validate() checks what OpenAFPacket would open.
 func (c AFPacketConfig) Validate() error {
-	c = c.WithDefaults()
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
 	switch {
 	case c.Iface == "":
-		bad("iface: no interface named")
+		bad("iface", "no interface named")
 	case len(c.Iface) > maxIfaceName:
-		bad("iface %q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), maxIfaceName)
+		bad("iface", "%q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), maxIfaceName)
 	}
 	page := os.Getpagesize()
 	bs := c.BlockSize
-	bsOK := bs >= afpMinBlockSize && bs <= afpMaxBlockSize && bs&(bs-1) == 0 && bs%page == 0
+	bsOK := bs >= AFPacketMinBlockSize && bs <= AFPacketMaxBlockSize && bs&(bs-1) == 0 && bs%page == 0
 	if !bsOK {
-		bad("block-size %d must be a power of two from %d to %d and a multiple of the page size %d",
-			bs, afpMinBlockSize, afpMaxBlockSize, page)
+		bad("block-size", "%s must be a power of two from %s to %s (a whole number of %d-byte pages)",
+			FormatSize(int64(bs)), FormatSize(AFPacketMinBlockSize), FormatSize(AFPacketMaxBlockSize), page)
 	}
-	maxRing := int64(afpMaxRingSize)
+	maxRing := int64(AFPacketMaxRingSize)
 	if math.MaxInt < maxRing { // a 32-bit platform maps less
 		maxRing = math.MaxInt
 	}
 	switch n := c.BlockCount; {
-	case n < 1 || n > afpMaxBlockCount:
-		bad("block-count %d must be from 1 to %d", n, afpMaxBlockCount)
+	case n < 1 || n > AFPacketMaxBlockCount:
+		bad("block-count", "%d must be between 1 and %d", n, AFPacketMaxBlockCount)
 	case bsOK && int64(bs)*int64(n) > maxRing:
-		bad("block-count %d of block-size %d make a ring of %d bytes: block-size × block-count must be at most %d",
-			n, bs, int64(bs)*int64(n), maxRing)
+		bad("block-count", "%d blocks of %s make a ring of %s: block-size × block-count must be at most %s",
+			n, FormatSize(int64(bs)), FormatSize(int64(bs)*int64(n)), FormatSize(maxRing))
 	}
-	if fs := c.FrameSize; fs < afpMinFrameSize || fs%afpFrameAlign != 0 || fs > afpMaxBlockSize || (bsOK && fs > bs) {
-		most := fmt.Sprint(afpMaxBlockSize)
+	if fs := c.FrameSize; fs < AFPacketMinFrameSize || fs%AFPacketFrameAlign != 0 || fs > AFPacketMaxBlockSize || (bsOK && fs > bs) {
+		most := "block-size"
 		if bsOK {
-			most = fmt.Sprintf("block-size %d", bs)
+			most += " (" + FormatSize(int64(bs)) + ")"
 		}
-		bad("frame-size %d must be a multiple of %d from %d to %s", fs, afpFrameAlign, afpMinFrameSize, most)
+		bad("frame-size", "%s must be a multiple of %d from %d to %s", FormatSize(int64(fs)), AFPacketFrameAlign, AFPacketMinFrameSize, most)
 	}
-	if t := c.BlockTimeout; t < afpMinTimeout || t > afpMaxTimeout {
-		bad("block-timeout %v must be from %v to %v", t, afpMinTimeout, afpMaxTimeout)
+	if t := c.BlockTimeout; t < MinReadTimeout || t > MaxReadTimeout {
+		bad("block-timeout", "%v must be between %v and %v", t, MinReadTimeout, MaxReadTimeout)
 	}
 	switch c.Fanout {
 	case FanoutHash, FanoutCPU, FanoutLB:
 	default:
-		bad("fanout %q must be %s, %s or %s", c.Fanout, FanoutHash, FanoutCPU, FanoutLB)
+		bad("fanout", "%q must be %s, %s or %s", c.Fanout, FanoutHash, FanoutCPU, FanoutLB)
 	}
 	if n := len(c.Filter); n > bpfMaxInsns {
-		bad("filter of %d instructions: at most %d", n, bpfMaxInsns)
+		errs = append(errs, &SettingError{Key: "filter", Msg: fmt.Sprintf("%d instructions, more than %d", n, bpfMaxInsns), Err: ErrBPF})
 	} else if n > 0 {
 		if err := checkBPF(c.Filter); err != nil {
-			errs = append(errs, fmt.Errorf("filter: %w", err))
+			errs = append(errs, &SettingError{Key: "filter", Msg: err.Error(), Err: err})
 		}
 	}
 	return errors.Join(errs...)
@@ -162,4 +195,19 @@ func validWorkers(workers int) error {
 		return fmt.Errorf("workers %d must be from 1 to %d (sockets in one fanout group)", workers, afpMaxWorkers)
 	}
 	return nil
+}
+
+// FormatSize writes a byte count in the largest binary unit that holds
+// it whole ("1MiB", "4KiB"), in bytes otherwise ("3000"), as the agent's
+// config file writes sizes and reads them back.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

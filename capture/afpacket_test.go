@@ -2,6 +2,7 @@ package capture
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,10 @@ func TestAFPacketConfigDefaults(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
+	}
+	// Validate checks the fields as they are: zero is out of range.
+	if err := (AFPacketConfig{Iface: "eth0"}).Validate(); err == nil || !strings.Contains(err.Error(), "block-count: 0 must be between 1 and 65536") {
+		t.Errorf("zero fields: %v", err)
 	}
 	// Set fields stay.
 	d := AFPacketConfig{Iface: "x", BlockSize: 1 << 16, BlockCount: 3, FrameSize: 256, BlockTimeout: time.Second, Fanout: FanoutLB}
@@ -70,6 +75,7 @@ func TestAFPacketConfigValidate(t *testing.T) {
 		{"timeout long", func(c *AFPacketConfig) { c.BlockTimeout = time.Minute }, []string{"block-timeout", "1m0s must be", "1ms", "10s"}},
 		{"fanout", func(c *AFPacketConfig) { c.Fanout = "rr" }, []string{"fanout", `"rr" must be hash, cpu or lb`}},
 		{"filter", func(c *AFPacketConfig) { c.Filter = []SockFilter{{Code: 0x28, K: 12}} }, []string{"filter", "the last instruction (code 40) is not a return"}},
+		{"long filter", func(c *AFPacketConfig) { c.Filter = make([]SockFilter, bpfMaxInsns+1) }, []string{"filter", "4097 instructions, more than 4096"}},
 		{"all at once", func(c *AFPacketConfig) {
 			c.Iface, c.BlockSize, c.BlockCount, c.FrameSize, c.BlockTimeout, c.Fanout = "", 5000, 1<<17, 7, -1, "x"
 		}, []string{"iface", "block-size", "5000", "block-count", "131072", "frame-size", "7 must", "block-timeout", "-1ns", `fanout`, `"x"`}},
@@ -94,14 +100,43 @@ func TestAFPacketConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := (AFPacketConfig{Filter: []SockFilter{{Code: 0x28}}}).Validate(); !errors.Is(err, ErrBPF) {
-		t.Errorf("a bad filter's error %v does not wrap ErrBPF", err)
+	// One *SettingError a setting, in the fields' order, written "key: msg".
+	all := AFPacketConfig{BlockSize: 5000, BlockCount: 1 << 17, FrameSize: 7, BlockTimeout: -1, Fanout: "x", Filter: []SockFilter{{Code: 0x28}}}
+	err := all.Validate()
+	var keys []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		se, ok := e.(*SettingError)
+		if !ok {
+			t.Fatalf("%v (%T) is not a *SettingError", e, e)
+		}
+		if se.Error() != se.Key+": "+se.Msg {
+			t.Errorf("%+v is written %q", se, se.Error())
+		}
+		if se.Key == "filter" && !errors.Is(se, ErrBPF) {
+			t.Errorf("a bad filter's error %v does not wrap ErrBPF", se)
+		}
+		keys = append(keys, se.Key)
+	}
+	if want := []string{"iface", "block-size", "block-count", "frame-size", "block-timeout", "fanout", "filter"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want %v", keys, want)
+	}
+	if !errors.Is(err, ErrBPF) {
+		t.Errorf("%v does not wrap ErrBPF", err)
 	}
 	if err := validWorkers(0); err == nil || !strings.Contains(err.Error(), "workers 0 must be from 1 to 256") {
 		t.Errorf("workers 0: %v", err)
 	}
 	if err := validWorkers(257); err == nil {
 		t.Error("workers 257 accepted")
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 1000: "1000", 1536: "1536", 4096: "4KiB", 1 << 20: "1MiB",
+		3 << 30: "3GiB", 3 << 40: "3TiB", -4096: "-4KiB"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %s, want %s", n, got, want)
+		}
 	}
 }
 

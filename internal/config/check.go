@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/engine"
 )
 
@@ -44,36 +45,8 @@ func (c *Config) check(given func(key string) bool) []problem {
 		add("source", "%q must be %s or %s", c.Source, SourceAFPacket, SourcePcap)
 	}
 
-	a := &c.AFPacket
-	bs := a.BlockSize
-	bsOK := bs >= MinBlockSize && bs <= MaxBlockSize && bs&(bs-1) == 0 && bs%PageSize == 0
-	if !bsOK {
-		add("afpacket.block-size", "%s must be a power of two from %s to %s (a whole number of %d-byte pages)",
-			formatSize(int64(bs)), formatSize(MinBlockSize), formatSize(MaxBlockSize), PageSize)
-	}
-	switch n := a.BlockCount; {
-	case n < 1 || n > MaxBlockCount:
-		add("afpacket.block-count", "%d must be between 1 and %d", n, MaxBlockCount)
-	case bsOK && int64(bs)*int64(n) > MaxRingSize:
-		add("afpacket.block-count", "%d blocks of %s make a ring of %s: block-size × block-count must be at most %s",
-			n, formatSize(int64(bs)), formatSize(int64(bs)*int64(n)), formatSize(MaxRingSize))
-	}
-	if fs := a.FrameSize; fs < MinFrameSize || fs%FrameAlign != 0 || (bsOK && fs > bs) || fs > MaxBlockSize {
-		most := "block-size"
-		if bsOK {
-			most += " (" + formatSize(int64(bs)) + ")"
-		}
-		add("afpacket.frame-size", "%s must be a multiple of %d from %d to %s", formatSize(int64(fs)), FrameAlign, MinFrameSize, most)
-	}
-	if t := a.BlockTimeout; t < MinTimeout || t > MaxTimeout {
-		add("afpacket.block-timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(MinTimeout), formatDuration(MaxTimeout))
-	}
-	switch a.Fanout {
-	case FanoutHash, FanoutCPU, FanoutLB:
-	default:
-		add("afpacket.fanout", "%q must be %s, %s or %s", a.Fanout, FanoutHash, FanoutCPU, FanoutLB)
-	}
-	if msg := checkFilter(a.Filter); msg != "" {
+	ps = append(ps, checkAFPacket(&c.AFPacket)...)
+	if msg := checkFilter(c.AFPacket.Filter); msg != "" {
 		add("afpacket.filter", "%s", msg)
 	}
 
@@ -83,8 +56,8 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if msg := checkFilter(c.Pcap.Filter); msg != "" {
 		add("pcap.filter", "%s", msg)
 	}
-	if t := c.Pcap.Timeout; t < MinTimeout || t > MaxTimeout {
-		add("pcap.timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(MinTimeout), formatDuration(MaxTimeout))
+	if t := c.Pcap.Timeout; t < capture.MinReadTimeout || t > capture.MaxReadTimeout {
+		add("pcap.timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(capture.MinReadTimeout), formatDuration(capture.MaxReadTimeout))
 	}
 
 	ps = append(ps, checkPipeline(&c.Pipeline, given)...)
@@ -104,6 +77,26 @@ func (c *Config) check(given func(key string) bool) []problem {
 	return ps
 }
 
+// checkAFPacket runs capture's Validate on the ring's settings and names
+// them as the file does ("afpacket.block-count: 0 must be between 1 and
+// 65536"). The interface is checked on its own (interface), and the
+// filter, a string here, by checkFilter.
+func checkAFPacket(a *AFPacket) []problem {
+	err := capture.AFPacketConfig{BlockSize: a.BlockSize, BlockCount: a.BlockCount, FrameSize: a.FrameSize,
+		BlockTimeout: a.BlockTimeout, Fanout: a.Fanout}.Validate()
+	var ps []problem
+	for _, e := range unjoin(err) {
+		var se *capture.SettingError
+		switch {
+		case !errors.As(e, &se):
+			ps = append(ps, problem{key: "afpacket", msg: e.Error()})
+		case se.Key != "iface":
+			ps = append(ps, problem{key: "afpacket." + se.Key, msg: se.Msg})
+		}
+	}
+	return ps
+}
+
 // checkPipeline runs the engine's Validate and names its settings as the
 // file does ("pipeline.workers: 0 must be between 1 and 256").
 func checkPipeline(s *engine.Settings, given func(key string) bool) []problem {
@@ -111,16 +104,8 @@ func checkPipeline(s *engine.Settings, given func(key string) bool) []problem {
 	if given != nil {
 		g = func(name string) bool { return given("pipeline." + name) }
 	}
-	err := s.Validate(g)
-	if err == nil {
-		return nil
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
 	var ps []problem
-	for _, e := range errs {
+	for _, e := range unjoin(s.Validate(g)) {
 		var se *engine.SettingError
 		if errors.As(e, &se) {
 			ps = append(ps, problem{key: "pipeline." + se.Name, msg: se.Value + " " + unbrace(se.Want), want: unbrace(se.Want)})
@@ -129,6 +114,18 @@ func checkPipeline(s *engine.Settings, given func(key string) bool) []problem {
 		}
 	}
 	return ps
+}
+
+// unjoin returns the errors that err joins (errors.Join), err alone if
+// it joins none, nothing if it is nil.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // unbrace writes a SettingError's Want with its {names} bare: within the

@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/engine"
 )
 
@@ -38,13 +39,14 @@ type Config struct {
 
 // AFPacket is the TPACKET_V3 ring of an AF_PACKET socket: BlockCount
 // blocks of BlockSize bytes, which the kernel hands over when full or
-// after BlockTimeout.
+// after BlockTimeout. Its settings are capture.AFPacketConfig's, checked
+// by its Validate against its bounds (capture.AFPacketMinBlockSize, ...).
 type AFPacket struct {
-	BlockSize    int           // block-size: bytes, a power of two and a multiple of PageSize
+	BlockSize    int           // block-size: bytes, a power of two and a whole number of pages
 	BlockCount   int           // block-count
 	FrameSize    int           // frame-size: bytes, a multiple of 16, at most BlockSize
 	BlockTimeout time.Duration // block-timeout: how long a block may wait part full
-	Fanout       string        // fanout: how the workers' sockets share packets: FanoutHash, FanoutCPU or FanoutLB
+	Fanout       string        // fanout: how the workers' sockets share packets: capture.FanoutHash, FanoutCPU or FanoutLB
 	Promisc      bool          // promisc: promiscuous mode
 	Filter       string        // filter: a tcpdump expression, or tcpdump -ddd output (IsBPF, capture.ParseBPF); "" for none
 }
@@ -63,29 +65,19 @@ type Snapshot struct {
 	MaxAge time.Duration // max-age: an older snapshot is refused as stale
 }
 
-// The values of Source, AFPacket.Fanout and Rules that mean something.
+// The values of Source and Rules that mean something; AFPacket.Fanout's
+// are capture's (capture.FanoutHash, FanoutCPU, FanoutLB).
 const (
 	SourceAFPacket = "afpacket"
 	SourcePcap     = "pcap"
 
-	FanoutHash = "hash" // PACKET_FANOUT_HASH: by flow, both directions to one socket
-	FanoutCPU  = "cpu"  // PACKET_FANOUT_CPU: by the CPU that received the packet
-	FanoutLB   = "lb"   // PACKET_FANOUT_LB: round robin
-
 	RulesNone = "none"
 )
 
-// The bounds of the settings, checked by Validate, Parse and Set.
+// The bounds of the settings, checked by Validate, Parse and Set; the
+// afpacket section's are capture's (capture.AFPacketMinBlockSize, ...),
+// and so are pcap.timeout's (capture.MinReadTimeout, MaxReadTimeout).
 const (
-	PageSize       = 4096
-	MinBlockSize   = 4 << 10
-	MaxBlockSize   = 256 << 20
-	MaxBlockCount  = 1 << 16
-	MaxRingSize    = 4 << 30 // block-size × block-count
-	FrameAlign     = 16      // TPACKET_ALIGNMENT
-	MinFrameSize   = 128
-	MinTimeout     = time.Millisecond // block-timeout, pcap.timeout
-	MaxTimeout     = 10 * time.Second
 	MinSnaplen     = 96 // the headers of a tunnelled TCP packet
 	MaxSnaplen     = 262144
 	MinMaxAge      = time.Second
@@ -107,7 +99,7 @@ func Default() Config {
 			BlockCount:   64,
 			FrameSize:    2048,
 			BlockTimeout: 10 * time.Millisecond,
-			Fanout:       FanoutHash,
+			Fanout:       capture.FanoutHash,
 			Promisc:      true,
 		},
 		Pcap: Pcap{

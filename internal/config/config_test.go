@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/capture"
 )
 
 // TestSettingsCoverFields: the table of keys sets every leaf field of
@@ -197,9 +199,10 @@ func TestSizeAndDuration(t *testing.T) {
 			t.Errorf("parseSize(%q) = %d", s, n)
 		}
 	}
-	for n, want := range map[int64]string{0: "0", 4096: "4KiB", 1 << 20: "1MiB", 1000: "1000", 3 << 30: "3GiB"} {
-		if got := formatSize(n); got != want {
-			t.Errorf("formatSize(%d) = %s", n, got)
+	// parseSize reads back the sizes Effective writes.
+	for _, n := range []int64{0, 4096, 1 << 20, 1000, 3 << 30, 1536} {
+		if got, err := parseSize(capture.FormatSize(n)); err != nil || got != n {
+			t.Errorf("parseSize(capture.FormatSize(%d)) = %d, %v", n, got, err)
 		}
 	}
 	for d, want := range map[time.Duration]string{10 * time.Minute: "10m", time.Hour: "1h", 90 * time.Minute: "1h30m", 0: "0s",

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flowmon/flowmon/capture"
 )
 
 // Effective writes c as the configuration file that gives it: every key
@@ -74,7 +76,7 @@ func encode(f reflect.Value, size bool) *yaml.Node {
 	case f.Kind() == reflect.Bool:
 		n.Value = strconv.FormatBool(f.Bool())
 	case f.Kind() == reflect.Int && size && f.Int()%(1<<20) == 0:
-		n.Value = formatSize(f.Int()) // 1MiB; smaller sizes in bytes
+		n.Value = capture.FormatSize(f.Int()) // 1MiB; smaller sizes in bytes
 	case f.Kind() == reflect.Int:
 		n.Value = strconv.FormatInt(f.Int(), 10)
 	case f.Kind() == reflect.Float64:

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/engine"
 )
 
@@ -76,7 +77,7 @@ func TestFull(t *testing.T) {
 		Interface: "enp3s0f1",
 		Source:    SourcePcap,
 		AFPacket: AFPacket{BlockSize: 4 << 20, BlockCount: 128, FrameSize: 4096, BlockTimeout: 50 * time.Millisecond,
-			Fanout: FanoutCPU, Promisc: false, Filter: "tcp port 443 or udp"},
+			Fanout: capture.FanoutCPU, Promisc: false, Filter: "tcp port 443 or udp"},
 		Pcap: Pcap{Snaplen: 1500, Promisc: false, Filter: "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n",
 			Timeout: 100 * time.Millisecond},
 		Pipeline: engine.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",

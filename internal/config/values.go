@@ -127,7 +127,8 @@ var sizeUnits = map[string]int64{
 }
 
 // parseSize reads a byte count with a unit, decimal (kB, MB, GB, TB) or
-// binary (KiB, MiB, GiB, TiB), as alerts' sizes; B is bytes.
+// binary (KiB, MiB, GiB, TiB), as alerts' sizes; B is bytes. It reads
+// back what capture.FormatSize writes.
 func parseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
@@ -142,20 +143,6 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("bad size %q (want a whole number of bytes, e.g. 1MiB, 64KiB or 4096)", s)
 	}
 	return int64(n), nil
-}
-
-// formatSize writes a byte count in the largest binary unit that holds
-// it whole ("1MiB"), in bytes otherwise; parseSize reads it back.
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		name string
-		mult int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }
 
 // formatDuration writes d as time.Duration does, without its zero
