@@ -77,11 +77,8 @@ const (
 )
 
 const (
-	afpMinTimeout = MinReadTimeout // pcaplive.go's names for the read timeout's bounds
-	afpMaxTimeout = MaxReadTimeout
 	afpMaxWorkers = 256  // PACKET_FANOUT_MAX: sockets in one fanout group
 	bpfMaxInsns   = 4096 // BPF_MAXINSNS
-	maxIfaceName  = 15   // IFNAMSIZ less its NUL
 )
 
 // Fanout modes of AFPacketConfig.Fanout.
@@ -143,8 +140,8 @@ func (c AFPacketConfig) Validate() error {
 	switch {
 	case c.Iface == "":
 		bad("iface", "no interface named")
-	case len(c.Iface) > maxIfaceName:
-		bad("iface", "%q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), maxIfaceName)
+	case len(c.Iface) > MaxIfaceName:
+		bad("iface", "%q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), MaxIfaceName)
 	}
 	page := os.Getpagesize()
 	bs := c.BlockSize

@@ -5,6 +5,13 @@ import "errors"
 // What the live sources (AF_PACKET in afpacket*.go, libpcap in
 // pcaplive*.go) share.
 
+// Bounds every live source shares.
+const (
+	MaxIfaceName = 15     // IFNAMSIZ less its NUL
+	MinSnaplen   = 96     // the headers of a tunnelled TCP packet
+	MaxSnaplen   = 262144 // libpcap's largest
+)
+
 // ErrNoPacket is returned by a live source's Next when no packet arrived
 // within its poll timeout. It is not an end: the caller flushes what it
 // has batched, checks whether it should stop, and calls Next again.

@@ -19,8 +19,6 @@ import (
 
 // Bounds of OpenPcapLive's settings.
 const (
-	pcapMinSnaplen = 96 // the headers of a tunnelled TCP packet
-	pcapMaxSnaplen = 262144
 	pcapBufferSize = 64 << 20 // libpcap's buffer (its ring on Linux); libpcap's own default is 2 MiB
 )
 
@@ -54,7 +52,7 @@ var _ Source = (*PcapLive)(nil)
 // ErrNoPacket when nothing came. libpcap's buffer is 64 MiB.
 func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeout time.Duration) (*PcapLive, error) {
 	if snaplen == 0 {
-		snaplen = pcapMaxSnaplen
+		snaplen = MaxSnaplen
 	}
 	if timeout == 0 {
 		timeout = 10 * time.Millisecond
@@ -63,11 +61,11 @@ func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeou
 	if iface == "" {
 		errs = append(errs, errors.New("iface: no interface named"))
 	}
-	if snaplen < pcapMinSnaplen || snaplen > pcapMaxSnaplen {
-		errs = append(errs, fmt.Errorf("snaplen %d must be from %d to %d (0: %d)", snaplen, pcapMinSnaplen, pcapMaxSnaplen, pcapMaxSnaplen))
+	if snaplen < MinSnaplen || snaplen > MaxSnaplen {
+		errs = append(errs, fmt.Errorf("snaplen %d must be from %d to %d (0: %d)", snaplen, MinSnaplen, MaxSnaplen, MaxSnaplen))
 	}
-	if timeout < afpMinTimeout || timeout > afpMaxTimeout {
-		errs = append(errs, fmt.Errorf("timeout %v must be from %v to %v (0: 10ms)", timeout, afpMinTimeout, afpMaxTimeout))
+	if timeout < MinReadTimeout || timeout > MaxReadTimeout {
+		errs = append(errs, fmt.Errorf("timeout %v must be from %v to %v (0: 10ms)", timeout, MinReadTimeout, MaxReadTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("open pcap: %w", err)
@@ -188,8 +186,8 @@ func CompileBPF(expr string, linkType int, snaplen int) ([]SockFilter, error) {
 	if linkType < 0 || linkType > 0xFFFF {
 		return nil, fmt.Errorf("compile filter %q: link type %d out of range: %w", expr, linkType, ErrBPF)
 	}
-	if snaplen < 1 || snaplen > pcapMaxSnaplen {
-		return nil, fmt.Errorf("compile filter %q: snaplen %d must be from 1 to %d: %w", expr, snaplen, pcapMaxSnaplen, ErrBPF)
+	if snaplen < 1 || snaplen > MaxSnaplen {
+		return nil, fmt.Errorf("compile filter %q: snaplen %d must be from 1 to %d: %w", expr, snaplen, MaxSnaplen, ErrBPF)
 	}
 	ins, err := pcap.CompileBPFFilter(layers.LinkType(linkType), snaplen, expr)
 	if err != nil {

@@ -39,7 +39,7 @@ func (c *Config) check(given func(key string) bool) []problem {
 		ps = append(ps, problem{key: key, msg: fmt.Sprintf(format, args...)})
 	}
 	if c.Interface != "" && !ifaceName(c.Interface) {
-		add("interface", "%q is not an interface name (1 to %d bytes, not . or .., without '/', ':' or spaces)", c.Interface, MaxIfaceName)
+		add("interface", "%q is not an interface name (1 to %d bytes, not . or .., without '/', ':' or spaces)", c.Interface, capture.MaxIfaceName)
 	}
 	if c.Source != SourceAFPacket && c.Source != SourcePcap {
 		add("source", "%q must be %s or %s", c.Source, SourceAFPacket, SourcePcap)
@@ -50,8 +50,8 @@ func (c *Config) check(given func(key string) bool) []problem {
 		add("afpacket.filter", "%s", msg)
 	}
 
-	if n := c.Pcap.Snaplen; n < MinSnaplen || n > MaxSnaplen {
-		add("pcap.snaplen", "%d must be between %d and %d", n, MinSnaplen, MaxSnaplen)
+	if n := c.Pcap.Snaplen; n < capture.MinSnaplen || n > capture.MaxSnaplen {
+		add("pcap.snaplen", "%d must be between %d and %d", n, capture.MinSnaplen, capture.MaxSnaplen)
 	}
 	if msg := checkFilter(c.Pcap.Filter); msg != "" {
 		add("pcap.filter", "%s", msg)
@@ -175,7 +175,7 @@ func hostName(s string) bool {
 // ifaceName reports whether Linux takes s as an interface's name
 // (dev_valid_name).
 func ifaceName(s string) bool {
-	if s == "" || len(s) > MaxIfaceName || s == "." || s == ".." {
+	if s == "" || len(s) > capture.MaxIfaceName || s == "." || s == ".." {
 		return false
 	}
 	return !strings.ContainsAny(s, "/: \t\n\v\f\r\x00")

@@ -78,13 +78,10 @@ const (
 // afpacket section's are capture's (capture.AFPacketMinBlockSize, ...),
 // and so are pcap.timeout's (capture.MinReadTimeout, MaxReadTimeout).
 const (
-	MinSnaplen     = 96 // the headers of a tunnelled TCP packet
-	MaxSnaplen     = 262144
 	MinMaxAge      = time.Second
 	MaxMaxAge      = 24 * time.Hour
 	MinStopTimeout = time.Second
 	MaxStopTimeout = 5 * time.Minute
-	MaxIfaceName   = 15 // IFNAMSIZ less its NUL
 	MaxUserName    = 32
 )
 
@@ -92,20 +89,21 @@ const (
 // AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
 // pipeline, the embedded default rules, metrics on 127.0.0.1:9100.
 func Default() Config {
+	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
 	return Config{
 		Source: SourceAFPacket,
 		AFPacket: AFPacket{
-			BlockSize:    1 << 20,
-			BlockCount:   64,
-			FrameSize:    2048,
-			BlockTimeout: 10 * time.Millisecond,
-			Fanout:       capture.FanoutHash,
+			BlockSize:    ring.BlockSize,
+			BlockCount:   ring.BlockCount,
+			FrameSize:    ring.FrameSize,
+			BlockTimeout: ring.BlockTimeout,
+			Fanout:       ring.Fanout,
 			Promisc:      true,
 		},
 		Pcap: Pcap{
-			Snaplen: MaxSnaplen,
+			Snaplen: capture.MaxSnaplen,
 			Promisc: true,
-			Timeout: 10 * time.Millisecond,
+			Timeout: ring.BlockTimeout,
 		},
 		Pipeline:    engine.DefaultSettings(),
 		Listen:      "127.0.0.1:9100",

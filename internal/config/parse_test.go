@@ -109,7 +109,7 @@ func TestSizes(t *testing.T) {
 	if a.BlockSize != 256<<10 || a.BlockCount != 16384 || a.FrameSize != 256 || a.BlockTimeout != 20*time.Millisecond {
 		t.Errorf("afpacket %+v", a)
 	}
-	if c.Pcap.Timeout != 20*time.Millisecond || c.Pcap.Snaplen != MaxSnaplen || c.Snapshot != Default().Snapshot {
+	if c.Pcap.Timeout != 20*time.Millisecond || c.Pcap.Snaplen != capture.MaxSnaplen || c.Snapshot != Default().Snapshot {
 		t.Errorf("pcap %+v, snapshot %+v", c.Pcap, c.Snapshot)
 	}
 }
