@@ -7,7 +7,8 @@
 # BIN (default bin/flowmon) is flowmon; PCAP_BIN (default
 # bin/flowmon-pcap) the same built with -tags pcap, for the libpcap
 # source (skipped when absent). A namespace of its own holds a veth pair
-# (deleted at exit, failed or not); tcpreplay --topspeed sends a trace
+# (deleted at exit, failed or not); tcpreplay --topspeed -K (the trace
+# preloaded in memory, its fastest) sends a trace
 # into one end, flowmon run captures on the other. Two traces: "syn", 64-
 # byte random-source SYNs (the most packets a second a sender makes), and
 # "mix", flowmon gen's default mix of full-size packets. For each, the
@@ -53,7 +54,7 @@ ip -n "$ns" link set lo up
 
 # send TRACE: tcpreplay's packets and elapsed seconds, "N SECS".
 send() {
-	ip netns exec "$ns" tcpreplay -q -i "$a" --topspeed --loop "$LOOPS" "$1" 2>&1 |
+	ip netns exec "$ns" tcpreplay -q -K -i "$a" --topspeed --loop "$LOOPS" "$1" 2>&1 |
 		sed -n 's/.*Actual: \([0-9]*\) packets ([0-9]* bytes) sent in \([0-9.]*\) seconds.*/\1 \2/p'
 }
 

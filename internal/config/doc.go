@@ -53,5 +53,5 @@
 // as the capture will read it (IsBPF, capture.ParseBPF).
 //
 // At SIGHUP the agent reads the file again: Reloadable says whether the
-// change can be taken live (rules and alerting) or needs a restart.
+// change can be taken live (rules) or needs a restart.
 package config

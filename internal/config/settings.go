@@ -63,7 +63,7 @@ func init() {
 		aliases[name] = "pipeline." + name
 	}
 	add(setting{key: "rules", field: ptr(func(c *Config) any { return &c.Rules }), path: true, keep: []string{RulesNone}, reload: true})
-	add(setting{key: "alerting", field: ptr(func(c *Config) any { return &c.Alerting }), path: true, reload: true})
+	add(setting{key: "alerting", field: ptr(func(c *Config) any { return &c.Alerting }), path: true})
 	add(setting{key: "listen", field: ptr(func(c *Config) any { return &c.Listen })})
 	add(setting{key: "snapshot.path", field: ptr(func(c *Config) any { return &c.Snapshot.Path }), path: true})
 	add(setting{key: "snapshot.max-age", field: ptr(func(c *Config) any { return &c.Snapshot.MaxAge })})
