@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,7 +78,11 @@ type agent struct {
 func startAgent(t *testing.T, bin string, n *netnstest.Net, args ...string) *agent {
 	t.Helper()
 	a := &agent{stderr: &lockedBuffer{}, addr: "127.0.0.1:9100"}
-	args = append([]string{"run", "--iface", n.B, "--json", "--listen", a.addr, "--rules", "none"}, args...)
+	base := []string{"run", "--iface", n.B, "--json", "--listen", a.addr}
+	if !slices.Contains(args, "--config") {
+		base = append(base, "--rules", "none") // a config file says its own
+	}
+	args = append(base, args...)
 	a.cmd = n.Cmd(bin, args...)
 	a.cmd.Stdout = &a.stdout
 	pr, pw := io.Pipe()
@@ -557,4 +562,51 @@ func TestRunDropsPrivileges(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	want := replaySummary(t, trace)
 	compareLive(t, "flowmon run --user nobody", a.stop(t), want)
+}
+
+// TestRunReloadsConfig: at SIGHUP the agent reads its config file again:
+// a new rules path is loaded, a broken file or a change that needs a
+// restart is reported and the running configuration stays.
+func TestRunReloadsConfig(t *testing.T) {
+	n := liveNet(t)
+	bin := buildFlowmon(t)
+	dir := t.TempDir()
+	rules1, rules2 := filepath.Join(dir, "r1.yaml"), filepath.Join(dir, "r2.yaml")
+	for _, f := range []string{rules1, rules2} {
+		data, err := os.ReadFile("../../rules/default.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "flowmon.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("rules: r1.yaml\n")
+	a := startAgent(t, bin, n, "--config", cfg)
+	hup := func(want string) {
+		t.Helper()
+		a.cmd.Process.Signal(syscall.SIGHUP)
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(a.stderr.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after SIGHUP no %q in:\n%s", want, a.stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	write("rules: r2.yaml\n")
+	hup("reloaded " + rules2)
+	write("rules: r2.yaml\npipeline:\n  workers: 7\n")
+	hup("pipeline.workers changed: only a restart applies it")
+	write("rules: [\n")
+	hup("not reloaded, the running configuration stays")
+	if s := a.stop(t); s.Interface != n.B {
+		t.Errorf("summary interface %q", s.Interface)
+	}
 }
