@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -343,31 +342,10 @@ func size(v *yaml.Node, dst *int64) string {
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
 		return "want a size such as 10MiB, got " + yamlnode.Describe(v)
 	}
-	n, err := parseSize(v.Value)
+	n, err := yamlnode.ParseSize(v.Value)
 	if err != nil {
 		return err.Error()
 	}
 	*dst = n
 	return ""
-}
-
-var sizeUnits = map[string]float64{
-	"": 1, "b": 1,
-	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-}
-
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if i < 0 {
-		i = len(t)
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	f, err := strconv.ParseFloat(num, 64)
-	mult, ok := sizeUnits[unit]
-	if err != nil || !ok || f*mult > math.MaxInt64 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 10MiB, 500kB or bytes)", s)
-	}
-	return int64(f * mult), nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
 // TestSettingsCoverFields: the table of keys sets every leaf field of
@@ -190,19 +191,19 @@ func TestFilter(t *testing.T) {
 
 func TestSizeAndDuration(t *testing.T) {
 	for s, want := range map[string]int64{"4096": 4096, "1MiB": 1 << 20, "1mib": 1 << 20, "4 KiB": 4096, "1.5KiB": 1536, "1kB": 1000, "2GiB": 2 << 30} {
-		if n, err := parseSize(s); err != nil || n != want {
-			t.Errorf("parseSize(%q) = %d, %v", s, n, err)
+		if n, err := yamlnode.ParseSize(s); err != nil || n != want {
+			t.Errorf("yamlnode.ParseSize(%q) = %d, %v", s, n, err)
 		}
 	}
 	for _, s := range []string{"", "1.1", "1XB", "-1MiB", "1e30TiB", "MiB"} {
-		if n, err := parseSize(s); err == nil {
-			t.Errorf("parseSize(%q) = %d", s, n)
+		if n, err := yamlnode.ParseSize(s); err == nil {
+			t.Errorf("yamlnode.ParseSize(%q) = %d", s, n)
 		}
 	}
 	// parseSize reads back the sizes Effective writes.
 	for _, n := range []int64{0, 4096, 1 << 20, 1000, 3 << 30, 1536} {
-		if got, err := parseSize(capture.FormatSize(n)); err != nil || got != n {
-			t.Errorf("parseSize(capture.FormatSize(%d)) = %d, %v", n, got, err)
+		if got, err := yamlnode.ParseSize(capture.FormatSize(n)); err != nil || got != n {
+			t.Errorf("yamlnode.ParseSize(capture.FormatSize(%d)) = %d, %v", n, got, err)
 		}
 	}
 	for d, want := range map[time.Duration]string{10 * time.Minute: "10m", time.Hour: "1h", 90 * time.Minute: "1h30m", 0: "0s",

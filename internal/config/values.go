@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -98,7 +97,7 @@ func integer(v *yaml.Node, size bool) (int64, string) {
 	if !size || v.Tag != "!!str" {
 		return 0, "want " + want(reflect.TypeFor[int](), size) + ", got " + yamlnode.Describe(v)
 	}
-	n, err := parseSize(v.Value)
+	n, err := yamlnode.ParseSize(v.Value)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -118,31 +117,6 @@ func duration(v *yaml.Node) (time.Duration, string) {
 		return 0, fmt.Sprintf("bad duration %q (want e.g. 10ms or 1m30s)", v.Value)
 	}
 	return d, ""
-}
-
-var sizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-}
-
-// parseSize reads a byte count with a unit, decimal (kB, MB, GB, TB) or
-// binary (KiB, MiB, GiB, TiB), as alerts' sizes; B is bytes. It reads
-// back what capture.FormatSize writes.
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	if i < 0 {
-		i = len(t)
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	f, err := strconv.ParseFloat(num, 64)
-	mult, ok := sizeUnits[unit]
-	n := f * float64(mult)
-	if err != nil || !ok || n >= math.MaxInt64 || n != math.Trunc(n) {
-		return 0, fmt.Errorf("bad size %q (want a whole number of bytes, e.g. 1MiB, 64KiB or 4096)", s)
-	}
-	return int64(n), nil
 }
 
 // formatDuration writes d as time.Duration does, without its zero
