@@ -119,10 +119,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	if ferr := pl.Finish(s, s.TraceEnd); ferr != nil && err == nil {
 		err = ferr
 	}
-	s.RunSeconds = time.Since(start).Seconds()
-	if s.RunSeconds > 0 {
-		s.PacketsPerSecond = float64(s.Packets) / s.RunSeconds
-	}
+	s.timed(start)
 	return s, err
 }
 

@@ -88,10 +88,7 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 	if ferr := pl.Finish(s, s.TraceEnd); ferr != nil && err == nil {
 		err = ferr
 	}
-	s.RunSeconds = time.Since(start).Seconds()
-	if s.RunSeconds > 0 {
-		s.PacketsPerSecond = float64(s.Packets) / s.RunSeconds
-	}
+	s.timed(start)
 	return s, err
 }
 

@@ -116,6 +116,14 @@ func (s *Summary) fill(st *capture.Stats) {
 	}
 }
 
+// timed sets the run's duration, from start to now, and its packet rate.
+func (s *Summary) timed(start time.Time) {
+	s.RunSeconds = time.Since(start).Seconds()
+	if s.RunSeconds > 0 {
+		s.PacketsPerSecond = float64(s.Packets) / s.RunSeconds
+	}
+}
+
 // add sums two shards' summaries (nil is the empty one).
 func (a *ACSMSummary) add(b *ACSMSummary) *ACSMSummary {
 	if a == nil {

@@ -1,6 +1,6 @@
-// Package yamlnode holds what flowmon's two YAML parsers (rules files and
-// alert sink files) share when they walk a yaml.v3 node tree themselves,
-// which they do to name every error's line and column.
+// Package yamlnode holds what flowmon's YAML parsers (rules files, alert
+// sink files, the agent's config) share when they walk a yaml.v3 node
+// tree themselves, which they do to name every error's line and column.
 package yamlnode
 
 import (
