@@ -6,8 +6,11 @@
 // # Pieces
 //
 //   - Source (source.go) is the seam the engine reads: Next, Stats, Close.
-//     Reader is one capture file, Files several in turn (OpenFiles); live
-//     sources (AF_PACKET, libpcap, eBPF) are to satisfy it too.
+//     Reader is one capture file, Files several in turn (OpenFiles).
+//   - Live sources (live.go) satisfy it too, returning ErrNoPacket when a
+//     poll times out and keeping the kernel's counts (KernelStats):
+//     AFPacket (afpacket*.go), one TPACKET_V3 ring per worker in a fanout
+//     group, read in place; PcapLive (pcaplive.go, -tags pcap), libpcap.
 //   - Reader (reader.go, pcapfile.go) reads classic pcap with its own reader
 //     (records are slices of the read buffer; either byte order, micro- or
 //     nanosecond timestamps, caplen above len as libpcap allows) and pcapng

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/config"
 )
@@ -18,7 +16,7 @@ func openPcap(*config.Config) ([]capture.Source, error) {
 
 // compileFilter reads a classic BPF program as tcpdump -ddd prints it: a
 // filter expression needs libpcap to compile (a build with -tags pcap).
-func compileFilter(s string) ([]unix.SockFilter, error) {
+func compileFilter(s string) ([]capture.SockFilter, error) {
 	prog, err := capture.ParseBPF(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w (this flowmon reads tcpdump -ddd output; filter expressions need a build with -tags pcap)", err)

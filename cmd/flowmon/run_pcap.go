@@ -3,8 +3,6 @@
 package main
 
 import (
-	"golang.org/x/sys/unix"
-
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/config"
 )
@@ -22,7 +20,7 @@ func openPcap(cfg *config.Config) ([]capture.Source, error) {
 
 // compileFilter takes tcpdump -ddd output as it is and compiles anything
 // else as a tcpdump filter expression for Ethernet.
-func compileFilter(s string) ([]unix.SockFilter, error) {
+func compileFilter(s string) ([]capture.SockFilter, error) {
 	if config.IsBPF(s) {
 		return capture.ParseBPF(s)
 	}

@@ -30,6 +30,9 @@ import (
 // been idle for its poll timeout (capture.ErrNoPacket).
 const liveFlushAfter = 100 * time.Millisecond
 
+// kernelReadEvery is how often a live run reads the kernel's counts.
+const kernelReadEvery = time.Minute
+
 // NewLivePipeline builds a pipeline whose shard i is fed by srcs[i] on a
 // goroutine of its own when RunLive runs it; cfg.Workers is ignored (one
 // shard per source). Each source must deliver every packet of its flows,
@@ -83,7 +86,24 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 			}
 		})
 	}
+	// Read the kernel's counts now and then while running: libpcap's are
+	// 32 bits, widened only if read before they wrap (71 minutes at
+	// 1 Mpps); a scrape reads them too, but a run need not be scraped.
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(kernelReadEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				pl.KernelStats()
+			}
+		}
+	}()
 	wg.Wait()
+	close(done)
 	s := &Summary{}
 	var err error
 	var st capture.Stats
