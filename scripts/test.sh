@@ -18,11 +18,14 @@ trap 'rm -rf "$tmp"' EXIT
 $GO build -o "$tmp/testreport" ./internal/testreport/cmd/testreport || exit 1
 # stderr too: what go test prints there (it could not start, say) is part
 # of the report.
-$GO test -json -timeout 12m "$@" ./... >"$tmp/log" 2>&1
-status=$?
 # The libpcap source is built only with -tags pcap (cgo and libpcap's
-# headers): its tests run again with the tag where libpcap is installed.
+# headers): where libpcap is installed every test runs in that build, so
+# the pcap tests run too (vet above checked the build without it).
+tags=()
 if [ -e /usr/include/pcap.h ] || [ -e /usr/include/pcap/pcap.h ]; then
-	$GO test -json -timeout 5m -tags pcap -run 'Pcap' "$@" ./capture/ ./cmd/flowmon/ >>"$tmp/log" 2>&1 || status=1
+	tags=(-tags pcap)
+	$GO vet "${tags[@]}" ./capture/ ./cmd/flowmon/ || exit 1
 fi
+$GO test -json -timeout 12m "${tags[@]}" "$@" ./... >"$tmp/log" 2>&1
+status=$?
 "$tmp/testreport" -status "$status" <"$tmp/log"
