@@ -11,7 +11,7 @@
 //	    interval: 10s              # the window of the group's counting rules
 //	    rules:
 //	      - alert: SYNFlood        # the alert's name
-//	        kind: threshold        # transition | anomaly | threshold | volume | duplicates
+//	        kind: threshold        # transition | anomaly | threshold | volume | duplicates | watchlist | novelty
 //	        track: by_dst          # by_flow (default) | by_src | by_dst | by_pair
 //	        match: {protocol: tcp, dst: [198.18.0.0/15], dst_ports: "80,443,8000-8100",
 //	                flags: [SYN, "!ACK"], conn_state: [S0]}
@@ -31,7 +31,12 @@
 // entering match.conn_state), packet, distinct_dst_ports,
 // distinct_dst_hosts and distinct_src_hosts; volume {measure: packets or
 // bytes, above, window, error}; duplicates {above: a share, min_packets,
-// window}. Annotations are text/template over TemplateData, compiled and
+// window}; watchlist {list: a watchlist's name, side: either, src or dst}
+// (a new flow touches a listed address: the engine's Lookups, which must
+// have the list, or the rules are refused); novelty {} (a new flow
+// between hosts the flow history had not seen together within its
+// horizon: Shard.SetNovelty; match.src and match.dst limit it to CIDRs).
+// Annotations are text/template over TemplateData, compiled and
 // run on sample data when the file is loaded.
 //
 // Parse reports every error of a file at once, each as

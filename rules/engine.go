@@ -21,6 +21,8 @@ import (
 type Engine struct {
 	set atomic.Pointer[Set]
 	mgr *alerts.Manager
+	// lookups answers watchlist and novelty rules (SetLookups).
+	lookups atomic.Pointer[lookupsBox]
 
 	// nextTick is the packet time (ns) of the next window end or sweep;
 	// a shard that sees a packet past it runs tick.
@@ -79,6 +81,15 @@ func (e *Engine) Swap(s *Set) {
 func (e *Engine) Reload(path string) error {
 	e.reloads.Add(1)
 	s, err := Load(path)
+	if err == nil {
+		var l Lookups
+		if box := e.lookups.Load(); box != nil {
+			l = box.Lookups
+		}
+		if err = checkLists(s, l); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if err != nil {
 		e.reloadFails.Add(1)
 		e.lastReloadOK.Store(false)

@@ -60,6 +60,8 @@ func (p *parser) rule(n *yaml.Node, interval time.Duration) Rule {
 		"threshold":   cond(KindThreshold),
 		"volume":      cond(KindVolume),
 		"duplicates":  cond(KindDuplicates),
+		"watchlist":   cond(KindWatchlist),
+		"novelty":     cond(KindNovelty),
 		"for":         func(v *yaml.Node) { r.For = p.duration(v, "for", true) },
 		"suppress":    func(v *yaml.Node) { r.Suppress = p.duration(v, "suppress", false) },
 		"severity":    func(v *yaml.Node) { r.Severity = p.str(v) },
@@ -93,8 +95,31 @@ func (p *parser) rule(n *yaml.Node, interval time.Duration) Rule {
 		r.Volume = p.volume(v, interval)
 	case KindDuplicates:
 		r.Duplicates = p.duplicates(v, interval)
+	case KindWatchlist:
+		r.Watchlist = p.watchlist(v)
+	case KindNovelty:
+		p.mapping(v, map[string]func(*yaml.Node){}) // {}: the match says which flows
 	}
 	return r
+}
+
+func (p *parser) watchlist(n *yaml.Node) Watchlist {
+	var w Watchlist
+	p.mapping(n, map[string]func(*yaml.Node){
+		"list": func(v *yaml.Node) {
+			if w.List = p.str(v); w.List == "" {
+				p.errf(v, "list: want a watchlist's name")
+			}
+		},
+		"side": func(v *yaml.Node) {
+			s, ok := sideNames[p.str(v)]
+			if !ok {
+				p.errf(v, "unknown side %q (want one of %s)", v.Value, strings.Join(sortedKeys(sideNames), ", "))
+			}
+			w.Side = s
+		},
+	}, "list")
+	return w
 }
 
 func (p *parser) labels(n *yaml.Node) map[string]string {

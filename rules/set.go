@@ -19,7 +19,8 @@ type Set struct {
 	onNew     []*rule // threshold on new flows, attempts, half-open, distinct counts
 	onChange  []*rule // transition, threshold on conn_state, half-open completions
 	onAnomaly []*rule
-	events    []*rule // transition and anomaly: resolved by sweeps
+	onLookup  []*rule // watchlist and novelty: on new flows, through the engine's Lookups
+	events    []*rule // transition, anomaly, watchlist, novelty: resolved by sweeps
 	counting  []*rule // threshold and volume: checked at each window's end
 	dups      []*rule
 	nHold     int // by_flow volume rules: each shard holds a table per rule
@@ -146,6 +147,9 @@ func (s *Set) add(r *rule) {
 		s.events = append(s.events, r)
 	case KindAnomaly:
 		s.onAnomaly = append(s.onAnomaly, r)
+		s.events = append(s.events, r)
+	case KindWatchlist, KindNovelty:
+		s.onLookup = append(s.onLookup, r)
 		s.events = append(s.events, r)
 	case KindThreshold:
 		s.counting = append(s.counting, r)

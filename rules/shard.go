@@ -35,6 +35,8 @@ type Shard struct {
 	// x is the packet being evaluated: a field, reset per packet, not a
 	// local the compiler would zero whole each time.
 	x packetCtx
+	// novel answers novelty rules for the new flow in hand (SetNovelty).
+	novel func() bool
 
 	// front folds an event rule's repeats (an XMAS flood is an anomaly a
 	// packet) without taking the manager's lock: a repeat of an alert
@@ -98,7 +100,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 		}
 	}
 	changed := ev.State != ev.Prev && ev.State != acsm.ConnUnknown
-	if len(set.onPacket) == 0 && !(ev.New && len(set.onNew) > 0) && !(changed && len(set.onChange) > 0) && !(ev.Anomalies != 0 && len(set.onAnomaly) > 0) {
+	if len(set.onPacket) == 0 && !(ev.New && len(set.onNew)+len(set.onLookup) > 0) && !(changed && len(set.onChange) > 0) && !(ev.Anomalies != 0 && len(set.onAnomaly) > 0) {
 		s.nEvals += uint64(len(set.holdAll))
 		return
 	}
@@ -117,6 +119,10 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 				s.count(r, x)
 			}
 		}
+	}
+	if ev.New && len(set.onLookup) > 0 {
+		n += uint64(len(set.onLookup))
+		s.lookup(set, x)
 	}
 	if changed {
 		for _, r := range set.onChange {

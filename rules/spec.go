@@ -46,6 +46,7 @@ type Rule struct {
 	Threshold  Threshold
 	Volume     Volume
 	Duplicates Duplicates
+	Watchlist  Watchlist
 	// For is how long (in packet time) the condition must hold before the
 	// alert fires: over consecutive windows for counting rules, over
 	// repeats no further apart than Suppress for event rules.
@@ -59,6 +60,26 @@ type Rule struct {
 	Annotations map[string]string
 	Pos         Pos
 }
+
+// Watchlist is a watchlist rule's condition: a new flow whose address on
+// Side is on the watchlist named List. (A novelty rule has no condition
+// of its own: `novelty: {}`; its match limits the flows it looks at.)
+type Watchlist struct {
+	List string
+	Side Side
+}
+
+// Side is which of a flow's addresses a watchlist rule checks.
+type Side uint8
+
+// Sides.
+const (
+	EitherSide Side = iota // the originator's or the responder's
+	SrcSide                // the originator's
+	DstSide                // the responder's
+)
+
+var sideNames = map[string]Side{"either": EitherSide, "src": SrcSide, "dst": DstSide}
 
 // DefaultSuppress is a rule's suppress window when it sets none.
 const DefaultSuppress = 5 * time.Minute
@@ -76,9 +97,12 @@ const (
 	KindThreshold                  // events per key per window above a threshold
 	KindVolume                     // packets or bytes per key per window above a threshold
 	KindDuplicates                 // the dedup stage's duplicate share over a window
+	KindWatchlist                  // a new flow touches an address on a watchlist
+	KindNovelty                    // a new flow between hosts never seen together within the history's horizon
 )
 
-var kindNames = map[string]Kind{"transition": KindTransition, "anomaly": KindAnomaly, "threshold": KindThreshold, "volume": KindVolume, "duplicates": KindDuplicates}
+var kindNames = map[string]Kind{"transition": KindTransition, "anomaly": KindAnomaly, "threshold": KindThreshold, "volume": KindVolume,
+	"duplicates": KindDuplicates, "watchlist": KindWatchlist, "novelty": KindNovelty}
 
 func (k Kind) String() string {
 	for n, v := range kindNames {
