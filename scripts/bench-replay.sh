@@ -441,6 +441,8 @@ EOF
 	echo '```'
 	cat "$work"/note.* 2>/dev/null || true
 	echo '```'
+	# make bench-live's section, kept as the last run of it wrote it.
+	[ -f "$out" ] && sed -n '/^## Live capture/,$p' "$out" | sed '1s/^/\n/'
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "bench-replay: wrote $out" >&2
