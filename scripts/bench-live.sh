@@ -104,6 +104,8 @@ for trace in syn mix; do
 		r=$(tr ' ' '\n' <<<"${rate[$mode]}" | grep . | median)
 		c=$(tr ' ' '\n' <<<"${capt[$mode]}" | grep . | median)
 		d=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | median)
+		dmax=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | sort -g | tail -1)
+		[ "$dmax" != "$d" ] && d="$d (max $dmax)"
 		[ "$mode" = "sender alone" ] && c=- && d=-
 		printf '| %s | %s | %d | %d | %.2f | %s | %s |\n' "$trace" "$mode" "$ROUNDS" "${sentn[$mode]}" "$r" \
 			"$([ "$c" = - ] && echo - || printf '%.2f' "$c")" "$d" >>"$table"
@@ -122,15 +124,17 @@ out=${OUT:-docs/benchmarks.md}
 	echo "\"syn\": 200,000 64-byte random-source SYNs, \"mix\": flowmon gen's default mix of full-size"
 	echo "packets; each sent $LOOPS times a run. Captured packets/s is what flowmon processed over the"
 	echo "sender's time; kernel drops are the packets the rings had no room for (PACKET_STATISTICS,"
-	echo "libpcap's ps_drop). Medians of $ROUNDS runs."
+	echo "libpcap's ps_drop). Medians of $ROUNDS runs (and the largest drop count when it differs)."
 	echo
 	cat "$table"
 	echo
 	echo "On this 2-CPU machine the sender is the limit: alone it makes the rate in its row, beside a"
 	echo "capturing flowmon (which shares the two CPUs) a little less, and flowmon captures every packet it"
-	echo "sends, with no kernel drop, in every configuration. flowmon's own ceiling is higher than any rate"
-	echo "measured here (the replay of the same pipeline runs at the rates above); a faster sender, or"
-	echo "a machine with more cores, is needed to find it."
+	echo "sends, with no kernel drop in the median run, in every configuration; where a run dropped, the"
+	echo "sender, flowmon and the other work on the machine were sharing two CPUs, and the kernel's count"
+	echo "says so. flowmon's own ceiling is higher than any rate measured here (the replay of the same"
+	echo "pipeline runs at the rates above); a faster sender, or a machine with more cores, is needed to"
+	echo "find it."
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "bench-live: wrote $out" >&2
