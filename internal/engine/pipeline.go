@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"sync"
 	"time"
@@ -55,6 +56,18 @@ type Config struct {
 	// consumer of each) and delivers alerts through its manager; the
 	// summary counts them and the metrics export them.
 	Rules *rules.Engine
+	// History, when set, records the host pair of every new flow, and
+	// the consumers that ask (rules' novelty rules, SetNovelty) learn
+	// whether the pair was new.
+	History History
+}
+
+// History is the flow history: the host pairs seen, over a horizon
+// longer than memory holds (internal/history, a Cascade Filter). Novel
+// records that src (the originator) and dst were seen together and
+// reports whether they had not been; the shards call it at once.
+type History interface {
+	Novel(src, dst netip.Addr) bool
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.

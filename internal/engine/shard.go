@@ -27,6 +27,10 @@ type shard struct {
 	// dupConsumers are the consumers that also see the duplicates dedup
 	// drops (DuplicateConsumer).
 	dupConsumers []DuplicateConsumer
+	// history records new flows' host pairs; novel is its answer for the
+	// packet being processed, which consumers read (SetNovelty).
+	history History
+	novel   bool
 	// ev is the ACSM's event for the packet being processed: a field, not
 	// a local, since the consumers' interface calls would make a local
 	// escape to the heap, one allocation a packet.
@@ -87,7 +91,7 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 	// filter with another, and the handler merges the shards' filters,
 	// which needs equal shapes. The shards hold disjoint flows, so the
 	// merge has the load of one.
-	s := &shard{}
+	s := &shard{history: cfg.History}
 	s.processed.L = &s.mu
 	s.log, _ = log.(*recordLog)
 	var err error
@@ -111,6 +115,9 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 			return nil, fmt.Errorf("build consumer of shard %d: %w", index, err)
 		}
 		s.consumers = append(s.consumers, c)
+		if n, ok := c.(interface{ SetNovelty(func() bool) }); ok && s.history != nil {
+			n.SetNovelty(func() bool { return s.novel })
+		}
 		if d, ok := c.(DuplicateConsumer); ok {
 			s.dupConsumers = append(s.dupConsumers, d)
 		}
@@ -148,6 +155,10 @@ func (s *shard) packet(p *capture.Packet) {
 		s.counter.Rotate(p.Timestamp)
 	}
 	s.flows.packet(p, ev) // counts the packet in its flow's slot
+	if ev.New && s.history != nil {
+		o := ev.Originator()
+		s.novel = s.history.Novel(o.Src, o.Dst)
+	}
 	for _, c := range s.consumers {
 		c.Packet(p, ev)
 	}
