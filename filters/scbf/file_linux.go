@@ -95,7 +95,8 @@ func Open(path string) (*Filter, OpenState, error) {
 		unix.Munmap(mem)
 		return fail(l.state, err)
 	}
-	f := &Filter{opts: l.opts, mem: mem, subs: l.subs, file: file, boot: bootID(), dirty: l.state.State != Clean}
+	f := fromLoaded(l, mem, bootID())
+	f.file = file
 	if l.end < len(mem) {
 		// A growth cut short, undone: drop the sub-filter it began.
 		if err := f.resizeFile(l.end); err != nil {

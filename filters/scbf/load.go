@@ -16,6 +16,12 @@ type loaded struct {
 	state OpenState
 }
 
+// fromLoaded is the filter over a loaded image (on the heap until the
+// caller sets its file).
+func fromLoaded(l loaded, mem []byte, boot uint64) *Filter {
+	return &Filter{opts: l.opts, mem: mem, subs: l.subs, boot: boot, dirty: l.state.State != Clean}
+}
+
 func corrupt(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, a...)...)
 }
