@@ -61,7 +61,7 @@ func TestUndoAtEveryPoint(t *testing.T) {
 	ops := []struct {
 		name   string
 		undone string
-		points int                          // the points it passes
+		points int                           // the points it passes
 		prep   func(t *testing.T, f *Filter) // run before, not stopped
 		run    func(t *testing.T, f *Filter)
 	}{
