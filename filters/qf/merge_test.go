@@ -236,3 +236,65 @@ func TestReaderRejectsDamage(t *testing.T) {
 	}
 	t.Logf("%d of %d single-bit flips stopped the reader (the others change a remainder or pad bits)", caught, len(words)*64)
 }
+
+// sliceSlots is a linear table in memory, for LinearRun.
+type sliceSlots struct {
+	words []uint64
+	w     uint
+	slots uint64
+	reads int
+}
+
+func (s *sliceSlots) Slot(i uint64) (uint64, error) {
+	s.reads++
+	if i >= s.slots {
+		return 0, nil
+	}
+	bit := i * uint64(s.w)
+	k, off := bit/64, bit%64
+	v := s.words[k] >> off
+	if off+uint64(s.w) > 64 {
+		v |= s.words[k+1] << (64 - off)
+	}
+	return v & (1<<s.w - 1), nil
+}
+
+// TestLinearRun looks every fingerprint of a linear table up, and absent
+// ones, against the reference, overflow included.
+func TestLinearRun(t *testing.T) {
+	for _, tc := range []struct {
+		q, r uint
+		n    int
+	}{{4, 4, 14}, {8, 6, 190}, {8, 6, 250}, {10, 2, 1000}} {
+		rng := rand.New(rand.NewPCG(uint64(tc.n), 11))
+		m := ref{}
+		p := tc.q + tc.r
+		for range tc.n {
+			fp := rng.Uint64() >> (64 - p)
+			if rng.IntN(4) == 0 {
+				fp |= (1<<tc.q - 1) << tc.r
+			}
+			m[fp]++
+		}
+		fps := m.sorted()
+		var words []uint64
+		w, _ := NewWriter(tc.q, tc.r, func(ws []uint64) error { words = append(words, ws...); return nil })
+		for _, fp := range fps {
+			w.Add(fp)
+		}
+		slots, _ := w.Close()
+		tab := &sliceSlots{words: words, w: tc.r + metaBits, slots: slots}
+		for fp := uint64(0); fp < 1<<p; fp++ {
+			var c int
+			err := LinearRun(tab, fp>>tc.r, func(rem uint64) bool {
+				if rem == fp&(1<<tc.r-1) {
+					c++
+				}
+				return rem <= fp&(1<<tc.r-1)
+			})
+			if err != nil || c != m[fp] {
+				t.Fatalf("q=%d n=%d: %#x counted %d, want %d (%v)", tc.q, tc.n, fp, c, m[fp], err)
+			}
+		}
+	}
+}

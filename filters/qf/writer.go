@@ -301,3 +301,61 @@ func (d *Reader) Err() error { return d.err }
 
 // Len is the number of fingerprints read so far.
 func (d *Reader) Len() uint64 { return d.n }
+
+// SlotReader gives the slots of a linear table (a Writer's output) one at
+// a time: a Cascade Filter's level, read from disk a page at a time. Slot
+// returns 0 (an empty slot) for i past the table's last slot.
+type SlotReader interface {
+	Slot(i uint64) (uint64, error)
+}
+
+// LinearRun calls fn with the remainders of quotient fq's run in a linear
+// table, in ascending order, until fn returns false. It makes the walk a
+// Filter's lookup makes (back to the cluster's start, forward one run per
+// occupied slot), reading only the slots it needs; a linear table's slot
+// 0 is never shifted, so the walk back never wraps. A damaged table gives
+// wrong answers, not endless walks: every loop ends at slot 0, at fq or at
+// the table's end.
+func LinearRun(t SlotReader, fq uint64, fn func(rem uint64) bool) error {
+	v, err := t.Slot(fq)
+	if err != nil || v&occupied == 0 {
+		return err
+	}
+	b := fq
+	for v&shifted != 0 && b > 0 {
+		b--
+		if v, err = t.Slot(b); err != nil {
+			return err
+		}
+	}
+	s := b
+	for b < fq {
+		for {
+			s++
+			if v, err = t.Slot(s); err != nil {
+				return err
+			}
+			if v&continuation == 0 {
+				break
+			}
+		}
+		for b < fq {
+			b++
+			if v, err = t.Slot(b); err != nil {
+				return err
+			}
+			if v&occupied != 0 {
+				break
+			}
+		}
+	}
+	for {
+		if v, err = t.Slot(s); err != nil || v&metaMask == 0 || !fn(v>>metaBits) {
+			return err
+		}
+		s++
+		if v, err = t.Slot(s); err != nil || v&continuation == 0 {
+			return err
+		}
+	}
+}
