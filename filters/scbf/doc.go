@@ -76,11 +76,12 @@
 // which in the code's schedule bounds the rate by P r/(1-r) = 9P, not P.
 // Both ratios are selectable (RatioCode, RatioREADME). The default is 0.9
 // with the (1-r) factor: docs/results/scbf.md (`flowmon eval scbf`)
-// measures both overall rates under P at 1x, 10x and 100x the capacity;
-// 0.5 needs less memory up to about 5 sub-filters, but its k grows by one
-// hash per sub-filter, so at 100x it takes 3.3 times the memory of 0.9
-// and 4 times the hashes per Add in the newest sub-filter. A filter that
-// never scales past a few sub-filters is better served by RatioCode.
+// measures both overall rates within P at 1x, 10x and 100x the capacity,
+// 0.5 at P already from 10x and 0.9 at 0.65P there; 0.5 needs less
+// memory up to 6 full sub-filters (23% less at one), but its k grows by
+// one hash per sub-filter, so at 100x it takes 3.3 times the memory of
+// 0.9 and 4 times the hashes per Add in the newest sub-filter. A filter
+// that never scales past a few sub-filters is smaller with RatioCode.
 // Rates floor at 2^-MaxHashes; past that (sub-filter 248 at r = 0.5 and
 // P = 0.01) each further sub-filter adds at most 2^-256 to the bound.
 //
