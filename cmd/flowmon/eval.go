@@ -32,7 +32,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	list := func(w io.Writer) {
 		fmt.Fprintf(w, "usage: flowmon eval NAME [flags]\n\nevaluations:\n")
 		for _, n := range names {
-			fmt.Fprintf(w, "  %-6s %s\n", n, evals[n].summary)
+			fmt.Fprintf(w, "  %-7s %s\n", n, evals[n].summary)
 		}
 		fmt.Fprintln(w, "\n`flowmon eval NAME -h` prints an evaluation's flags; -o FILE writes its table to FILE.")
 	}

@@ -326,6 +326,7 @@ type Stats struct {
 	QF0Slots        uint64
 	QF0Capacity     uint64 // QF0's fingerprints before a merge
 	QF0Items        uint64
+	QF0Bytes        uint64       // QF0's slots in RAM
 	Levels          []LevelStats // the non-empty levels, smallest first
 	Items           uint64       // fingerprints in QF0 and the levels, tombstones included
 	Tombstones      uint64
@@ -341,7 +342,7 @@ type Stats struct {
 func (f *Filter) Stats() Stats {
 	s := Stats{
 		FingerprintBits: f.sh.p, QF0Slots: f.qf0.Slots(), QF0Capacity: f.sh.cap0, QF0Items: f.qf0.Len(),
-		Items: f.qf0.Len(), Tombstones: f.qf0Tombs, RAMBytes: f.qf0.MemoryBytes(),
+		QF0Bytes: f.qf0.MemoryBytes(), Items: f.qf0.Len(), Tombstones: f.qf0Tombs, RAMBytes: f.qf0.MemoryBytes(),
 		Merges: f.st.merges, BytesWritten: f.written, PageReads: f.sr.reads, Dropped: f.dropped,
 	}
 	for _, l := range f.levels {

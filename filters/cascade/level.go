@@ -215,7 +215,7 @@ type pageReader struct {
 	next func() ([]byte, error)
 }
 
-const readChunk = 256 // pages per read: 1 MiB
+const readChunk = 16 // pages per read or write: 64 KiB, kernel readahead does the rest
 
 func (l *level) pages() *pageReader {
 	buf := make([]byte, readChunk*PageSize)
