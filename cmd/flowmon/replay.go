@@ -37,6 +37,7 @@ type replayFlags struct {
 	rules      string
 	alertsOut  string
 	alerting   string
+	watchlists watchlistFlags
 	files      []string
 }
 
@@ -66,6 +67,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.rules, "rules", "", "detection rules `FILE` (YAML; default: the embedded rules, flowmon rules show; none: no rules); reloaded on SIGHUP, on change and on POST /-/reload")
 	fs.StringVar(&f.alertsOut, "alerts-out", "", "write alerts as JSON lines to `FILE` (- for stdout) instead of readable lines on stderr")
 	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
+	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -147,6 +149,14 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
+	wl, err := openWatchlists(f.watchlists, "", stderr)
+	if err != nil {
+		return err
+	}
+	defer wl.Close()
+	if err := useWatchlists(al, wl); err != nil {
+		return err
+	}
 	var reload func() error
 	if al != nil {
 		cfg.Rules = al.eng
@@ -167,7 +177,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
 			return err
 		}
-		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil)
+		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, wl)
 		if err != nil {
 			return err
 		}

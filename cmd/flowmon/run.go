@@ -31,6 +31,8 @@ type runFlags struct {
 	json       bool
 	noStatus   bool
 	flowsOut   string
+	watchlists watchlistFlags
+	wlDir      string
 	overrides  [][2]string // flag name, value, in the order given
 }
 
@@ -55,6 +57,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.json, "json", false, "print the summary at stop as one JSON object (flowmon replay --json's keys)")
 	fs.BoolVar(&f.noStatus, "no-status", false, "never draw the status line (drawn only when stderr is a terminal)")
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow to `FILE` (the config's flow-log)")
+	fs.Var(&f.watchlists, "watchlist", watchlistUsage+"; reloaded on SIGHUP")
+	fs.StringVar(&f.wlDir, "watchlist-dir", "", "keep the watchlists' filters in `DIR` (NAME.wl), reopened at the next start without rebuilding")
 	for _, o := range runOverrides {
 		fs.Func(o.name, o.usage, func(v string) error {
 			f.overrides = append(f.overrides, [2]string{o.name, v})
@@ -143,6 +147,14 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 			}
 		}()
 	}
+	wl, err := openWatchlists(f.watchlists, f.wlDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer wl.Close()
+	if err := useWatchlists(al, wl); err != nil {
+		return err
+	}
 	pl, err := engine.NewLivePipeline(ecfg, srcs)
 	if err != nil {
 		return err
@@ -155,7 +167,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		reload = func() error { return al.reload("POST /-/reload") }
 	}
 	var ready atomic.Bool
-	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load)
+	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load, wl)
 	if err != nil {
 		return err
 	}
@@ -174,6 +186,9 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	defer stopSignals()
 	if f.configFile != "" {
 		go watchConfig(ctx, f, cfg, al, stderr)
+	}
+	if len(f.watchlists) > 0 {
+		go reloadOnHUP(ctx, "watchlists", wl.Reload, stderr)
 	}
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
 	opt := engine.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &engine.Progress{}}
@@ -238,6 +253,26 @@ func watchConfig(ctx context.Context, f *runFlags, running config.Config, al *al
 			fmt.Fprintf(stderr, "flowmon run: SIGHUP: rules changed from %q to %q: turning rules on or off, or back to the embedded ones, takes a restart\n", oldRules, running.Rules)
 		case running.Rules != oldRules:
 			al.switchTo(running.Rules, "SIGHUP, the config's rules")
+		}
+	}
+}
+
+// reloadOnHUP runs reload at each SIGHUP until ctx is done, saying what
+// went wrong.
+func reloadOnHUP(ctx context.Context, what string, reload func() error, stderr io.Writer) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := reload(); err != nil {
+				fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s: %v\n", what, err)
+			} else {
+				fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s reloaded\n", what)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/internal/watchlist"
 )
 
 // metricsServer serves a pipeline's /metrics and /api/v1/ccf.
@@ -20,14 +21,18 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs); without, they answer 200.
-func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool) (*metricsServer, error) {
+// live agent: once capture runs); without, they answer 200. wl, when
+// set, serves the watchlists' API (watchlist.Path).
+func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool, wl *watchlist.Set) (*metricsServer, error) {
 	ph, err := engine.Handler(pl)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", ph)
+	if wl != nil {
+		mux.Handle(watchlist.Path, wl.Handler())
+	}
 	if ready != nil {
 		h := func(w http.ResponseWriter, _ *http.Request) {
 			if !ready() {

@@ -1,0 +1,275 @@
+package watchlist
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flowmon/flowmon/filters/scbf"
+	"github.com/flowmon/flowmon/internal/snapshot"
+)
+
+// A List is one named watchlist: its text file, and the scaling counting
+// Bloom filter that holds its keys, in memory or persisted in a file
+// beside its entries file (STATE and STATE.entries). Reloading the text
+// file applies only the difference: the prefixes gone are removed with
+// the id they were added with (so a removal reaches the sub-filter that
+// holds them, dablooms' rule), the new ones added with the next id.
+// Check may run on many goroutines while a reload or Apply runs.
+type List struct {
+	Name  string
+	File  string // the text file
+	State string // the filter's file ("": in memory only)
+
+	mu      sync.RWMutex
+	f       *scbf.Filter
+	entries map[netip.Prefix]uint64 // what the filter holds, with the id each was added with
+	nextID  uint64
+	opts    scbf.Options
+}
+
+// DefaultOptions size a list's filter: a sub-filter per 100,000 keys,
+// an overall false-positive rate of 1e-4, scaling as the list grows.
+var DefaultOptions = scbf.Options{Capacity: 100_000, ErrorRate: 1e-4}
+
+// Open makes the list name from its text file: from the state file when
+// it is there and clean or consistent (what it says is in opened), else
+// built from the text file; bad lines of the text file are returned
+// beside the list, which holds the rest.
+func Open(name, file, state string, o scbf.Options) (l *List, opened string, lineErrs []error, err error) {
+	l = &List{Name: name, File: file, State: state, opts: o, nextID: 1}
+	if state != "" {
+		f, st, err := scbf.Open(state)
+		switch {
+		case err == nil && st.State != scbf.Rebuild:
+			ents, next, eerr := readEntries(state + ".entries")
+			if eerr == nil {
+				l.f, l.entries, l.nextID = f, ents, next
+				opened = fmt.Sprintf("%s: %s", state, st)
+			} else {
+				f.Close()
+				opened = fmt.Sprintf("%s: rebuilt from %s (%v)", state, file, eerr)
+			}
+		case err == nil:
+			f.Close()
+			opened = fmt.Sprintf("%s: %s: rebuilt from %s", state, st, file)
+		case errors.Is(err, os.ErrNotExist):
+			opened = fmt.Sprintf("%s: new, built from %s", state, file)
+		default:
+			opened = fmt.Sprintf("%s: %v: rebuilt from %s", state, err, file)
+		}
+	}
+	if l.f == nil {
+		if err := l.create(); err != nil {
+			return nil, "", nil, err
+		}
+		l.entries = map[netip.Prefix]uint64{}
+	}
+	lineErrs, err = l.Reload()
+	if err != nil {
+		l.Close()
+		return nil, "", lineErrs, err
+	}
+	return l, opened, lineErrs, nil
+}
+
+// create makes an empty filter: in a fresh state file, or in memory.
+func (l *List) create() error {
+	var err error
+	if l.State == "" {
+		l.f, err = scbf.New(l.opts)
+		return err
+	}
+	os.Remove(l.State)
+	if l.f, err = scbf.Create(l.State, l.opts); err != nil {
+		return fmt.Errorf("watchlist %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// Reload reads the text file again and applies the difference; its bad
+// lines are returned, and skipped.
+func (l *List) Reload() ([]error, error) {
+	fh, err := os.Open(l.File)
+	if err != nil {
+		return nil, fmt.Errorf("watchlist %s: %w", l.Name, err)
+	}
+	defer fh.Close()
+	prefixes, lineErrs := Parse(l.File, fh)
+	want := make(map[netip.Prefix]bool, len(prefixes))
+	for _, p := range prefixes {
+		want[p] = true
+	}
+	var add, remove []netip.Prefix
+	l.mu.RLock()
+	for p := range l.entries {
+		if !want[p] {
+			remove = append(remove, p)
+		}
+	}
+	for p := range want {
+		if _, ok := l.entries[p]; !ok {
+			add = append(add, p)
+		}
+	}
+	l.mu.RUnlock()
+	return lineErrs, l.Apply(add, remove)
+}
+
+// Apply adds and removes prefixes (POST /api/v1/watchlists/NAME does it
+// for automation; a reload of the text file makes the list the file's
+// again), flushes the filter and writes its entries file.
+func (l *List) Apply(add, remove []netip.Prefix) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range remove {
+		id, ok := l.entries[p]
+		if !ok {
+			continue
+		}
+		var err error
+		Keys(p, func(h uint64) {
+			if _, rerr := l.f.Remove(h, id); rerr != nil && err == nil {
+				err = rerr
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("watchlist %s: remove %s: %w", l.Name, p, err)
+		}
+		delete(l.entries, p)
+	}
+	for _, p := range add {
+		if _, ok := l.entries[p]; ok {
+			continue
+		}
+		id := l.nextID
+		var err error
+		Keys(p, func(h uint64) {
+			if aerr := l.f.Add(h, id); aerr != nil && err == nil {
+				err = aerr
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("watchlist %s: add %s: %w", l.Name, p, err)
+		}
+		l.entries[p] = id
+		l.nextID++
+	}
+	if l.State == "" {
+		return nil
+	}
+	if err := l.f.Flush(); err != nil {
+		return fmt.Errorf("watchlist %s: %w", l.Name, err)
+	}
+	return writeEntries(l.State+".entries", l.entries, l.nextID)
+}
+
+// Listed reports whether a is on the list (or, at the filter's
+// false-positive rate, seems to be).
+func (l *List) Listed(a netip.Addr) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return Probe(a, l.f.Check)
+}
+
+// Len is the prefixes the list holds.
+func (l *List) Len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.entries)
+}
+
+// Saturations is the filter's counters stuck at their maximum.
+func (l *List) Saturations() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.f.Saturations()
+}
+
+// Close flushes and closes the filter.
+func (l *List) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// The entries file: what the filter holds, so that a reload removes a
+// prefix with the id it was added with. A magic, the next id, then per
+// prefix its 16 address bytes, length, family and id, sorted, written
+// atomically with a CRC-32C (internal/snapshot's file).
+const entriesMagic = "FMWLENT1"
+
+func writeEntries(path string, ents map[netip.Prefix]uint64, next uint64) error {
+	ps := make([]netip.Prefix, 0, len(ents))
+	for p := range ents {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr())*2 + cmpInt(a.Bits(), b.Bits()) })
+	var b bytes.Buffer
+	b.WriteString(entriesMagic)
+	binary.Write(&b, binary.LittleEndian, next)
+	for _, p := range ps {
+		a := p.Addr().As16()
+		b.Write(a[:])
+		fam := byte(6)
+		if p.Addr().Is4() {
+			fam = 4
+		}
+		b.Write([]byte{byte(p.Bits()), fam})
+		binary.Write(&b, binary.LittleEndian, ents[p])
+	}
+	return snapshot.Write(path, snapshot.Header{Params: entriesMagic}, []snapshot.Section{{Name: "entries", Data: b.Bytes()}})
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func readEntries(path string) (map[netip.Prefix]uint64, uint64, error) {
+	_, secs, err := snapshot.Read(path, entriesMagic, 0, time.Time{}) // no age limit: a list does not go stale
+	if err != nil {
+		return nil, 0, err
+	}
+	data, ok := snapshot.Find(secs, "entries")
+	if !ok || len(data) < 16 || string(data[:8]) != entriesMagic {
+		return nil, 0, fmt.Errorf("%s: not a watchlist's entries file", path)
+	}
+	next := binary.LittleEndian.Uint64(data[8:])
+	r := bytes.NewReader(data[16:])
+	ents := map[netip.Prefix]uint64{}
+	for r.Len() > 0 {
+		var rec [26]byte
+		if _, err := io.ReadFull(r, rec[:]); err != nil {
+			return nil, 0, fmt.Errorf("%s: truncated", path)
+		}
+		a := netip.AddrFrom16([16]byte(rec[:16]))
+		if rec[17] == 4 {
+			a = a.Unmap()
+		}
+		p := netip.PrefixFrom(a, int(rec[16]))
+		id := binary.LittleEndian.Uint64(rec[18:])
+		if !p.IsValid() || id == 0 || id >= next {
+			return nil, 0, fmt.Errorf("%s: damaged entry", path)
+		}
+		ents[p] = id
+	}
+	return ents, next, nil
+}
