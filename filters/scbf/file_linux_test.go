@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zeebo/xxh3"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,15 +19,6 @@ func abandon(t testing.TB, f *Filter) {
 		t.Fatal(err)
 	}
 	f.mem, f.subs, f.file = nil, nil, nil
-}
-
-func mustCreate(t testing.TB, path string, o Options) *Filter {
-	t.Helper()
-	f, err := Create(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 func mustOpen(t testing.TB, path string, want State) (*Filter, OpenState) {
@@ -225,9 +215,6 @@ type damage struct {
 	want error
 	msg  string
 }
-
-func fixParams(b []byte) []byte { put(b, offParamSum, xxh3.Hash(b[:offParamSum])); return b }
-func fixClean(b []byte) []byte  { put(b, offCleanSum, cleanSum(b)); return b }
 
 // dirtyNow marks b dirty on this boot, with operation seq+1 in flight.
 func dirtyNow(b []byte, op, sub, filters uint64) []byte {

@@ -2,14 +2,31 @@ package scbf
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/zeebo/xxh3"
 )
 
 func mustNew(t testing.TB, o Options) *Filter {
 	t.Helper()
 	f, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// mustCreate creates a file-backed filter, or skips where files are not
+// supported.
+func mustCreate(t testing.TB, path string, o Options) *Filter {
+	t.Helper()
+	f, err := Create(path, o)
+	if errors.Is(err, ErrNotSupported) {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,3 +141,7 @@ func fpRate(f *Filter, trials int, seed uint64) float64 {
 
 // slack is 4 standard deviations of a rate p measured over n trials.
 func slack(p float64, n int) float64 { return 4 * math.Sqrt(p*(1-p)/float64(n)) }
+
+// fixParams and fixClean recompute an image's checksums after an edit.
+func fixParams(b []byte) []byte { put(b, offParamSum, xxh3.Hash(b[:offParamSum])); return b }
+func fixClean(b []byte) []byte  { put(b, offCleanSum, cleanSum(b)); return b }

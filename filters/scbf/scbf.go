@@ -140,6 +140,7 @@ func (f *Filter) Add(key, id uint64) error {
 	f.intend(opAdd, seq, key, t, h)
 	if grow {
 		if err := f.grow(maxID + 1); err != nil {
+			store(f.mem, offIntentSeq, 0) // nothing changed: nothing to undo
 			return fmt.Errorf("add to scaling counting bloom filter: %w", err)
 		}
 	}
