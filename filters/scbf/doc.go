@@ -15,13 +15,22 @@
 // lands a hair above p at n elements (0.01002 for 0.01), so cpf then
 // grows by 0.1% steps until (1 - (1 - 1/cpf)^n)^k ≤ p.
 //
+// "These four bit counters allow up to 15 items to share a counter"
+// (section "Enter dablooms"). dablooms logs an increment past 15 and drops
+// it, and later decrements the counter as if it had counted: the counter
+// reaches 0 while an element still maps to it, a false negative. Here a
+// counter at 15 is saturated: it stays at 15 and is never decremented, so
+// the only cost of an overflow is a key that keeps testing present.
+// Saturations counts the increments a saturated counter absorbed (the
+// events dablooms logs), for the engine to export as a metric.
+//
 // # Probes
 //
 // The key is a 64-bit hash the caller already has (HashBytes hashes bytes
 // with the flow hash's XXH3 and seed). Its probes come from
-// internal/hashmix: h = Mix(key ^ seed), and probe j is Mix(h + (j+1)·
-// Golden), the (j+1)th output of SplitMix64 seeded with h, reduced onto
-// partition j. dablooms derives its probes by double hashing, h1 + j·h2
+// internal/hashmix: h = Mix(key ^ seed), and probe j is
+// Mix(h + (j+1)·Golden), the (j+1)th output of SplitMix64 seeded with h,
+// reduced onto partition j. dablooms derives its probes by double hashing, h1 + j·h2
 // (Kirsch and Mitzenmacher), as the other flowmon filters do; here that
 // fails the deep sub-filters. Two keys whose h1 and h2 are both close
 // share every one of their k counters, with a probability near
@@ -33,19 +42,10 @@
 // a Mix per probe; an absent key stops at the first zero counter, about
 // two probes per sub-filter.
 //
-// "These four bit counters allow up to 15 items to share a counter"
-// (section "Enter dablooms"). dablooms logs an increment past 15 and drops
-// it, and later decrements the counter as if it had counted: the counter
-// reaches 0 while an element still maps to it, a false negative. Here a
-// counter at 15 is saturated: it stays at 15 and is never decremented, so
-// the only cost of an overflow is a key that keeps testing present.
-// Saturations counts the increments a saturated counter absorbed (the
-// events dablooms logs), for the engine to export as a metric.
+// # Scaling
 //
-// # Scaling (sections "Scalable Bloom Filters: Solving Scale" and "Enter
-// dablooms")
-//
-// A filter is a list of sub-filters of one capacity. Add and Remove take
+// Sections "Scalable Bloom Filters: Solving Scale" and "Enter dablooms":
+// a filter is a list of sub-filters of one capacity. Add and Remove take
 // an id that increases with time (dablooms suggests a timestamp; ids need
 // not be unique). Each sub-filter covers the ids from its first id up to
 // the next sub-filter's, so the id names the one sub-filter that holds
@@ -77,13 +77,13 @@
 // Both ratios are selectable (RatioCode, RatioREADME). The default is 0.9
 // with the (1-r) factor: docs/results/scbf.md (`flowmon eval scbf`)
 // measures both overall rates within P at 1x, 10x and 100x the capacity,
-// 0.5 at P already from 10x and 0.9 at 0.65P there; 0.5 needs less
+// 0.5 at P already from 10x and 0.9 at about 0.6P there; 0.5 needs less
 // memory up to 6 full sub-filters (23% less at one), but its k grows by
 // one hash per sub-filter, so at 100x it takes 3.3 times the memory of
 // 0.9 and 4 times the hashes per Add in the newest sub-filter. A filter
 // that never scales past a few sub-filters is smaller with RatioCode.
-// Rates floor at 2^-MaxHashes; past that (sub-filter 248 at r = 0.5 and
-// P = 0.01) each further sub-filter adds at most 2^-256 to the bound.
+// Rates floor at 2^-MaxHashes; from there on (sub-filter 249 at r = 0.5
+// and P = 0.01) each further sub-filter adds at most 2^-256 to the bound.
 //
 // # The file (section "Enter dablooms": memory mapped, sequence numbers)
 //
