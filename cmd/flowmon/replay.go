@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/internal/history"
 )
 
 func init() {
@@ -38,6 +39,7 @@ type replayFlags struct {
 	alertsOut  string
 	alerting   string
 	watchlists watchlistFlags
+	historyDir string
 	files      []string
 }
 
@@ -68,6 +70,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.alertsOut, "alerts-out", "", "write alerts as JSON lines to `FILE` (- for stdout) instead of readable lines on stderr")
 	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
+	fs.StringVar(&f.historyDir, "history-dir", "", historyUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -156,6 +159,14 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	defer wl.Close()
 	if err := useWatchlists(al, wl); err != nil {
 		return err
+	}
+	if f.historyDir != "" {
+		h, err := history.Open(f.historyDir, history.DefaultOptions)
+		if err != nil {
+			return err
+		}
+		defer closeHistory(h, &rerr)
+		cfg.History = h
 	}
 	var reload func() error
 	if al != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/config"
 	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/internal/history"
 )
 
 func init() {
@@ -33,6 +34,7 @@ type runFlags struct {
 	flowsOut   string
 	watchlists watchlistFlags
 	wlDir      string
+	historyDir string
 	overrides  [][2]string // flag name, value, in the order given
 }
 
@@ -58,6 +60,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.noStatus, "no-status", false, "never draw the status line (drawn only when stderr is a terminal)")
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow to `FILE` (the config's flow-log)")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage+"; reloaded on SIGHUP")
+	fs.StringVar(&f.historyDir, "history-dir", "", historyUsage)
 	fs.StringVar(&f.wlDir, "watchlist-dir", "", "keep the watchlists' filters in `DIR` (NAME.wl), reopened at the next start without rebuilding")
 	for _, o := range runOverrides {
 		fs.Func(o.name, o.usage, func(v string) error {
@@ -154,6 +157,14 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	defer wl.Close()
 	if err := useWatchlists(al, wl); err != nil {
 		return err
+	}
+	if f.historyDir != "" {
+		h, err := history.Open(f.historyDir, history.DefaultOptions)
+		if err != nil {
+			return err
+		}
+		defer closeHistory(h, &rerr)
+		ecfg.History = h
 	}
 	pl, err := engine.NewLivePipeline(ecfg, srcs)
 	if err != nil {

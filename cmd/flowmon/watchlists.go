@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/watchlist"
 )
 
@@ -76,4 +77,13 @@ func useWatchlists(al *alerting, set *watchlist.Set) error {
 		return fmt.Errorf("rules: %w", err)
 	}
 	return nil
+}
+
+const historyUsage = "keep the flow history (every host pair seen, for novelty rules) in `DIR`, a Cascade Filter of 16 MB of RAM that persists across runs"
+
+// closeHistory closes h into *rerr (the first error wins).
+func closeHistory(h *history.History, rerr *error) {
+	if err := h.Close(); err != nil && *rerr == nil {
+		*rerr = fmt.Errorf("flow history: %w", err)
+	}
 }

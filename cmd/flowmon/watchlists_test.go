@@ -55,3 +55,30 @@ func TestReplayWatchlistRule(t *testing.T) {
 		t.Errorf("no --watchlist: exit %d: %s", code, errb.String())
 	}
 }
+
+// TestReplayHistoryNovelty: flowmon replay --history-dir with a novelty
+// rule alerts on the trace's host pairs the first time, and on none when
+// the same trace is replayed again over the same history.
+func TestReplayHistoryNovelty(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "g.pcap")
+	if _, err := genFiles(trace, trace+".truth", gen.Options{Flows: 300, Seed: 3, Duration: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	rules := filepath.Join(dir, "rules.yaml")
+	os.WriteFile(rules, []byte("groups:\n  - name: n\n    rules:\n      - {alert: NewPair, kind: novelty, track: by_pair, novelty: {}}\n"), 0o644)
+	hist := filepath.Join(dir, "history")
+	var counts []uint64
+	for range 2 {
+		var out, errb bytes.Buffer
+		if code := run([]string{"replay", "--json", "--rules", rules, "--history-dir", hist, trace}, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var s struct{ Alerts map[string]uint64 }
+		json.Unmarshal(out.Bytes(), &s)
+		counts = append(counts, s.Alerts["NewPair"])
+	}
+	if counts[0] == 0 || counts[1] != 0 {
+		t.Errorf("NewPair alerts: %d the first time, %d the second (want some, then none)", counts[0], counts[1])
+	}
+}
