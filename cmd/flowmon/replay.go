@@ -160,13 +160,13 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err := useWatchlists(al, wl); err != nil {
 		return err
 	}
+	var hist *history.History
 	if f.historyDir != "" {
-		h, err := history.Open(f.historyDir, history.DefaultOptions)
-		if err != nil {
+		if hist, err = history.Open(f.historyDir, history.DefaultOptions); err != nil {
 			return err
 		}
-		defer closeHistory(h, &rerr)
-		cfg.History = h
+		defer closeHistory(hist, &rerr)
+		cfg.History = hist
 	}
 	var reload func() error
 	if al != nil {
@@ -188,7 +188,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
 			return err
 		}
-		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, wl)
+		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, wl, hist)
 		if err != nil {
 			return err
 		}

@@ -158,13 +158,13 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err := useWatchlists(al, wl); err != nil {
 		return err
 	}
+	var hist *history.History
 	if f.historyDir != "" {
-		h, err := history.Open(f.historyDir, history.DefaultOptions)
-		if err != nil {
+		if hist, err = history.Open(f.historyDir, history.DefaultOptions); err != nil {
 			return err
 		}
-		defer closeHistory(h, &rerr)
-		ecfg.History = h
+		defer closeHistory(hist, &rerr)
+		ecfg.History = hist
 	}
 	pl, err := engine.NewLivePipeline(ecfg, srcs)
 	if err != nil {
@@ -178,7 +178,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		reload = func() error { return al.reload("POST /-/reload") }
 	}
 	var ready atomic.Bool
-	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load, wl)
+	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load, wl, hist)
 	if err != nil {
 		return err
 	}

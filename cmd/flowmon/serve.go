@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/watchlist"
 )
 
@@ -23,8 +24,8 @@ type metricsServer struct {
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
 // live agent: once capture runs); without, they answer 200. wl, when
 // set, serves the watchlists' API (watchlist.Path).
-func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool, wl *watchlist.Set) (*metricsServer, error) {
-	ph, err := engine.Handler(pl)
+func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool, wl *watchlist.Set, hist *history.History) (*metricsServer, error) {
+	ph, err := engine.Handler(pl, lookupsCollector{wl, hist})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/watchlist"
 )
@@ -85,5 +87,44 @@ const historyUsage = "keep the flow history (every host pair seen, for novelty r
 func closeHistory(h *history.History, rerr *error) {
 	if err := h.Close(); err != nil && *rerr == nil {
 		*rerr = fmt.Errorf("flow history: %w", err)
+	}
+}
+
+var (
+	descWLEntries = prometheus.NewDesc("flowmon_watchlist_entries", "Addresses and prefixes on each watchlist.", []string{"list"}, nil)
+	descWLSat     = prometheus.NewDesc("flowmon_watchlist_saturations", "Increments a watchlist filter's 4-bit counters absorbed at 15, where they stick: never a false negative, a little more false-positive rate.", []string{"list"}, nil)
+	descHistNovel = prometheus.NewDesc("flowmon_history_novel_pairs_total", "New flows between hosts the flow history had not seen together.", nil, nil)
+	descHistSeen  = prometheus.NewDesc("flowmon_history_seen_pairs_total", "New flows between hosts the flow history had seen together.", nil, nil)
+	descHistErr   = prometheus.NewDesc("flowmon_history_errors_total", "Flow history lookups or inserts that failed on disk (answered not novel).", nil, nil)
+	descHistDisk  = prometheus.NewDesc("flowmon_history_disk_bytes", "The flow history's levels on disk.", nil, nil)
+)
+
+// lookupsCollector exports the watchlists' and the flow history's
+// figures at scrape time (either may be nil).
+type lookupsCollector struct {
+	wl *watchlist.Set
+	h  *history.History
+}
+
+func (c lookupsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descWLEntries, descWLSat, descHistNovel, descHistSeen, descHistErr, descHistDisk} {
+		ch <- d
+	}
+}
+
+func (c lookupsCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.wl != nil {
+		for _, name := range c.wl.Lists() {
+			l := c.wl.Get(name)
+			ch <- prometheus.MustNewConstMetric(descWLEntries, prometheus.GaugeValue, float64(l.Len()), name)
+			ch <- prometheus.MustNewConstMetric(descWLSat, prometheus.GaugeValue, float64(l.Saturations()), name)
+		}
+	}
+	if c.h != nil {
+		st := c.h.Stats()
+		ch <- prometheus.MustNewConstMetric(descHistNovel, prometheus.CounterValue, float64(st.Novel))
+		ch <- prometheus.MustNewConstMetric(descHistSeen, prometheus.CounterValue, float64(st.Seen))
+		ch <- prometheus.MustNewConstMetric(descHistErr, prometheus.CounterValue, float64(st.Errors))
+		ch <- prometheus.MustNewConstMetric(descHistDisk, prometheus.GaugeValue, float64(st.Filter.DiskBytes))
 	}
 }

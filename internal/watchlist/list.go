@@ -48,8 +48,15 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 	if state != "" {
 		f, st, err := scbf.Open(state)
 		switch {
-		case err == nil && st.State != scbf.Rebuild:
-			ents, next, eerr := readEntries(state + ".entries")
+		case err == nil:
+			// The entries file is written after each flush with the
+			// filter's operation count: a filter that went on past it (a
+			// crash between the two) holds what the entries do not say,
+			// and removing by them could hide other keys.
+			ents, next, seq, eerr := readEntries(state + ".entries")
+			if eerr == nil && seq != st.Seq {
+				eerr = fmt.Errorf("the entries are as of operation %d, the filter %s", seq, st)
+			}
 			if eerr == nil {
 				l.f, l.entries, l.nextID = f, ents, next
 				opened = fmt.Sprintf("%s: %s", state, st)
@@ -57,9 +64,6 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 				f.Close()
 				opened = fmt.Sprintf("%s: rebuilt from %s (%v)", state, file, eerr)
 			}
-		case err == nil:
-			f.Close()
-			opened = fmt.Sprintf("%s: %s: rebuilt from %s", state, st, file)
 		case errors.Is(err, os.ErrNotExist):
 			opened = fmt.Sprintf("%s: new, built from %s", state, file)
 		default:
@@ -168,7 +172,7 @@ func (l *List) Apply(add, remove []netip.Prefix) error {
 	if err := l.f.Flush(); err != nil {
 		return fmt.Errorf("watchlist %s: %w", l.Name, err)
 	}
-	return writeEntries(l.State+".entries", l.entries, l.nextID)
+	return writeEntries(l.State+".entries", l.entries, l.nextID, l.f.Seq())
 }
 
 // Listed reports whether a is on the list (or, at the filter's
@@ -186,7 +190,8 @@ func (l *List) Len() int {
 	return len(l.entries)
 }
 
-// Saturations is the filter's counters stuck at their maximum.
+// Saturations is the increments the filter's counters absorbed at their
+// maximum, 15, where they stick (never a false negative).
 func (l *List) Saturations() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -208,10 +213,11 @@ func (l *List) Close() error {
 // The entries file: what the filter holds, so that a reload removes a
 // prefix with the id it was added with. A magic, the next id, then per
 // prefix its 16 address bytes, length, family and id, sorted, written
-// atomically with a CRC-32C (internal/snapshot's file).
+// atomically with a CRC-32C (internal/snapshot's file), and the filter's
+// operation count it matches.
 const entriesMagic = "FMWLENT1"
 
-func writeEntries(path string, ents map[netip.Prefix]uint64, next uint64) error {
+func writeEntries(path string, ents map[netip.Prefix]uint64, next, seq uint64) error {
 	ps := make([]netip.Prefix, 0, len(ents))
 	for p := range ents {
 		ps = append(ps, p)
@@ -220,6 +226,7 @@ func writeEntries(path string, ents map[netip.Prefix]uint64, next uint64) error 
 	var b bytes.Buffer
 	b.WriteString(entriesMagic)
 	binary.Write(&b, binary.LittleEndian, next)
+	binary.Write(&b, binary.LittleEndian, seq)
 	for _, p := range ps {
 		a := p.Addr().As16()
 		b.Write(a[:])
@@ -243,22 +250,22 @@ func cmpInt(a, b int) int {
 	return 0
 }
 
-func readEntries(path string) (map[netip.Prefix]uint64, uint64, error) {
+func readEntries(path string) (ents map[netip.Prefix]uint64, next, seq uint64, err error) {
 	_, secs, err := snapshot.Read(path, entriesMagic, 0, time.Time{}) // no age limit: a list does not go stale
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	data, ok := snapshot.Find(secs, "entries")
-	if !ok || len(data) < 16 || string(data[:8]) != entriesMagic {
-		return nil, 0, fmt.Errorf("%s: not a watchlist's entries file", path)
+	if !ok || len(data) < 24 || string(data[:8]) != entriesMagic {
+		return nil, 0, 0, fmt.Errorf("%s: not a watchlist's entries file", path)
 	}
-	next := binary.LittleEndian.Uint64(data[8:])
-	r := bytes.NewReader(data[16:])
-	ents := map[netip.Prefix]uint64{}
+	next, seq = binary.LittleEndian.Uint64(data[8:]), binary.LittleEndian.Uint64(data[16:])
+	r := bytes.NewReader(data[24:])
+	ents = map[netip.Prefix]uint64{}
 	for r.Len() > 0 {
 		var rec [26]byte
 		if _, err := io.ReadFull(r, rec[:]); err != nil {
-			return nil, 0, fmt.Errorf("%s: truncated", path)
+			return nil, 0, 0, fmt.Errorf("%s: truncated", path)
 		}
 		a := netip.AddrFrom16([16]byte(rec[:16]))
 		if rec[17] == 4 {
@@ -267,9 +274,9 @@ func readEntries(path string) (map[netip.Prefix]uint64, uint64, error) {
 		p := netip.PrefixFrom(a, int(rec[16]))
 		id := binary.LittleEndian.Uint64(rec[18:])
 		if !p.IsValid() || id == 0 || id >= next {
-			return nil, 0, fmt.Errorf("%s: damaged entry", path)
+			return nil, 0, 0, fmt.Errorf("%s: damaged entry", path)
 		}
 		ents[p] = id
 	}
-	return ents, next, nil
+	return ents, next, seq, nil
 }

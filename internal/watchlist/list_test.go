@@ -170,3 +170,28 @@ func TestSetHandler(t *testing.T) {
 		t.Errorf("Lists %v", got)
 	}
 }
+
+// TestListRebuildsWhenEntriesLag: a filter that went on past its entries
+// file (a crash between the two writes) is not trusted: the list is
+// rebuilt from its text file, and answers as the file says.
+func TestListRebuildsWhenEntriesLag(t *testing.T) {
+	dir := t.TempDir()
+	file, state := filepath.Join(dir, "l.txt"), filepath.Join(dir, "l.wl")
+	writeList(t, file, "192.0.2.0/24")
+	l, _, _, err := Open("l", file, state, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An add that reached the filter but not the entries file.
+	Keys(netip.MustParsePrefix("198.51.100.0/24"), func(h uint64) { l.f.Add(h, l.nextID) })
+	l.f.Flush()
+	l.Close()
+	l, opened, _, err := Open("l", file, state, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !strings.Contains(opened, "rebuilt") || l.Listed(addr("198.51.100.1")) || !l.Listed(addr("192.0.2.1")) {
+		t.Errorf("opened %q; 198.51.100.1 listed %v", opened, l.Listed(addr("198.51.100.1")))
+	}
+}

@@ -45,6 +45,9 @@ func (s *Set) Listed(name string, a netip.Addr) bool {
 	return l != nil && l.Listed(a)
 }
 
+// Get returns the list named name, or nil.
+func (s *Set) Get(name string) *List { return s.lists[name] }
+
 // Reload reads every list's text file again; the errors name the list
 // and line of each problem (bad lines are skipped, the rest applied).
 func (s *Set) Reload() error {
