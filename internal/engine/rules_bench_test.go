@@ -2,8 +2,10 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/internal/history"
+	"github.com/flowmon/flowmon/internal/watchlist"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -103,5 +107,94 @@ func decodedTrace(b *testing.B, o gen.Options) []capture.Packet {
 		}
 		p.Payload = append([]byte(nil), p.Payload...) // the reader reuses its buffer
 		out = append(out, p)
+	}
+}
+
+// BenchmarkPipelineLookups measures what a watchlist check and the flow
+// history cost the whole per-packet path (both run on new flows only):
+// the pipeline with a rule set of one volume rule, against the same with
+// a watchlist rule over a 10,000-prefix list and a novelty rule over a
+// Cascade Filter history in a temp dir (every new flow's pair recorded),
+// neither matching the trace: the lookups' cost, not the alerts'. Both
+// allocate nothing per packet.
+func BenchmarkPipelineLookups(b *testing.B) {
+	pkts := decodedTrace(b, gen.Options{Flows: 20000, Seed: 3, Snaplen: 96, Duration: 20 * time.Second})
+	span := pkts[len(pkts)-1].Timestamp.Sub(pkts[0].Timestamp) + time.Second
+	const base = `groups:
+  - name: b
+    rules:
+      - {alert: Heavy, kind: volume, track: by_flow, volume: {measure: bytes, above: 5000000, window: 60s}}
+`
+	const lookups = `      - {alert: Listed, kind: watchlist, track: by_dst, watchlist: {list: bad}}
+      - {alert: NewPair, kind: novelty, track: by_pair, match: {dst: [192.0.2.0/24]}, novelty: {}}
+`
+	for _, with := range []bool{false, true} {
+		name := "lookups=none"
+		if with {
+			name = "lookups=watchlist+history"
+		}
+		b.Run(name, func(b *testing.B) {
+			src := base
+			if with {
+				src += lookups
+			}
+			f, err := rules.Parse("b.yaml", []byte(src))
+			if err != nil {
+				b.Fatal(err)
+			}
+			set, err := rules.Compile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.Workers = 1
+			cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON)))
+			if with {
+				dir := b.TempDir()
+				var lines []string
+				for i := range 10000 {
+					lines = append(lines, fmt.Sprintf("100.%d.%d.0/24", 64+i/256, i%256))
+				}
+				os.WriteFile(dir+"/bad.txt", []byte(strings.Join(lines, "\n")), 0o644)
+				l, _, _, err := watchlist.Open("bad", dir+"/bad.txt", dir+"/bad.wl", watchlist.DefaultOptions)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				wl, _ := watchlist.NewSet(l)
+				if err := cfg.Rules.SetLookups(wl); err != nil {
+					b.Fatal(err)
+				}
+				h, err := history.Open(dir+"/history", history.DefaultOptions)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+				cfg.History = h
+			}
+			pl, err := NewPipeline(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var p capture.Packet
+			pass, i := 0, 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			m := cputime.Start()
+			for range b.N {
+				p = pkts[i]
+				p.Timestamp = p.Timestamp.Add(time.Duration(pass) * span)
+				pl.Packet(&p)
+				if i++; i == len(pkts) {
+					i, pass = 0, pass+1
+				}
+			}
+			m.Report(b)
+			b.StopTimer()
+			var s Summary
+			if err := pl.Finish(&s, p.Timestamp); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
