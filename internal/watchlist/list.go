@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/filters/scbf"
 	"github.com/flowmon/flowmon/internal/snapshot"
 )
@@ -31,6 +31,11 @@ type List struct {
 	mu      sync.RWMutex
 	f       *scbf.Filter
 	entries map[netip.Prefix]uint64 // what the filter holds, with the id each was added with
+	// raw is the entries file's records, decoded into entries only when a
+	// reload or an Apply needs them: a restart with the text file
+	// unchanged reads neither the text nor the entries.
+	raw     []byte
+	textSum uint64 // the text file's hash the filter holds (0: unknown, or changed by Apply)
 	nextID  uint64
 	opts    scbf.Options
 }
@@ -53,12 +58,12 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 			// filter's operation count: a filter that went on past it (a
 			// crash between the two) holds what the entries do not say,
 			// and removing by them could hide other keys.
-			ents, next, seq, eerr := readEntries(state + ".entries")
+			raw, next, seq, sum, eerr := readEntries(state + ".entries")
 			if eerr == nil && seq != st.Seq {
 				eerr = fmt.Errorf("the entries are as of operation %d, the filter %s", seq, st)
 			}
 			if eerr == nil {
-				l.f, l.entries, l.nextID = f, ents, next
+				l.f, l.raw, l.nextID, l.textSum = f, raw, next, sum
 				opened = fmt.Sprintf("%s: %s", state, st)
 			} else {
 				f.Close()
@@ -71,10 +76,19 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 		}
 	}
 	if l.f == nil {
+		// A new filter's sub-filters are sized for the list as it is (a
+		// quarter more), so that a big list is one sub-filter, not a
+		// hundred for Check to walk; growth past it scales as dablooms.
+		if n := countKeys(file); n*5/4 > l.opts.Capacity {
+			l.opts.Capacity = n * 5 / 4
+		}
 		if err := l.create(); err != nil {
 			return nil, "", nil, err
 		}
 		l.entries = map[netip.Prefix]uint64{}
+	}
+	if l.textSum != 0 && l.textSum == textSum(file) {
+		return l, opened + ", the text file unchanged", nil, nil
 	}
 	lineErrs, err = l.Reload()
 	if err != nil {
@@ -82,6 +96,22 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 		return nil, "", lineErrs, err
 	}
 	return l, opened, lineErrs, nil
+}
+
+// countKeys is the keys the list file's prefixes are stored as (0 when
+// it cannot be read: Reload says why).
+func countKeys(file string) uint64 {
+	fh, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer fh.Close()
+	ps, _ := Parse(file, fh)
+	var n uint64
+	for _, p := range ps {
+		Keys(p, func(uint64) { n++ })
+	}
+	return n
 }
 
 // create makes an empty filter: in a fresh state file, or in memory.
@@ -107,6 +137,10 @@ func (l *List) Reload() ([]error, error) {
 	}
 	defer fh.Close()
 	prefixes, lineErrs := Parse(l.File, fh)
+	sum := textSum(l.File)
+	if err := l.decodeEntries(); err != nil {
+		return lineErrs, err
+	}
 	want := make(map[netip.Prefix]bool, len(prefixes))
 	for _, p := range prefixes {
 		want[p] = true
@@ -124,13 +158,51 @@ func (l *List) Reload() ([]error, error) {
 		}
 	}
 	l.mu.RUnlock()
-	return lineErrs, l.Apply(add, remove)
+	if err := l.apply(add, remove, sum); err != nil {
+		return lineErrs, err
+	}
+	return lineErrs, nil
+}
+
+// textSum hashes the text file's bytes (0 when it cannot be read).
+func textSum(file string) uint64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	return capture.HashBytes(b) | 1
+}
+
+// decodeEntries turns the entries file's records into the entries map,
+// once.
+func (l *List) decodeEntries() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries != nil {
+		return nil
+	}
+	ents, err := decodeEntries(l.raw, l.nextID)
+	if err != nil {
+		return fmt.Errorf("watchlist %s: %s.entries: %w", l.Name, l.State, err)
+	}
+	l.entries, l.raw = ents, nil
+	return nil
 }
 
 // Apply adds and removes prefixes (POST /api/v1/watchlists/NAME does it
-// for automation; a reload of the text file makes the list the file's
-// again), flushes the filter and writes its entries file.
+// for automation; the next reload of the text file, at SIGHUP or at a
+// restart, makes the list the file's again), flushes the filter and
+// writes its entries file.
 func (l *List) Apply(add, remove []netip.Prefix) error {
+	if err := l.decodeEntries(); err != nil {
+		return err
+	}
+	return l.apply(add, remove, 0)
+}
+
+// apply applies a change that leaves the list as the text file of hash
+// sum says (0: as no file says).
+func (l *List) apply(add, remove []netip.Prefix, sum uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range remove {
@@ -166,13 +238,14 @@ func (l *List) Apply(add, remove []netip.Prefix) error {
 		l.entries[p] = id
 		l.nextID++
 	}
+	l.textSum = sum
 	if l.State == "" {
 		return nil
 	}
 	if err := l.f.Flush(); err != nil {
 		return fmt.Errorf("watchlist %s: %w", l.Name, err)
 	}
-	return writeEntries(l.State+".entries", l.entries, l.nextID, l.f.Seq())
+	return writeEntries(l.State+".entries", l.entries, l.nextID, l.f.Seq(), l.textSum)
 }
 
 // Listed reports whether a is on the list (or, at the filter's
@@ -187,6 +260,9 @@ func (l *List) Listed(a netip.Addr) bool {
 func (l *List) Len() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if l.entries == nil {
+		return len(l.raw) / entrySize
+	}
 	return len(l.entries)
 }
 
@@ -217,7 +293,9 @@ func (l *List) Close() error {
 // operation count it matches.
 const entriesMagic = "FMWLENT1"
 
-func writeEntries(path string, ents map[netip.Prefix]uint64, next, seq uint64) error {
+const entrySize = 26
+
+func writeEntries(path string, ents map[netip.Prefix]uint64, next, seq, sum uint64) error {
 	ps := make([]netip.Prefix, 0, len(ents))
 	for p := range ents {
 		ps = append(ps, p)
@@ -227,6 +305,7 @@ func writeEntries(path string, ents map[netip.Prefix]uint64, next, seq uint64) e
 	b.WriteString(entriesMagic)
 	binary.Write(&b, binary.LittleEndian, next)
 	binary.Write(&b, binary.LittleEndian, seq)
+	binary.Write(&b, binary.LittleEndian, sum)
 	for _, p := range ps {
 		a := p.Addr().As16()
 		b.Write(a[:])
@@ -250,23 +329,26 @@ func cmpInt(a, b int) int {
 	return 0
 }
 
-func readEntries(path string) (ents map[netip.Prefix]uint64, next, seq uint64, err error) {
+// readEntries reads the entries file: its records, undecoded (checked
+// for length; decodeEntries checks each), the next id, the filter's
+// operation count and the text file's hash it matches.
+func readEntries(path string) (raw []byte, next, seq, sum uint64, err error) {
 	_, secs, err := snapshot.Read(path, entriesMagic, 0, time.Time{}) // no age limit: a list does not go stale
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
 	data, ok := snapshot.Find(secs, "entries")
-	if !ok || len(data) < 24 || string(data[:8]) != entriesMagic {
-		return nil, 0, 0, fmt.Errorf("%s: not a watchlist's entries file", path)
+	if !ok || len(data) < 32 || string(data[:8]) != entriesMagic || (len(data)-32)%entrySize != 0 {
+		return nil, 0, 0, 0, fmt.Errorf("%s: not a watchlist's entries file", path)
 	}
-	next, seq = binary.LittleEndian.Uint64(data[8:]), binary.LittleEndian.Uint64(data[16:])
-	r := bytes.NewReader(data[24:])
-	ents = map[netip.Prefix]uint64{}
-	for r.Len() > 0 {
-		var rec [26]byte
-		if _, err := io.ReadFull(r, rec[:]); err != nil {
-			return nil, 0, 0, fmt.Errorf("%s: truncated", path)
-		}
+	le := binary.LittleEndian
+	return data[32:], le.Uint64(data[8:]), le.Uint64(data[16:]), le.Uint64(data[24:]), nil
+}
+
+func decodeEntries(raw []byte, next uint64) (map[netip.Prefix]uint64, error) {
+	ents := make(map[netip.Prefix]uint64, len(raw)/entrySize)
+	for ; len(raw) >= entrySize; raw = raw[entrySize:] {
+		rec := raw[:entrySize]
 		a := netip.AddrFrom16([16]byte(rec[:16]))
 		if rec[17] == 4 {
 			a = a.Unmap()
@@ -274,9 +356,9 @@ func readEntries(path string) (ents map[netip.Prefix]uint64, next, seq uint64, e
 		p := netip.PrefixFrom(a, int(rec[16]))
 		id := binary.LittleEndian.Uint64(rec[18:])
 		if !p.IsValid() || id == 0 || id >= next {
-			return nil, 0, 0, fmt.Errorf("%s: damaged entry", path)
+			return nil, errors.New("damaged entry")
 		}
 		ents[p] = id
 	}
-	return ents, next, seq, nil
+	return ents, nil
 }
