@@ -351,24 +351,29 @@ func (w *levelWriter) abort() {
 
 // slotReader reads a level's slots for one lookup a page at a time,
 // keeping the last few pages read (a cluster usually lies in one page,
-// sometimes across two).
+// sometimes across two). Pages are read into page-aligned buffers (for
+// O_DIRECT) and their words decoded as the walk needs them.
 type slotReader struct {
-	l      *level
-	pages  [cachePages]cachedPage
-	turn   int
-	reads  uint64
-	bufMem []byte
+	l     *level
+	pages [cachePages]cachedPage
+	turn  int
+	reads uint64
 }
 
 const cachePages = 4
 
 type cachedPage struct {
-	page  uint64 // data page + 1; 0: empty
-	words [wordsPerPage]uint64
+	page uint64 // data page + 1; 0: empty
+	b    []byte
 }
 
 func newSlotReader() *slotReader {
-	return &slotReader{bufMem: alignedBuf(PageSize)}
+	s := &slotReader{}
+	buf := alignedBuf(cachePages * PageSize)
+	for i := range s.pages {
+		s.pages[i].b = buf[i*PageSize : (i+1)*PageSize : (i+1)*PageSize]
+	}
+	return s
 }
 
 // reset points the reader at level l, forgetting the pages it holds.
@@ -381,32 +386,29 @@ func (s *slotReader) reset(l *level) {
 
 // word returns the level's data word k.
 func (s *slotReader) word(k uint64) (uint64, error) {
-	p := k / wordsPerPage
+	p, at := k/wordsPerPage, 8*(k%wordsPerPage)
 	for i := range s.pages {
 		if s.pages[i].page == p+1 {
-			return s.pages[i].words[k%wordsPerPage], nil
+			return binary.LittleEndian.Uint64(s.pages[i].b[at:]), nil
 		}
 	}
 	l := s.l
 	if p >= l.dataPages {
 		return 0, nil
 	}
-	b := s.bufMem
-	if _, err := l.direct.ReadAt(b, int64(PageSize*(1+p))); err != nil {
+	cp := &s.pages[s.turn]
+	cp.page = 0
+	if _, err := l.direct.ReadAt(cp.b, int64(PageSize*(1+p))); err != nil {
 		return 0, &LevelError{Level: l.level, Path: l.path, Err: err}
 	}
 	s.reads++
-	if c := crc32.Checksum(b, castagnoli); c != l.crcs[p] {
+	if c := crc32.Checksum(cp.b, castagnoli); c != l.crcs[p] {
 		return 0, &LevelError{Level: l.level, Path: l.path,
 			Err: damaged("data page %d: checksum %08x, stored %08x", p, c, l.crcs[p])}
 	}
-	cp := &s.pages[s.turn]
 	s.turn = (s.turn + 1) % cachePages
 	cp.page = p + 1
-	for i := range cp.words {
-		cp.words[i] = binary.LittleEndian.Uint64(b[8*i:])
-	}
-	return cp.words[k%wordsPerPage], nil
+	return binary.LittleEndian.Uint64(cp.b[at:]), nil
 }
 
 // Slot implements qf.SlotReader.

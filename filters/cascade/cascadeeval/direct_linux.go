@@ -19,3 +19,8 @@ func alignedBuf(n int) ([]byte, error) {
 }
 
 func freeBuf(b []byte) { unix.Munmap(b) }
+
+// openDirectRead opens path read-only with O_DIRECT.
+func openDirectRead(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
+}
