@@ -17,6 +17,9 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" eval fbf -trials 200000 -seed 1 > "$out/fbf.md"
 "$bin" eval ccf -trials 3 > "$out/ccf.md"
 "$bin" eval scbf -trials 1000000 -seed 1 -o "$out/scbf.md"
+"$bin" eval qf -o "$out/qf.md"
+# About 3 minutes: a Cascade Filter and a Bloom filter on this machine's disk (-dir DIR for another).
+"$bin" eval cascade -o "$out/cascade.md"
 # The default rules on gen traces, and on the real captures when they are beside the checkout.
 caps=../shared/pcaps/real
 [ -f "$caps/MANIFEST.tsv" ] && "$bin" eval rules --captures "$caps" -o "$out/rules.md" || "$bin" eval rules -o "$out/rules.md"
