@@ -343,7 +343,7 @@ func (f *Filter) Stats() Stats {
 	s := Stats{
 		FingerprintBits: f.sh.p, QF0Slots: f.qf0.Slots(), QF0Capacity: f.sh.cap0, QF0Items: f.qf0.Len(),
 		QF0Bytes: f.qf0.MemoryBytes(), Items: f.qf0.Len(), Tombstones: f.qf0Tombs, RAMBytes: f.qf0.MemoryBytes(),
-		Merges: f.st.merges, BytesWritten: f.written, PageReads: f.sr.reads, Dropped: f.dropped,
+		Merges: f.st.merges, BytesWritten: f.written, PageReads: f.sr.reads, Dropped: slices.Clone(f.dropped),
 	}
 	for _, l := range f.levels {
 		if l == nil {

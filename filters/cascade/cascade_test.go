@@ -277,3 +277,34 @@ func TestIncompatibleAndLocked(t *testing.T) {
 		t.Fatalf("insert after close: %v", err)
 	}
 }
+
+// TestFull fills a cascade whose 12-bit fingerprints allow three levels:
+// the insertion that needs a fourth fails with ErrFull, and the filter
+// still answers for everything inserted before.
+func TestFull(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{RAMBytes: MinRAMBytes, FingerprintBits: 12}
+	f := mustOpen(t, dir, o)
+	defer f.Close()
+	if f.sh.maxLevel != 3 {
+		t.Fatalf("shape %+v", f.sh)
+	}
+	var n uint64
+	for ; ; n++ {
+		err := f.Insert(n)
+		if errors.Is(err, ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := f.sh.cap0 * 8; n != want {
+		t.Fatalf("full after %d insertions, want %d (QF0 and three levels)", n, want)
+	}
+	for k := range n {
+		if ok, err := f.Contains(k); !ok || err != nil {
+			t.Fatalf("key %d lost (%v)", k, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cascade
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/flowmon/flowmon/filters/qf"
@@ -94,6 +95,8 @@ func checkRecord(m levelMeta, sh shape, s state) error {
 		return fmt.Errorf("level %d: %d slots, %d entries, %d tombstones do not agree", m.level, m.slots, m.entries, m.tombstones)
 	case m.dataPages != (m.slots*uint64(m.r+3)+PageSize*8-1)/(PageSize*8):
 		return fmt.Errorf("level %d: %d data pages for %d slots", m.level, m.dataPages, m.slots)
+	case m.tablePages() > math.MaxInt/PageSize:
+		return fmt.Errorf("level %d: %d data pages do not fit in memory here", m.level, m.dataPages)
 	}
 	return nil
 }

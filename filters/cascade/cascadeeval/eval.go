@@ -203,7 +203,7 @@ func (r *Result) bloom(path string) error {
 		return err
 	}
 	r.BFBulk = time.Since(t0)
-	if r.IOPS, err = probeDisk(b.f, b.m/pageBits, b.io, r.Cfg.Seed); err != nil {
+	if r.IOPS, err = probeDisk(b.f, b.m/pageBits, b.io, r.Cfg); err != nil {
 		return err
 	}
 	measure := func(l *lookups, key func(j uint64) uint64) error {
@@ -257,14 +257,15 @@ func (r *Result) bloom(path string) error {
 
 // probeDisk measures random 4 KiB reads per second on a file of pages
 // pages opened with O_DIRECT (unless the run is cached), one read at a
-// time, for two seconds: the rate both structures' lookups are bounded
+// time, for two seconds (or the lookups' time, if shorter): the rate both structures' lookups are bounded
 // by, measured next to their own lookups because a shared machine's disk
 // varies.
-func probeDisk(f *os.File, pages uint64, buf []byte, seed uint64) (float64, error) {
-	rng := rand.New(rand.NewPCG(seed, 3))
+func probeDisk(f *os.File, pages uint64, buf []byte, cfg Config) (float64, error) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 3))
 	t0 := time.Now()
+	span := time.Duration(min(2, cfg.LookupSeconds) * float64(time.Second))
 	var n int
-	for time.Since(t0) < 2*time.Second {
+	for time.Since(t0) < span {
 		if _, err := f.ReadAt(buf[:pageSize], int64(rng.Uint64N(pages)*pageSize)); err != nil {
 			return 0, err
 		}
@@ -302,7 +303,7 @@ func (r *Result) probeLevels(dir string) error {
 		return err
 	}
 	defer freeBuf(buf)
-	r.CFIOPS, err = probeDisk(f, uint64(size/pageSize), buf, r.Cfg.Seed)
+	r.CFIOPS, err = probeDisk(f, uint64(size/pageSize), buf, r.Cfg)
 	return err
 }
 
