@@ -57,6 +57,7 @@ func Open(dir string, o Options) (*Filter, error) {
 	f := &Filter{dir: dir, opts: o, sh: sh, lock: lock, sr: newSlotReader()}
 	if err := f.load(); err != nil {
 		f.closeLevels()
+		f.sr.free()
 		lock.Close()
 		return nil, fmt.Errorf("open cascade filter %s: %w", dir, err)
 	}
@@ -296,8 +297,8 @@ func (f *Filter) Close() error {
 	}
 	err := f.Sync()
 	f.closed = true
-	err = errors.Join(err, f.closeLevels(), f.lock.Close())
-	return err
+	f.sr.free()
+	return errors.Join(err, f.closeLevels(), f.lock.Close())
 }
 
 func (f *Filter) closeLevels() error {

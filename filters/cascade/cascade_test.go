@@ -221,6 +221,7 @@ func TestCrashKeepsLastMerge(t *testing.T) {
 
 // abandon closes f's files as a crash would, without syncing QF0.
 func (f *Filter) abandon() {
+	f.sr.free()
 	f.closeLevels()
 	f.lock.Close()
 	f.closed = true

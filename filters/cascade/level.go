@@ -356,6 +356,7 @@ func (w *levelWriter) abort() {
 type slotReader struct {
 	l     *level
 	pages [cachePages]cachedPage
+	buf   []byte
 	turn  int
 	reads uint64
 }
@@ -368,12 +369,20 @@ type cachedPage struct {
 }
 
 func newSlotReader() *slotReader {
-	s := &slotReader{}
-	buf := alignedBuf(cachePages * PageSize)
+	s := &slotReader{buf: alignedBuf(cachePages * PageSize)}
 	for i := range s.pages {
-		s.pages[i].b = buf[i*PageSize : (i+1)*PageSize : (i+1)*PageSize]
+		s.pages[i].b = s.buf[i*PageSize : (i+1)*PageSize : (i+1)*PageSize]
 	}
 	return s
+}
+
+// free releases the page buffers.
+func (s *slotReader) free() {
+	for i := range s.pages {
+		s.pages[i] = cachedPage{}
+	}
+	freeBuf(s.buf)
+	s.buf = nil
 }
 
 // reset points the reader at level l, forgetting the pages it holds.

@@ -22,7 +22,7 @@ func dropCache(f *os.File) {
 }
 
 // alignedBuf returns n bytes aligned to the page, as O_DIRECT wants: an
-// anonymous mapping (never unmapped: one per Filter).
+// anonymous mapping, released by freeBuf.
 func alignedBuf(n int) []byte {
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
@@ -30,3 +30,7 @@ func alignedBuf(n int) []byte {
 	}
 	return b
 }
+
+// freeBuf releases a buffer from alignedBuf (a Go slice, if the mapping
+// failed, is left to the collector).
+func freeBuf(b []byte) { _ = unix.Munmap(b) }
