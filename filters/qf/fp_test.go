@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// MeasureFP fills a filter of 2^q slots with r-bit remainders to load
+// measureFP fills a filter of 2^q slots with r-bit remainders to load
 // alpha with random hashes and returns the share of probes (hashes never
 // inserted) it reports present, and the paper's 1 - e^(-α/2^r).
-func MeasureFP(q, r uint, alpha float64, probes int, seed uint64) (measured, formula float64, err error) {
+func measureFP(q, r uint, alpha float64, probes int, seed uint64) (measured, formula float64, err error) {
 	f, err := New(Options{QuotientBits: q, RemainderBits: r})
 	if err != nil {
 		return 0, 0, err
@@ -37,7 +37,7 @@ func TestFPRateMatchesPaper(t *testing.T) {
 	const probes = 200_000
 	for _, r := range []uint{3, 5, 8} {
 		for _, alpha := range []float64{0.25, 0.5, 0.75, 0.9} {
-			got, want, err := MeasureFP(14, r, alpha, probes, uint64(r)*100+uint64(alpha*100))
+			got, want, err := measureFP(14, r, alpha, probes, uint64(r)*100+uint64(alpha*100))
 			if err != nil {
 				t.Fatal(err)
 			}
