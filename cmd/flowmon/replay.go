@@ -14,7 +14,6 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/internal/history"
 )
 
 func init() {
@@ -129,18 +128,11 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	if f.flowsOut != "" {
-		out, err := createOutput(f.flowsOut, stdout)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := out.Close(); cerr != nil && rerr == nil {
-				rerr = cerr
-			}
-		}()
-		cfg.FlowLog = out
+	closeLog, err := openFlowLog(f.flowsOut, stdout, &cfg)
+	if err != nil {
+		return err
 	}
+	defer closeInto(closeLog, &rerr)
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -152,22 +144,11 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	wl, err := openWatchlists(f.watchlists, "", stderr)
+	lk, err := openLookups(f.watchlists, "", f.historyDir, al, &cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer wl.Close()
-	if err := useWatchlists(al, wl); err != nil {
-		return err
-	}
-	var hist *history.History
-	if f.historyDir != "" {
-		if hist, err = history.Open(f.historyDir, history.DefaultOptions); err != nil {
-			return err
-		}
-		defer closeHistory(hist, &rerr)
-		cfg.History = hist
-	}
+	defer closeInto(lk.close, &rerr)
 	var reload func() error
 	if al != nil {
 		cfg.Rules = al.eng
@@ -188,7 +169,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
 			return err
 		}
-		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, wl, hist)
+		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, lk)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/config"
 	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/internal/history"
 )
 
 func init() {
@@ -116,18 +115,11 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	if cfg.FlowLog != "" {
-		out, err := createOutput(cfg.FlowLog, stdout)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := out.Close(); cerr != nil && rerr == nil {
-				rerr = cerr
-			}
-		}()
-		ecfg.FlowLog = out
+	closeLog, err := openFlowLog(cfg.FlowLog, stdout, &ecfg)
+	if err != nil {
+		return err
 	}
+	defer closeInto(closeLog, &rerr)
 	srcs, err := openSources(&cfg)
 	if err != nil {
 		return err
@@ -150,22 +142,11 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 			}
 		}()
 	}
-	wl, err := openWatchlists(f.watchlists, f.wlDir, stderr)
+	lk, err := openLookups(f.watchlists, f.wlDir, f.historyDir, al, &ecfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer wl.Close()
-	if err := useWatchlists(al, wl); err != nil {
-		return err
-	}
-	var hist *history.History
-	if f.historyDir != "" {
-		if hist, err = history.Open(f.historyDir, history.DefaultOptions); err != nil {
-			return err
-		}
-		defer closeHistory(hist, &rerr)
-		ecfg.History = hist
-	}
+	defer closeInto(lk.close, &rerr)
 	pl, err := engine.NewLivePipeline(ecfg, srcs)
 	if err != nil {
 		return err
@@ -178,7 +159,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		reload = func() error { return al.reload("POST /-/reload") }
 	}
 	var ready atomic.Bool
-	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load, wl, hist)
+	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load, lk)
 	if err != nil {
 		return err
 	}
@@ -199,7 +180,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		go watchConfig(ctx, f, cfg, al, stderr)
 	}
 	if len(f.watchlists) > 0 {
-		go reloadOnHUP(ctx, "watchlists", wl.Reload, stderr)
+		go reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
 	}
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
 	opt := engine.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &engine.Progress{}}

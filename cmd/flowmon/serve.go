@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/watchlist"
 )
 
@@ -22,18 +21,16 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs); without, they answer 200. wl, when
-// set, serves the watchlists' API (watchlist.Path).
-func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool, wl *watchlist.Set, hist *history.History) (*metricsServer, error) {
-	ph, err := engine.Handler(pl, lookupsCollector{wl, hist})
+// live agent: once capture runs); without, they answer 200. The
+// watchlists' API (watchlist.Path) and the lookups' metrics come from lk.
+func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool, lk *lookups) (*metricsServer, error) {
+	ph, err := engine.Handler(pl, lookupsCollector{lk.wl, lk.hist})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", ph)
-	if wl != nil {
-		mux.Handle(watchlist.Path, wl.Handler())
-	}
+	mux.Handle(watchlist.Path, lk.wl.Handler())
 	if ready != nil {
 		h := func(w http.ResponseWriter, _ *http.Request) {
 			if !ready() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowmon/flowmon/internal/engine"
 	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/watchlist"
 )
@@ -83,10 +84,64 @@ func useWatchlists(al *alerting, set *watchlist.Set) error {
 
 const historyUsage = "keep the flow history (every host pair seen, for novelty rules) in `DIR`, a Cascade Filter of 16 MB of RAM that persists across runs"
 
-// closeHistory closes h into *rerr (the first error wins).
-func closeHistory(h *history.History, rerr *error) {
-	if err := h.Close(); err != nil && *rerr == nil {
-		*rerr = fmt.Errorf("flow history: %w", err)
+// lookups are what the rules ask beside the packets: the watchlists and
+// the flow history, as replay and run open them from their flags.
+type lookups struct {
+	wl   *watchlist.Set
+	hist *history.History // nil without --history-dir
+}
+
+// openLookups opens the watchlists (persisted in wlDir when set) and the
+// history (in historyDir when set), gives the lists to the rules and the
+// history to the pipeline cfg.
+func openLookups(lists watchlistFlags, wlDir, historyDir string, al *alerting, cfg *engine.Config, stderr io.Writer) (*lookups, error) {
+	wl, err := openWatchlists(lists, wlDir, stderr)
+	if err != nil {
+		return nil, err
+	}
+	lk := &lookups{wl: wl}
+	if err := useWatchlists(al, wl); err != nil {
+		lk.close()
+		return nil, err
+	}
+	if historyDir != "" {
+		if lk.hist, err = history.Open(historyDir, history.DefaultOptions); err != nil {
+			lk.close()
+			return nil, err
+		}
+		cfg.History = lk.hist
+	}
+	return lk, nil
+}
+
+func (lk *lookups) close() error {
+	err := lk.wl.Close()
+	if lk.hist != nil {
+		if herr := lk.hist.Close(); herr != nil {
+			err = errors.Join(err, fmt.Errorf("flow history: %w", herr))
+		}
+	}
+	return err
+}
+
+// openFlowLog opens the flow log name (- for stdout; "" for none) into
+// cfg and returns what closes it.
+func openFlowLog(name string, stdout io.Writer, cfg *engine.Config) (func() error, error) {
+	if name == "" {
+		return func() error { return nil }, nil
+	}
+	out, err := createOutput(name, stdout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.FlowLog = out
+	return out.Close, nil
+}
+
+// closeInto runs close and keeps its error in *rerr unless one is there.
+func closeInto(close func() error, rerr *error) {
+	if err := close(); err != nil && *rerr == nil {
+		*rerr = err
 	}
 }
 
