@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/filters/fbf"
+	"github.com/flowmon/flowmon/internal/evalstat"
 )
 
 // Config parameterizes Run, the reproduction of Section VI-A to VI-C.
@@ -59,16 +60,6 @@ func measure(f *fbf.FBF, trials int, seed uint64, now time.Time) float64 {
 		}
 	}
 	return float64(fp) / float64(trials)
-}
-
-// wilson is the 95% Wilson score interval of a measured rate.
-func wilson(p float64, n int) (lo, hi float64) {
-	const z = 1.96
-	nf := float64(n)
-	d := 1 + z*z/nf
-	c := (p + z*z/(2*nf)) / d
-	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
-	return max(0, c-h), c + h
 }
 
 func must(f *fbf.FBF, err error) *fbf.FBF {
@@ -138,7 +129,7 @@ func evalEstimate(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, "Optimized check. First as load grows (basic FBF, m = 6250, k = 5, t = 5 s, insertions spread evenly over three periods, checks just before the next refresh), then with N = 3 past filters (same shape, spread over five periods), then over the filter size at 300 elements. *Eq. 3* assumes independent filters; *correlated* is this package's default model, which counts the period two neighbouring filters share (see the package doc). For N = 1 the two agree up to the (present, past) pair term, which the correlated model drops as contained in the past-alone term.\n\n")
 	row := func(label string, f *fbf.FBF, now time.Time) {
 		got := measure(f, c.Trials, c.Seed, now)
-		lo, hi := wilson(got, c.Trials)
+		lo, hi := evalstat.Wilson(got, c.Trials)
 		inside := func(est float64) string {
 			if est >= lo && est <= hi {
 				return "yes"

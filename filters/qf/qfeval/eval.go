@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowmon/flowmon/filters/bloom"
 	"github.com/flowmon/flowmon/filters/qf"
+	"github.com/flowmon/flowmon/internal/evalstat"
 )
 
 // Config parameterizes Run.
@@ -76,18 +77,8 @@ func MeasureFP(q, r uint, alpha float64, probes int, seed uint64) (FPRow, error)
 	}
 	row := FPRow{R: r, Load: f.Load(), Measured: float64(hits) / float64(probes), Formula: f.EstimatedFPRate(),
 		Approx: f.Load() / math.Ldexp(1, int(r))}
-	row.Lo, row.Hi = wilson(row.Measured, probes)
+	row.Lo, row.Hi = evalstat.Wilson(row.Measured, probes)
 	return row, nil
-}
-
-// wilson is the 95% Wilson score interval of a measured rate.
-func wilson(p float64, n int) (lo, hi float64) {
-	const z = 1.96
-	nf := float64(n)
-	d := 1 + z*z/nf
-	c := (p + z*z/(2*nf)) / d
-	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
-	return max(0, c-h), c + h
 }
 
 // Speed is one structure's figures in the throughput table.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/filters/scbf"
+	"github.com/flowmon/flowmon/internal/evalstat"
 )
 
 // Config parameterizes Run.
@@ -109,7 +110,7 @@ func Measure(c Config) (Result, error) {
 			}
 			addNs := float64(time.Since(start).Nanoseconds()) / float64(added)
 			measured, checkNs := measure(f, c.Trials, c.Seed+uint64(scale))
-			lo, hi := wilson(measured, c.Trials)
+			lo, hi := evalstat.Wilson(measured, c.Trials)
 			subs := f.Subfilters()
 			res.Rows = append(res.Rows, Row{
 				Variant: v, Scale: scale, Elements: n, Subfilters: len(subs), NewestK: subs[len(subs)-1].Hashes,
@@ -144,16 +145,6 @@ func measure(f *scbf.Filter, trials int, seed uint64) (float64, float64) {
 		done += len(batch)
 	}
 	return float64(fp) / float64(trials), float64(spent.Nanoseconds()) / float64(trials)
-}
-
-// wilson is the 95% Wilson score interval of a rate p measured n times.
-func wilson(p float64, n int) (lo, hi float64) {
-	const z = 1.96
-	nf := float64(n)
-	d := 1 + z*z/nf
-	c := (p + z*z/(2*nf)) / d
-	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
-	return max(0, c-h), c + h
 }
 
 func g(x float64) string {
