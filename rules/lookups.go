@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 )
 
 // Lookups is what watchlist rules ask about a new flow's hosts: the
@@ -12,7 +12,7 @@ import (
 // and are shared by the shards. Answers are approximate in a Bloom
 // filter's way: a false positive now and then, never a false negative.
 type Lookups interface {
-	// Lists names the watchlists there are.
+	// Lists names the watchlists there are, sorted.
 	Lists() []string
 	// Listed reports whether a is on the watchlist named list.
 	Listed(list string, a netip.Addr) bool
@@ -43,20 +43,13 @@ func checkLists(s *Set, l Lookups) error {
 	if s == nil {
 		return nil
 	}
-	have := map[string]bool{}
+	var names []string // sorted (Lookups.Lists)
 	if l != nil {
-		for _, n := range l.Lists() {
-			have[n] = true
-		}
+		names = l.Lists()
 	}
 	var errs []error
 	for _, r := range s.rules {
-		if r.Kind == KindWatchlist && !have[r.Watchlist.List] {
-			names := make([]string, 0, len(have))
-			for n := range have {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+		if _, found := slices.BinarySearch(names, r.Watchlist.List); r.Kind == KindWatchlist && !found {
 			errs = append(errs, fmt.Errorf("%d:%d: rule %q: no watchlist %q (the agent has %v)",
 				r.Pos.Line, r.Pos.Col, r.Alert, r.Watchlist.List, names))
 		}

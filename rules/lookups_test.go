@@ -1,8 +1,10 @@
 package rules
 
 import (
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +15,7 @@ import (
 // fakeLists is an exact watchlist set.
 type fakeLists map[string][]netip.Prefix
 
-func (f fakeLists) Lists() []string {
-	var n []string
-	for k := range f {
-		n = append(n, k)
-	}
-	return n
-}
+func (f fakeLists) Lists() []string { return slices.Sorted(maps.Keys(f)) }
 
 func (f fakeLists) Listed(list string, a netip.Addr) bool {
 	for _, p := range f[list] {

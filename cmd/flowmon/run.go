@@ -177,7 +177,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	if f.configFile != "" {
-		go watchConfig(ctx, f, cfg, al, stderr)
+		go reloadOnHUP(ctx, "config", configReloader(f, cfg, al), stderr)
 	}
 	if len(f.watchlists) > 0 {
 		go reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
@@ -215,37 +215,27 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	return err
 }
 
-// watchConfig reads the config file again at each SIGHUP until ctx is
-// done. A new rules file is loaded (the rules' own watcher reloads an
-// unchanged path's contents at the same SIGHUP); a change to any other
-// setting is reported as needing a restart, and the running
-// configuration stays whole.
-func watchConfig(ctx context.Context, f *runFlags, running config.Config, al *alerting, stderr io.Writer) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-		}
+// configReloader reads the config file again at each call (SIGHUP): a
+// new rules file is loaded (the rules' own watcher reloads an unchanged
+// path's contents at the same SIGHUP); a change to any other setting is
+// an error naming it, and the running configuration stays whole.
+func configReloader(f *runFlags, running config.Config, al *alerting) func() error {
+	return func() error {
 		next, err := loadRunConfig(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s not reloaded, the running configuration stays:\n%v\n", f.configFile, err)
-			continue
+			return fmt.Errorf("%s not reloaded, the running configuration stays:\n%w", f.configFile, err)
 		}
 		oldRules := running.Rules
-		changed, err := running.Reloadable(next)
-		switch {
-		case err != nil:
-			fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s: %v\n", f.configFile, err)
-		case len(changed) == 0:
-		case running.Rules != oldRules && (al == nil || running.Rules == config.RulesNone || running.Rules == ""):
-			fmt.Fprintf(stderr, "flowmon run: SIGHUP: rules changed from %q to %q: turning rules on or off, or back to the embedded ones, takes a restart\n", oldRules, running.Rules)
-		case running.Rules != oldRules:
-			al.switchTo(running.Rules, "SIGHUP, the config's rules")
+		if _, err := running.Reloadable(next); err != nil {
+			return fmt.Errorf("%s: %w", f.configFile, err)
 		}
+		switch {
+		case running.Rules == oldRules:
+			return nil
+		case al == nil || running.Rules == config.RulesNone || running.Rules == "":
+			return fmt.Errorf("rules changed from %q to %q: turning rules on or off, or back to the embedded ones, takes a restart", oldRules, running.Rules)
+		}
+		return al.switchTo(running.Rules, "SIGHUP, the config's rules")
 	}
 }
 

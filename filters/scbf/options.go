@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/zeebo/xxh3"
+	"github.com/flowmon/flowmon/filters/bloom"
 )
 
 // Sentinel errors. Every error the package returns wraps one of them.
@@ -42,13 +42,14 @@ const (
 	MaxCapacity = 1 << 32
 )
 
-// Seed is the XXH3 seed of HashBytes. It equals capture.HashSeed, so a
-// key hashed here and in the capture package agree.
-const Seed uint64 = 0x666c6f776d6f6e31
+// Seed is the XXH3 seed of HashBytes: the filters' one (bloom.Seed),
+// which equals capture.HashSeed, so a key hashed here and in the capture
+// package agree.
+const Seed = bloom.Seed
 
-// HashBytes hashes b with XXH3-64 and Seed: the key of Add, Remove and
-// Check for something that is not already a flowmon hash.
-func HashBytes(b []byte) uint64 { return xxh3.HashSeed(b, Seed) }
+// HashBytes is the key of Add, Remove and Check for something that is
+// not already a flowmon hash: the filters' one byte hash, bloom.HashBytes.
+func HashBytes(b []byte) uint64 { return bloom.HashBytes(b) }
 
 // Options sizes a Filter.
 type Options struct {

@@ -32,7 +32,7 @@ func (t *flowTable) appendState(b []byte) []byte {
 	u(uint64(t.hand))
 	u(uint64(t.lastNow))
 	u(uint64(t.frac))
-	u(b2u(t.recs != nil))
+	u(uint64(b2i(t.recs != nil)))
 	b = append(b, bytesOf(t.meta)...)
 	b = append(b, bytesOf(t.slots[:t.fresh])...)
 	if t.recs != nil {
@@ -43,13 +43,6 @@ func (t *flowTable) appendState(b []byte) []byte {
 		b = append(b, bytesOf(t.ended[(t.head+k)%len(t.ended):(t.head+k)%len(t.ended)+1])...)
 	}
 	return b
-}
-
-func b2u(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // bytesOf is s's memory as bytes.
@@ -192,17 +185,11 @@ func (t *flowTable) clearRestored() {
 // while flows that ended in this run are counted here, as they were when
 // they ended (their records, still lingering, are the next run's to
 // write). It frees the table.
-func (t *flowTable) carry() (open uint64) {
-	for i := range t.meta {
-		if t.meta[i].hash != 0 && !t.slots[t.meta[i].idx].ended {
-			open++
-		}
-	}
-	t.distinct -= min(t.distinct, open)
+func (t *flowTable) carry() {
+	t.distinct -= min(t.distinct, t.openFlows())
 	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	t.publishStates()
-	return open
 }
 
 // stateReader reads a state's fields in order; a read past the end sets

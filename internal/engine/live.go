@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/dedup"
 )
 
 // A live pipeline has one source per shard. AF_PACKET's fanout has already
@@ -123,7 +122,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 		s.ReadError = err.Error()
 	}
 	s.fill(&st)
-	pl.publishLive(&st)
+	pl.publish(&st) // the feeders have stopped: their shards publish here
 	if ks, ok := pl.KernelStats(); ok {
 		s.KernelPackets, s.KernelDrops = &ks.Packets, &ks.Drops
 	}
@@ -219,20 +218,12 @@ func (f *feeder) run(ctx context.Context) error {
 // add puts pk in the batch, as Pipeline.Packet does, and runs the batch
 // when it is full or its first packet has waited liveFlushAfter.
 func (f *feeder) add(pk *capture.Packet) {
-	b := &f.b
-	var fp uint64
-	if f.p.fpBytes >= 0 {
-		fp = dedup.Fingerprint(pk, f.p.fpBytes)
-	}
 	now := pk.Timestamp.UnixNano()
-	if b.n == 0 {
+	if f.b.n == 0 {
 		f.batchStart = now
 	}
-	b.pkts[b.n] = *pk
-	b.pkts[b.n].Payload = nil
-	b.fp[b.n] = fp
-	if b.n++; b.n == batchSize || now-f.batchStart >= int64(liveFlushAfter) {
-		f.s.run(b)
+	if f.b.add(pk, f.p.fingerprint(pk), 0) || now-f.batchStart >= int64(liveFlushAfter) {
+		f.s.run(&f.b)
 	}
 }
 
@@ -259,13 +250,6 @@ func (f *feeder) publish(counted uint64) uint64 {
 		f.prog.Packets.Add(st.Packets - counted)
 	}
 	return st.Packets
-}
-
-// publishLive publishes the sources' final counts, st.
-func (p *Pipeline) publishLive(st *capture.Stats) {
-	p.pub.mu.Lock()
-	p.pub.capture = *st
-	p.pub.mu.Unlock()
 }
 
 // KernelStats sums the kernel's counts over the sources that keep them

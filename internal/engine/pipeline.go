@@ -229,26 +229,27 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	if p.decodeOnly {
 		return
 	}
-	var fp uint64
-	if p.fpBytes >= 0 {
-		fp = dedup.Fingerprint(pk, p.fpBytes)
-	}
 	i := 0
 	if len(p.shards) > 1 {
 		i = shardOf(pk.Hash, len(p.shards))
 	}
-	b := p.cur[i]
-	b.pkts[b.n] = *pk
-	b.pkts[b.n].Payload = nil
-	b.fp[b.n] = fp
-	b.seq[b.n] = p.seq
+	full := p.cur[i].add(pk, p.fingerprint(pk), p.seq)
 	p.seq++
-	if b.n++; b.n == batchSize {
+	if full {
 		p.send(i)
 	}
 	if p.seq == p.nextSync && p.logs != nil {
 		p.syncLog()
 	}
+}
+
+// fingerprint is pk's dedup fingerprint, the one step that reads the
+// payload (0 without a dedup stage).
+func (p *Pipeline) fingerprint(pk *capture.Packet) uint64 {
+	if p.fpBytes < 0 {
+		return 0
+	}
+	return dedup.Fingerprint(pk, p.fpBytes)
 }
 
 // send hands shard i its batch and takes an empty one; an inline shard

@@ -83,6 +83,18 @@ type batch struct {
 	n    int
 }
 
+// add copies pk into the batch without its payload (it points into the
+// source's buffer, and no per-flow stage reads it), with its dedup
+// fingerprint and its number in the pipeline; it reports whether the
+// batch is full.
+func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
+	b.pkts[b.n] = *pk
+	b.pkts[b.n].Payload = nil
+	b.fp[b.n], b.seq[b.n] = fp, seq
+	b.n++
+	return b.n == batchSize
+}
+
 func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 	ac := cfg.ACSM
 	ac.Capacity = max(1, (ac.Capacity+workers-1)/workers)
@@ -148,12 +160,7 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 func (s *shard) packet(p *capture.Packet) {
 	ev := &s.ev
 	*ev = s.tracker.Observe(p)
-	if s.counter.Due(p.Timestamp) {
-		// The window ends: the flows' packets in it go to the counter
-		// first (the flow table holds them, flowSlot.win).
-		s.flows.flushCounts()
-		s.counter.Rotate(p.Timestamp)
-	}
+	s.rotate(p.Timestamp)
 	s.flows.packet(p, ev) // counts the packet in its flow's slot
 	if ev.New && s.history != nil {
 		o := ev.Originator()
@@ -164,16 +171,23 @@ func (s *shard) packet(p *capture.Packet) {
 	}
 }
 
+// rotate ends the flow counter's window when now is past it: the flows'
+// packets in it go to the counter first (the flow table holds them,
+// flowSlot.win).
+func (s *shard) rotate(now time.Time) {
+	if s.counter.Due(now) {
+		s.flows.flushCounts()
+		s.counter.Rotate(now)
+	}
+}
+
 // idle moves the shard's clock to now when no packet came for a while
 // (a live source's idle poll; the kernel stamps packets with the same
 // wall clock): what a packet at now would have set off happens, so a
 // quiet link still gets its flow records written, its idle flows timed
 // out and its flow-count windows ended.
 func (s *shard) idle(now time.Time) {
-	if s.counter.Due(now) {
-		s.flows.flushCounts()
-		s.counter.Rotate(now)
-	}
+	s.rotate(now)
 	n := now.UnixNano()
 	s.flows.flushEnded(n)
 	s.flows.tick(n)

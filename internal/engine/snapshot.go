@@ -108,19 +108,12 @@ func (p *Pipeline) RestoreSnapshot(path string, maxAge time.Duration, now time.T
 	}
 	var open uint64
 	for i, s := range p.shards {
-		get := func(name string) ([]byte, error) {
+		restore := func(name string, into func([]byte) error) error {
 			data, ok := byName[fmt.Sprintf("shard%d/%s", i, name)]
 			if !ok {
-				return nil, fmt.Errorf("snapshot %s: no state of shard %d's %s", path, i, name)
+				return fmt.Errorf("snapshot %s: no state of shard %d's %s", path, i, name)
 			}
-			return data, nil
-		}
-		restore := func(name string, into func([]byte) error) error {
-			data, err := get(name)
-			if err == nil {
-				err = into(data)
-			}
-			if err != nil {
+			if err := into(data); err != nil {
 				return fmt.Errorf("snapshot %s: shard %d's %s: %w", path, i, name, err)
 			}
 			return nil

@@ -16,6 +16,7 @@
 package history
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -78,16 +79,10 @@ func pairKey(src, dst netip.Addr) uint64 {
 	a, b := src.Unmap().As16(), dst.Unmap().As16()
 	var k uint64 = 0x686973746f727931 // "history1"
 	for i := 0; i < 16; i += 8 {
-		k = hashmix.Mix(k ^ le64(a[i:]))
-		k = hashmix.Mix(k ^ le64(b[i:]))
+		k = hashmix.Mix(k ^ binary.LittleEndian.Uint64(a[i:]))
+		k = hashmix.Mix(k ^ binary.LittleEndian.Uint64(b[i:]))
 	}
 	return k
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // Stats are the history's counts since Open, and its filter's.

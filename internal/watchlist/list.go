@@ -75,43 +75,33 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 			opened = fmt.Sprintf("%s: %v: rebuilt from %s", state, err, file)
 		}
 	}
+	text, err := readText(file)
+	if err != nil {
+		l.Close()
+		return nil, "", nil, fmt.Errorf("watchlist %s: %w", name, err)
+	}
+	if l.f != nil && l.textSum == text.sum {
+		return l, opened + ", the text file unchanged", nil, nil
+	}
 	if l.f == nil {
 		// A new filter's sub-filters are sized for the list as it is (a
 		// quarter more), so that a big list is one sub-filter, not a
 		// hundred for Check to walk; growth past it scales as dablooms.
-		if n := countKeys(file); n*5/4 > l.opts.Capacity {
-			l.opts.Capacity = n * 5 / 4
+		var n uint64
+		for _, p := range text.prefixes {
+			Keys(p, func(uint64) { n++ })
 		}
+		l.opts.Capacity = max(l.opts.Capacity, n*5/4)
 		if err := l.create(); err != nil {
 			return nil, "", nil, err
 		}
 		l.entries = map[netip.Prefix]uint64{}
 	}
-	if l.textSum != 0 && l.textSum == textSum(file) {
-		return l, opened + ", the text file unchanged", nil, nil
-	}
-	lineErrs, err = l.Reload()
-	if err != nil {
+	if err := l.update(text); err != nil {
 		l.Close()
-		return nil, "", lineErrs, err
+		return nil, "", text.lineErrs, err
 	}
-	return l, opened, lineErrs, nil
-}
-
-// countKeys is the keys the list file's prefixes are stored as (0 when
-// it cannot be read: Reload says why).
-func countKeys(file string) uint64 {
-	fh, err := os.Open(file)
-	if err != nil {
-		return 0
-	}
-	defer fh.Close()
-	ps, _ := Parse(file, fh)
-	var n uint64
-	for _, p := range ps {
-		Keys(p, func(uint64) { n++ })
-	}
-	return n
+	return l, opened, text.lineErrs, nil
 }
 
 // create makes an empty filter: in a fresh state file, or in memory.
@@ -128,21 +118,40 @@ func (l *List) create() error {
 	return nil
 }
 
+// text is a list's text file as read once: its prefixes, the lines it
+// skipped, and its bytes' hash.
+type text struct {
+	prefixes []netip.Prefix
+	lineErrs []error
+	sum      uint64
+}
+
+func readText(file string) (text, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return text{}, err
+	}
+	ps, lineErrs := Parse(file, bytes.NewReader(b))
+	return text{prefixes: ps, lineErrs: lineErrs, sum: capture.HashBytes(b) | 1}, nil
+}
+
 // Reload reads the text file again and applies the difference; its bad
 // lines are returned, and skipped.
 func (l *List) Reload() ([]error, error) {
-	fh, err := os.Open(l.File)
+	t, err := readText(l.File)
 	if err != nil {
 		return nil, fmt.Errorf("watchlist %s: %w", l.Name, err)
 	}
-	defer fh.Close()
-	prefixes, lineErrs := Parse(l.File, fh)
-	sum := textSum(l.File)
+	return t.lineErrs, l.update(t)
+}
+
+// update makes the list hold what t holds, applying the difference.
+func (l *List) update(t text) error {
 	if err := l.decodeEntries(); err != nil {
-		return lineErrs, err
+		return err
 	}
-	want := make(map[netip.Prefix]bool, len(prefixes))
-	for _, p := range prefixes {
+	want := make(map[netip.Prefix]bool, len(t.prefixes))
+	for _, p := range t.prefixes {
 		want[p] = true
 	}
 	var add, remove []netip.Prefix
@@ -158,19 +167,7 @@ func (l *List) Reload() ([]error, error) {
 		}
 	}
 	l.mu.RUnlock()
-	if err := l.apply(add, remove, sum); err != nil {
-		return lineErrs, err
-	}
-	return lineErrs, nil
-}
-
-// textSum hashes the text file's bytes (0 when it cannot be read).
-func textSum(file string) uint64 {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	return capture.HashBytes(b) | 1
+	return l.apply(add, remove, t.sum)
 }
 
 // decodeEntries turns the entries file's records into the entries map,
