@@ -92,13 +92,23 @@ func parseEntry(s string) (netip.Prefix, error) {
 		}
 		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
-	if bits := p.Bits(); p.Addr().Is6() && bits > 64 && bits < 128 {
-		return p, fmt.Errorf("%q: IPv6 prefixes are /64 or shorter, or /128", s)
-	}
-	if p.Bits() < lengths(p.Addr())[0] {
-		return p, fmt.Errorf("%q: prefixes shorter than /%d are not listed (they would match a large part of the Internet)", s, lengths(p.Addr())[0])
+	if msg := listable(p); msg != "" {
+		return p, fmt.Errorf("%q: %s", s, msg)
 	}
 	return p.Masked(), nil
+}
+
+// listable says why a list cannot hold the prefix p (not IPv4-mapped),
+// or "": its length is one Keys expands into at most 128 keys, and not
+// one that would match a large part of the Internet.
+func listable(p netip.Prefix) string {
+	if bits := p.Bits(); p.Addr().Is6() && bits > 64 && bits < 128 {
+		return "IPv6 prefixes are /64 or shorter, or /128"
+	}
+	if shortest := lengths(p.Addr())[0]; p.Bits() < shortest {
+		return fmt.Sprintf("prefixes shorter than /%d are not listed (they would match a large part of the Internet)", shortest)
+	}
+	return ""
 }
 
 func lengths(a netip.Addr) []int {

@@ -2,18 +2,14 @@ package watchlist
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/filters/scbf"
-	"github.com/flowmon/flowmon/internal/snapshot"
 )
 
 // A List is one named watchlist: its text file, and the scaling counting
@@ -281,81 +277,4 @@ func (l *List) Close() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
-}
-
-// The entries file: what the filter holds, so that a reload removes a
-// prefix with the id it was added with. A magic, the next id, then per
-// prefix its 16 address bytes, length, family and id, sorted, written
-// atomically with a CRC-32C (internal/snapshot's file), and the filter's
-// operation count it matches.
-const entriesMagic = "FMWLENT1"
-
-const entrySize = 26
-
-func writeEntries(path string, ents map[netip.Prefix]uint64, next, seq, sum uint64) error {
-	ps := make([]netip.Prefix, 0, len(ents))
-	for p := range ents {
-		ps = append(ps, p)
-	}
-	slices.SortFunc(ps, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr())*2 + cmpInt(a.Bits(), b.Bits()) })
-	var b bytes.Buffer
-	b.WriteString(entriesMagic)
-	binary.Write(&b, binary.LittleEndian, next)
-	binary.Write(&b, binary.LittleEndian, seq)
-	binary.Write(&b, binary.LittleEndian, sum)
-	for _, p := range ps {
-		a := p.Addr().As16()
-		b.Write(a[:])
-		fam := byte(6)
-		if p.Addr().Is4() {
-			fam = 4
-		}
-		b.Write([]byte{byte(p.Bits()), fam})
-		binary.Write(&b, binary.LittleEndian, ents[p])
-	}
-	return snapshot.Write(path, snapshot.Header{Params: entriesMagic}, []snapshot.Section{{Name: "entries", Data: b.Bytes()}})
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// readEntries reads the entries file: its records, undecoded (checked
-// for length; decodeEntries checks each), the next id, the filter's
-// operation count and the text file's hash it matches.
-func readEntries(path string) (raw []byte, next, seq, sum uint64, err error) {
-	_, secs, err := snapshot.Read(path, entriesMagic, 0, time.Time{}) // no age limit: a list does not go stale
-	if err != nil {
-		return nil, 0, 0, 0, err
-	}
-	data, ok := snapshot.Find(secs, "entries")
-	if !ok || len(data) < 32 || string(data[:8]) != entriesMagic || (len(data)-32)%entrySize != 0 {
-		return nil, 0, 0, 0, fmt.Errorf("%s: not a watchlist's entries file", path)
-	}
-	le := binary.LittleEndian
-	return data[32:], le.Uint64(data[8:]), le.Uint64(data[16:]), le.Uint64(data[24:]), nil
-}
-
-func decodeEntries(raw []byte, next uint64) (map[netip.Prefix]uint64, error) {
-	ents := make(map[netip.Prefix]uint64, len(raw)/entrySize)
-	for ; len(raw) >= entrySize; raw = raw[entrySize:] {
-		rec := raw[:entrySize]
-		a := netip.AddrFrom16([16]byte(rec[:16]))
-		if rec[17] == 4 {
-			a = a.Unmap()
-		}
-		p := netip.PrefixFrom(a, int(rec[16]))
-		id := binary.LittleEndian.Uint64(rec[18:])
-		if !p.IsValid() || id == 0 || id >= next {
-			return nil, errors.New("damaged entry")
-		}
-		ents[p] = id
-	}
-	return ents, nil
 }
