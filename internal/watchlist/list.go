@@ -18,10 +18,11 @@ import (
 // file applies only the difference: the prefixes gone are removed with
 // the id they were added with (so a removal reaches the sub-filter that
 // holds them, dablooms' rule), the new ones added with the next id.
-// Check may run on many goroutines while a reload or Apply runs.
+// Check may run on many goroutines while a reload or Apply runs, and
+// after Close (a list a Set.Update took out): it answers not listed.
 type List struct {
-	Name  string
-	File  string // the text file
+	Name  string // as CheckName allows
+	File  string // the text file (Set.Update changes it, under the set's lock)
 	State string // the filter's file ("": in memory only)
 
 	mu      sync.RWMutex
@@ -36,15 +37,21 @@ type List struct {
 	opts    scbf.Options
 }
 
+// ErrClosed is wrapped by the error of a change to a closed list.
+var ErrClosed = errors.New("closed")
+
 // DefaultOptions size a list's filter: a sub-filter per 100,000 keys,
 // an overall false-positive rate of 1e-4, scaling as the list grows.
 var DefaultOptions = scbf.Options{Capacity: 100_000, ErrorRate: 1e-4}
 
-// Open makes the list name from its text file: from the state file when
-// it is there and clean or consistent (what it says is in opened), else
-// built from the text file; bad lines of the text file are returned
-// beside the list, which holds the rest.
+// Open makes the list name (CheckName) from its text file: from the
+// state file when it is there and clean or consistent (what it says is
+// in opened), else built from the text file; bad lines of the text file
+// are returned beside the list, which holds the rest.
 func Open(name, file, state string, o scbf.Options) (l *List, opened string, lineErrs []error, err error) {
+	if err := CheckName(name); err != nil {
+		return nil, "", nil, err
+	}
 	l = &List{Name: name, File: file, State: state, opts: o, nextID: 1}
 	if state != "" {
 		f, st, err := scbf.Open(state)
@@ -117,6 +124,7 @@ func (l *List) create() error {
 // text is a list's text file as read once: its prefixes, the lines it
 // skipped, and its bytes' hash.
 type text struct {
+	file     string
 	prefixes []netip.Prefix
 	lineErrs []error
 	sum      uint64
@@ -128,7 +136,7 @@ func readText(file string) (text, error) {
 		return text{}, err
 	}
 	ps, lineErrs := Parse(file, bytes.NewReader(b))
-	return text{prefixes: ps, lineErrs: lineErrs, sum: capture.HashBytes(b) | 1}, nil
+	return text{file: file, prefixes: ps, lineErrs: lineErrs, sum: capture.HashBytes(b) | 1}, nil
 }
 
 // Reload reads the text file again and applies the difference; its bad
@@ -198,6 +206,9 @@ func (l *List) Apply(add, remove []netip.Prefix) error {
 func (l *List) apply(add, remove []netip.Prefix, sum uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.f == nil {
+		return fmt.Errorf("watchlist %s: %w", l.Name, ErrClosed)
+	}
 	for _, p := range remove {
 		id, ok := l.entries[p]
 		if !ok {
@@ -246,7 +257,7 @@ func (l *List) apply(add, remove []netip.Prefix, sum uint64) error {
 func (l *List) Listed(a netip.Addr) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return Probe(a, l.f.Check)
+	return l.f != nil && Probe(a, l.f.Check)
 }
 
 // Len is the prefixes the list holds.
@@ -264,6 +275,9 @@ func (l *List) Len() int {
 func (l *List) Saturations() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if l.f == nil {
+		return 0
+	}
 	return l.f.Saturations()
 }
 
