@@ -26,9 +26,7 @@ import (
 // sampled flow is not held, and counted (full). Per packet: a bit of an
 // 8 KB bitmap of the held flows, which stays in the first-level cache
 // (the table itself only for the flows it may hold), no atomic
-// operation, and a random draw,
-// drawn from the packet (its flow hash and time) rather than a generator,
-// so a replay samples the same packets whatever the number of workers.
+// operation, and a random draw (holdTable.quiet, inlined).
 const (
 	oversampling = 8
 	holdSize     = 1 << 13 // entries a shard holds per rule: 8192 (128 KB)
@@ -44,16 +42,24 @@ type held struct {
 
 // holdTable is one volume rule's sample-and-hold table on one shard.
 type holdTable struct {
-	p    float64 // sampling probability per unit (byte or packet)
-	logq float64 // log(1-p)
-	seed uint64
-	n    int
-	full uint64 // sampled flows not held: the table was full
-	// The window the counts belong to, [start, end) in ns, aligned as the
-	// rule's (windows.index): the table keeps its own bounds so that a
-	// packet compares its time with fields on the line it reads anyway
-	// (the header's), not a line past the 128 KB of slots.
-	size, start, end int64
+	// What quiet reads comes first, on the line it reads anyway: the
+	// window the counts belong to, [start, start+span) in ns, aligned as
+	// the rule's (windows.index; span is 0 until the first packet rolls
+	// the table into its window), and the draw's parameters. A packet of
+	// n units, n < smallN, is sampled when its 53-bit draw is below n·p53
+	// (p·2^53): n·p is 1-(1-p)^n to within 0.5% there. Larger packets
+	// take the exponential (sample).
+	start  int64
+	span   uint64
+	seed   uint64
+	p53    uint64
+	smallN uint32
+	bytes  bool    // the rule counts bytes, not packets
+	size   int64   // the window's length, ns
+	p      float64 // sampling probability per unit (byte or packet)
+	logq   float64 // log(1-p)
+	n      int
+	full   uint64 // sampled flows not held: the table was full
 	// maybe has a bit set for each held flow's hash (and others': a
 	// Bloom filter of one hash), so a packet of a flow not held rarely
 	// reads the table.
@@ -61,32 +67,63 @@ type holdTable struct {
 	slots [holdSize]held
 }
 
-func newHoldTable(above float64, window time.Duration, seed uint64) *holdTable {
+func newHoldTable(above float64, window time.Duration, bytes bool, seed uint64) *holdTable {
 	p := min(oversampling/max(above, 1), 1)
-	return &holdTable{p: p, logq: math.Log1p(-min(p, 0.999999)), seed: seed, size: int64(window), start: 1, end: 0}
+	return &holdTable{
+		seed: seed, bytes: bytes,
+		smallN: uint32(min(math.Ceil(0.01/p), math.MaxUint32)), p53: uint64(p * (1 << 53)),
+		p: p, logq: math.Log1p(-min(p, 0.999999)), size: int64(window),
+	}
+}
+
+// units is the count a packet of wireLen bytes adds.
+func (t *holdTable) units(wireLen uint32) uint32 {
+	if t.bytes {
+		return wireLen
+	}
+	return 1
+}
+
+// quiet reports that a packet of n units at ts of the flow h leaves the
+// table as it is, which is most packets' case: in the table's window, of
+// a flow not held, and not sampled. It is small enough to inline into
+// the shard's loop, so that such a packet costs a bit test and a draw,
+// not calls. (Its bitmap test is add's, bit = h>>40 & (holdBits-1),
+// split into word and bit in the fewest operations: the inliner counts
+// them.)
+func (t *holdTable) quiet(h uint64, ts int64, n uint32) bool {
+	return uint64(ts-t.start) < t.span && t.maybe[(h>>46)&(holdBits/64-1)]&(1<<((h>>40)&63)) == 0 &&
+		n < t.smallN && t.draw(h, ts) >= uint64(n)*t.p53
+}
+
+// draw is a packet's random draw, 53 bits, from its flow hash and time
+// rather than a generator, so a replay samples the same packets whatever
+// the number of workers.
+func (t *holdTable) draw(h uint64, ts int64) uint64 {
+	return hashmix.Mix(h^uint64(ts)^t.seed) >> 11
 }
 
 // add counts n units of a packet at time ts (ns) of the flow h, and
 // returns the flow's count in ts's window before and after (0 when not
 // held).
 func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
-	if ts < t.start || ts >= t.end {
+	if uint64(ts-t.start) >= t.span {
 		t.roll(ts)
 	}
-	h |= 1
+	k := h | 1
 	bit := (h >> 40) & (holdBits - 1)
 	if t.maybe[bit/64]&(1<<(bit%64)) == 0 {
 		// Not held: only the draw.
 		if !t.sample(n, h, ts) {
 			return 0, 0
 		}
-		return t.insert(h, bit, n)
+		return t.insert(k, bit, n)
 	}
-	i := h & (holdSize - 1)
+	i := k & (holdSize - 1)
 	for range holdProbes {
 		e := &t.slots[i]
 		switch e.h {
-		case h:
+		case k:
 			before = float64(e.count)
 			e.count += uint64(n)
 			return before, float64(e.count)
@@ -94,7 +131,7 @@ func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
 			if !t.sample(n, h, ts) {
 				return 0, 0
 			}
-			return t.insert(h, bit, n)
+			return t.insert(k, bit, n)
 		}
 		i = (i + 1) & (holdSize - 1)
 	}
@@ -107,13 +144,13 @@ func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
 // roll moves the table to ts's window, emptied if it is another.
 func (t *holdTable) roll(ts int64) {
 	w := windowOf(ts, t.size)
-	if start := w * t.size; start != t.start {
+	if start := w * t.size; start != t.start || t.span == 0 {
 		if t.n > 0 {
 			clear(t.slots[:])
 			clear(t.maybe[:])
 			t.n = 0
 		}
-		t.start, t.end = start, start+t.size
+		t.start, t.span = start, uint64(t.size)
 	}
 }
 
@@ -140,12 +177,11 @@ func (t *holdTable) insert(h, bit uint64, n uint32) (before, after float64) {
 
 // sample draws whether a packet of n units is sampled: 1-(1-p)^n, which
 // is n·p to within 0.5% while n·p < 0.01 (a 1500-byte packet against a
-// threshold of a megabyte or more), and needs no exponential then.
+// threshold of a megabyte or more), and needs no exponential then. It
+// agrees with quiet's draw.
 func (t *holdTable) sample(n uint32, h uint64, ts int64) bool {
-	u := hashmix.Mix(h ^ uint64(ts) ^ t.seed)
-	q := float64(n) * t.p
-	if q >= 0.01 {
-		q = -math.Expm1(float64(n) * t.logq)
+	if n < t.smallN {
+		return t.draw(h, ts) < uint64(n)*t.p53
 	}
-	return float64(u>>11) < q*(1<<53)
+	return float64(t.draw(h, ts)) < -math.Expm1(float64(n)*t.logq)*(1<<53)
 }

@@ -27,7 +27,7 @@ func TestSampleAndHold(t *testing.T) {
 		flows, caught := 2000, 0
 		var relErr float64
 		for f := range flows {
-			tab := newHoldTable(T, time.Minute, uint64(f)+1)
+			tab := newHoldTable(T, time.Minute, true, uint64(f)+1)
 			h := hashmix.Mix(uint64(f))
 			var after float64
 			for i := range c.size / pkt {
@@ -50,11 +50,39 @@ func TestSampleAndHold(t *testing.T) {
 	}
 }
 
+// TestQuietAgrees: a packet quiet calls quiet leaves the table as it is
+// (add, given it, returns nothing and holds nothing), whatever the packet
+// size (the draw's two forms, small and large), the window and whether
+// its flow is held, so that Shard.Packet may skip add for it.
+func TestQuietAgrees(t *testing.T) {
+	for _, above := range []float64{1000, 1e5, 5e6} {
+		tab := newHoldTable(above, time.Second, true, 7)
+		quiet := 0
+		for i := range 200_000 {
+			h := hashmix.Mix(uint64(i % 3000))
+			ts := int64(i) * int64(time.Millisecond) / 50 // 4 windows
+			n := uint32(hashmix.Mix(uint64(i)) % 9000)
+			if !tab.quiet(h, ts, n) {
+				tab.add(h, ts, n)
+				continue
+			}
+			quiet++
+			held := tab.n
+			if before, after := tab.add(h, ts, n); before != 0 || after != 0 || tab.n != held {
+				t.Fatalf("above %g: packet %d quiet, but add counted it (%g, %g; %d held, was %d)", above, i, before, after, tab.n, held)
+			}
+		}
+		if quiet == 0 {
+			t.Errorf("above %g: no packet quiet", above)
+		}
+	}
+}
+
 // TestSampleAndHoldBounded: a flood of distinct flows fills at most three
 // quarters of the table and counts the rest as not held; a new window
 // empties it.
 func TestSampleAndHoldBounded(t *testing.T) {
-	tab := newHoldTable(1000, time.Minute, 1) // p = 8e-3 a byte: nearly every 1000-byte packet sampled
+	tab := newHoldTable(1000, time.Minute, true, 1) // p = 8e-3 a byte: nearly every 1000-byte packet sampled
 	for f := range 100_000 {
 		tab.add(hashmix.Mix(uint64(f)), 0, 1000)
 	}
@@ -67,7 +95,7 @@ func TestSampleAndHoldBounded(t *testing.T) {
 }
 
 func BenchmarkHoldAdd(b *testing.B) {
-	tab := newHoldTable(5e6, time.Minute, 1)
+	tab := newHoldTable(5e6, time.Minute, true, 1)
 	b.ReportAllocs()
 	for i := range b.N {
 		tab.add(hashmix.Mix(uint64(i&(1<<17-1))), int64(i), 1500)

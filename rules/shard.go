@@ -62,6 +62,45 @@ func (s *Shard) publish() {
 	s.dups.Store(s.nDups)
 }
 
+// Prefetch starts loading the sketch lines that Packet will update for
+// p, which the engine calls a few packets ahead (engine.Prefetcher), so
+// that those misses overlap the other packets' work. Only the packets of
+// a handshake are known ahead from p alone: a SYN opening a flow, which
+// the counting rules on new flows count (its sender is the originator),
+// and a SYN-ACK taking a flow out of S0, which the half-open rules count
+// as done (its receiver is the originator). Other packets cost a test.
+func (s *Shard) Prefetch(p *capture.Packet) {
+	set := s.set
+	if set == nil || !p.HasTCP || p.Flags&capture.SYN == 0 {
+		return
+	}
+	t := p.Timestamp.UnixNano()
+	switch p.Flags & (capture.SYN | capture.ACK) {
+	case capture.SYN:
+		for _, r := range set.onNew {
+			r.prefetch(r.st.counts[:], &p.Key, p.Hash, t)
+		}
+	case capture.SYN | capture.ACK:
+		if len(set.onChange) == 0 {
+			return
+		}
+		o := p.Key.Reverse()
+		for _, r := range set.onChange {
+			if r.Kind == KindThreshold && r.Threshold.Event == EventHalfOpen {
+				r.prefetch(r.st.done[:], &o, p.Hash, t)
+			}
+		}
+	}
+}
+
+// prefetch starts loading the line(s) of c, a rule's counters, that
+// counting the flow o (originator to responder) at t will touch.
+func (r *rule) prefetch(c []keyCounter, o *capture.Key, flowHash uint64, t int64) {
+	if k := c[slot(r.st.win.index(t))]; k != nil {
+		k.prefetch(trackKey(r.Track, o, flowHash))
+	}
+}
+
 // Duplicate counts a packet the dedup stage dropped (duplicates rules).
 func (s *Shard) Duplicate(*capture.Packet) { s.nDups++ }
 
@@ -94,9 +133,14 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	}
 	// Per-flow volume rules that match everything (the heavy hitter) first,
 	// straight from the packet: most packets need nothing else.
+	if s.holdSet != set {
+		s.makeHolds(set)
+	}
 	for _, r := range set.holdAll {
-		if after, crossed := s.countHeld(r, ev.Hash, t, p.WireLen); crossed {
-			s.fire(r, s.context(p, ev, t), ev.Hash, after)
+		if h := s.holds[r.holdIndex]; !h.quiet(ev.Hash, t, h.units(p.WireLen)) {
+			if after, crossed := s.countHeld(r, ev.Hash, t, p.WireLen); crossed {
+				s.fire(r, s.context(p, ev, t), ev.Hash, after)
+			}
 		}
 	}
 	changed := ev.State != ev.Prev && ev.State != acsm.ConnUnknown
@@ -180,16 +224,24 @@ func (x *packetCtx) origin() *capture.Key {
 
 // key is the hash of the packet's tracked key.
 func (x *packetCtx) key(t Track) uint64 {
+	if t == ByFlow {
+		return x.ev.Hash
+	}
+	return trackKey(t, x.origin(), x.ev.Hash)
+}
+
+// trackKey is the hash of the key t tracks in the flow o (originator to
+// responder), whose flow hash is flowHash.
+func trackKey(t Track, o *capture.Key, flowHash uint64) uint64 {
 	switch t {
 	case BySrc:
-		return addrHash(x.origin().Src)
+		return addrHash(o.Src)
 	case ByDst:
-		return addrHash(x.origin().Dst)
+		return addrHash(o.Dst)
 	case ByPair:
-		o := x.origin()
 		return pairHash(o.Src, o.Dst)
 	}
-	return x.ev.Hash
+	return flowHash
 }
 
 // count adds the packet's event to a counting rule, firing on the
@@ -346,26 +398,19 @@ func utc(t int64) time.Time { return time.Unix(0, t).UTC() }
 // a by_flow volume rule, and reports the flow's count after it and
 // whether it crossed r's threshold.
 func (s *Shard) countHeld(r *rule, hash uint64, t int64, wireLen uint32) (after float64, crossed bool) {
-	n := uint32(1)
-	if r.Volume.Measure == Bytes {
-		n = wireLen
-	}
-	before, after := s.hold(r).add(hash, t, n)
+	h := s.holds[r.holdIndex]
+	before, after := h.add(hash, t, h.units(wireLen))
 	return after, before <= r.thresh && after > r.thresh
 }
 
-// hold returns the shard's sample-and-hold table of r, a by_flow volume
-// rule of the set in effect; the tables are made again when a reload
-// brings a new set (a rule's table is per set: its counts restart).
-func (s *Shard) hold(r *rule) *holdTable {
-	set := s.set
-	if s.holdSet != set {
-		s.holds, s.holdSet = make([]*holdTable, set.nHold), set
+// makeHolds makes the shard's sample-and-hold tables for the by_flow
+// volume rules of set, the set now in effect: a reload that brings a new
+// set brings new tables (a rule's table is per set: its counts restart).
+func (s *Shard) makeHolds(set *Set) {
+	s.holds, s.holdSet = make([]*holdTable, set.nHold), set
+	for _, r := range set.rules {
+		if r.holdIndex >= 0 {
+			s.holds[r.holdIndex] = newHoldTable(r.Volume.Above, r.Volume.Window, r.Volume.Measure == Bytes, r.id)
+		}
 	}
-	t := s.holds[r.holdIndex]
-	if t == nil {
-		t = newHoldTable(r.Volume.Above, r.Volume.Window, r.id)
-		s.holds[r.holdIndex] = t
-	}
-	return t
 }
