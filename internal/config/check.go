@@ -62,6 +62,14 @@ func (c *Config) check(given func(key string) bool) []problem {
 
 	ps = append(ps, checkPipeline(&c.Pipeline, given)...)
 
+	ps = append(ps, checkWatchlists(c.Watchlists.Lists)...)
+	if t := c.History.Horizon; t < 0 {
+		add("history.horizon", "%s must be 0 (for ever) or more", formatDuration(t))
+	}
+	if n := c.History.RAM; n < MinHistoryRAM || int64(n) > MaxHistoryRAM {
+		add("history.ram", "%s must be between %s and %s", capture.FormatSize(int64(n)), capture.FormatSize(MinHistoryRAM), capture.FormatSize(MaxHistoryRAM))
+	}
+
 	if msg := checkListen(c.Listen); msg != "" {
 		add("listen", "%s", msg)
 	}

@@ -21,7 +21,9 @@ type Config struct {
 	Rules string
 	// Alerting is the alert sinks file (alerting:), read by
 	// alerts.ParseConfig; "" for none.
-	Alerting string
+	Alerting   string
+	Watchlists Watchlists // watchlists: the lists watchlist rules ask about
+	History    History    // history: the flow history novelty rules ask
 	// Listen is the host:port of the HTTP server (listen:): /metrics,
 	// the API and /-/reload.
 	Listen   string
@@ -65,6 +67,33 @@ type Snapshot struct {
 	MaxAge time.Duration // max-age: an older snapshot is refused as stale
 }
 
+// Watchlists are the lists watchlist rules ask about (internal/watchlist)
+// and where their filters persist.
+type Watchlists struct {
+	// Dir is where each list's filter persists, DIR/NAME.wl, reopened at
+	// the next start without rebuilding (dir:); "" keeps them in memory.
+	Dir string
+	// Lists are the lists (lists:, each {name, file}), in the file's
+	// order; a --watchlist NAME=FILE flag sets NAME's file.
+	Lists []Watchlist
+}
+
+// A Watchlist is one list: the name watchlist rules and the API give it
+// (watchlist.CheckName) and its text file, one address or CIDR prefix a
+// line.
+type Watchlist struct {
+	Name string // name:
+	File string // file: a path, from the config file's directory
+}
+
+// History is the flow history (internal/history): every host pair seen,
+// in a Cascade Filter under a directory.
+type History struct {
+	Dir     string        // dir: "" for no history (novelty rules never fire)
+	Horizon time.Duration // horizon: how long a pair seen is remembered; 0 for ever
+	RAM     int           // ram: bytes of RAM for the filter's first level, a size
+}
+
 // The values of Source and Rules that mean something; AFPacket.Fanout's
 // are capture's (capture.FanoutHash, FanoutCPU, FanoutLB).
 const (
@@ -83,11 +112,18 @@ const (
 	MinStopTimeout = time.Second
 	MaxStopTimeout = 5 * time.Minute
 	MaxUserName    = 32
+
+	MinHistoryRAM = 64 << 10
+	// MaxHistoryRAM is typed: it is past a 32-bit int.
+	MaxHistoryRAM int64 = 1 << 40
+	// DefaultHistoryRAM is internal/history's DefaultOptions.RAMBytes.
+	DefaultHistoryRAM = 16 << 20
 )
 
 // Default returns the configuration with no file and no flag: an
 // AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
-// pipeline, the embedded default rules, metrics on 127.0.0.1:9100.
+// pipeline, the embedded default rules, no watchlists and no flow
+// history, metrics on 127.0.0.1:9100.
 func Default() Config {
 	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
 	return Config{
@@ -106,6 +142,7 @@ func Default() Config {
 			Timeout: ring.BlockTimeout,
 		},
 		Pipeline:    engine.DefaultSettings(),
+		History:     History{RAM: DefaultHistoryRAM},
 		Listen:      "127.0.0.1:9100",
 		Snapshot:    Snapshot{MaxAge: 10 * time.Minute},
 		StopTimeout: 10 * time.Second,

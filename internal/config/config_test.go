@@ -3,11 +3,13 @@ package config
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
@@ -42,9 +44,13 @@ func TestSettingsCoverFields(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d keys for %d fields", len(got), len(want))
 	}
-	// Every kind of field has a decoder and an encoder.
+	// Every kind of field has a decoder and an encoder (a sequence's
+	// decoder is the parser's: TestWatchlists).
 	d := Default()
 	for _, s := range settings {
+		if s.seq {
+			continue
+		}
 		v := encode(s.field(&d), s.size)
 		if msg := decode(s.field(&c), v, s.size); msg != "" {
 			t.Errorf("%s: %s", s.key, msg)
@@ -63,6 +69,8 @@ func TestSet(t *testing.T) {
 		{"iface", "eth1"}, {"source", "afpacket"}, {"workers", "2"}, {"listen", ":0"},
 		{"snapshot", "state.snap"}, {"user", "65534"}, {"afpacket.block-size", "64KiB"}, {"afpacket.frame-size", "8KiB"},
 		{"stop-timeout", "1m"}, {"rules", "none"}, {"p", "0.01"},
+		{"watchlist", "blocked=other.txt"}, {"watchlist", "new=new.txt"}, {"watchlist-dir", "wl"},
+		{"history-dir", "hist"}, {"history-horizon", "24h"}, {"history-ram", "32MiB"},
 	} {
 		if err := c.Set(f.name, f.value); err != nil {
 			t.Errorf("--%s %s: %v", f.name, f.value, err)
@@ -73,7 +81,16 @@ func TestSet(t *testing.T) {
 		c.StopTimeout != time.Minute || c.Rules != RulesNone || c.Pipeline.P != 0.01 {
 		t.Errorf("after the flags: %+v", c)
 	}
+	// --watchlist sets its list's file, in the file's place, or adds it.
+	if want := (Watchlists{Dir: abs(t, "wl"), Lists: []Watchlist{{"blocked", abs(t, "other.txt")},
+		{"scanners.v6", abs(t, "testdata/ref/scanners.txt")}, {"new", abs(t, "new.txt")}}}); !reflect.DeepEqual(c.Watchlists, want) {
+		t.Errorf("watchlists after the flags: %+v", c.Watchlists)
+	}
+	if want := (History{Dir: abs(t, "hist"), Horizon: 24 * time.Hour, RAM: 32 << 20}); c.History != want {
+		t.Errorf("history after the flags: %+v", c.History)
+	}
 	before := c
+	before.Watchlists.Lists = slices.Clone(c.Watchlists.Lists) // a change in place would show
 	for _, tc := range []struct{ name, value, want string }{
 		{"workers", "0", "--workers: 0 must be between 1 and 256"},
 		{"workers", "two", `--workers: want an integer, got "two"`},
@@ -82,6 +99,13 @@ func TestSet(t *testing.T) {
 		{"listen", "localhost", `--listen: "localhost" must be host:port`},
 		{"user", "-x", `--user: "-x" is not a user name`},
 		{"stop-timeout", "1h", "--stop-timeout: 1h must be between 1s and 5m"},
+		{"watchlist", "blocked", `--watchlist: want NAME=FILE, got "blocked"`},
+		{"watchlist", "a/b=x.txt", `--watchlist: "a/b" is not a watchlist name`},
+		{"watchlist", "=x.txt", "--watchlist: missing or empty: the name watchlist rules give the list"},
+		{"watchlist", "blocked=", "--watchlist: missing or empty: the list's text file"},
+		{"history-horizon", "-1s", "--history-horizon: -1s must be 0 (for ever) or more"},
+		{"history-ram", "16", "--history-ram: 16 must be between 64KiB and 1TiB"},
+		{"history-ram", "16M", `--history-ram: bad size "16M"`},
 		// A flag breaks a rule that spans keys: the other key is named too.
 		{"afpacket.block-size", "4KiB", "afpacket.frame-size: 8KiB must be a multiple of 16 from 128 to block-size (4KiB)"},
 	} {
@@ -116,7 +140,7 @@ func TestReloadable(t *testing.T) {
 	next := running
 	next.Rules = "/etc/flowmon/rules.yaml"
 	changed, err := running.Reloadable(next)
-	if err != nil || !reflect.DeepEqual(changed, []string{"rules"}) || running != next {
+	if err != nil || !reflect.DeepEqual(changed, []string{"rules"}) || !reflect.DeepEqual(running, next) {
 		t.Errorf("rules: %v, %v", changed, err)
 	}
 	changed, err = running.Reloadable(next)
@@ -126,15 +150,30 @@ func TestReloadable(t *testing.T) {
 	again := next
 	again.Rules, again.Alerting = RulesNone, "/etc/flowmon/alerting.yaml"
 	again.Interface, again.Pipeline.Workers, again.AFPacket.BlockCount = "eth9", 7, 8
+	again.Watchlists.Lists = []Watchlist{{"a", "/a.txt"}}
 	changed, err = running.Reloadable(again)
-	want := []string{"interface", "afpacket.block-count", "pipeline.workers", "rules", "alerting"}
+	want := []string{"interface", "afpacket.block-count", "pipeline.workers", "rules", "alerting", "watchlists.lists"}
 	var re *RestartError
 	if !reflect.DeepEqual(changed, want) || !errors.As(err, &re) || !errors.Is(err, ErrNeedsRestart) ||
-		!reflect.DeepEqual(re.Keys, []string{"interface", "afpacket.block-count", "pipeline.workers", "alerting"}) || running != next {
+		!reflect.DeepEqual(re.Keys, []string{"interface", "afpacket.block-count", "pipeline.workers", "alerting"}) || !reflect.DeepEqual(running, next) {
 		t.Errorf("fixed settings: %v, %v; running %+v", changed, err, running)
 	}
 	if got := err.Error(); got != "interface, afpacket.block-count, pipeline.workers, alerting changed: only a restart applies them (the running configuration stays)" {
 		t.Errorf("message %q", got)
+	}
+	// The watchlists' lists reload (the agent opens, moves and closes
+	// lists: watchlist.Set.Update); where they persist and the flow
+	// history are fixed.
+	lists := next
+	lists.Watchlists.Lists = []Watchlist{{"a", "/a.txt"}, {"b", "/b.txt"}}
+	if changed, err := running.Reloadable(lists); err != nil || !reflect.DeepEqual(changed, []string{"watchlists.lists"}) || !reflect.DeepEqual(running, lists) {
+		t.Errorf("watchlists.lists: %v, %v", changed, err)
+	}
+	fixed := lists
+	fixed.Watchlists.Dir, fixed.History = "/var/lib/wl", History{Dir: "/h", Horizon: time.Hour, RAM: 1 << 20}
+	_, err = running.Reloadable(fixed)
+	if !errors.As(err, &re) || !reflect.DeepEqual(re.Keys, []string{"watchlists.dir", "history.dir", "history.horizon", "history.ram"}) {
+		t.Errorf("watchlists.dir and history: %v", err)
 	}
 }
 
@@ -158,6 +197,8 @@ func TestEffective(t *testing.T) {
 		"\n  # kbf-encoder: sidon  # does nothing with backend dleft (it sets the kbf backend)\n",
 		"\nrules: \"\"  # the embedded default rules (flowmon rules show)\n",
 		"\n  max-age: 10m\n",
+		"\nwatchlists:\n  dir: \"\"  # in memory: each start builds the lists from their files\n  lists: []  # none\n",
+		"\nhistory:\n  dir: \"\"  # no flow history: novelty rules never fire\n  horizon: 0s  # for ever\n  ram: 16MiB\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
@@ -166,10 +207,19 @@ func TestEffective(t *testing.T) {
 	c := Default()
 	c.AFPacket.Filter = "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n"
 	c.Interface, c.User, c.Rules = "true", "123", RulesNone // strings that look like other types
+	c.Watchlists.Lists = []Watchlist{{"true", "/etc/flowmon/a list: #1.txt"}, {"123", "/~"}, {"null", "/[x]"}}
+	c.History.RAM = 100 << 10
 	roundTrip(t, "filter", c)
 	c.AFPacket.BlockCount = 0
 	if _, err := c.Effective(); err == nil || err.Error() != "afpacket.block-count: 0 must be between 1 and 65536" {
 		t.Errorf("invalid: %v", err)
+	}
+}
+
+// TestDefaultHistoryRAM: the default is the history's.
+func TestDefaultHistoryRAM(t *testing.T) {
+	if DefaultHistoryRAM != history.DefaultOptions.RAMBytes {
+		t.Errorf("DefaultHistoryRAM %d, history.DefaultOptions.RAMBytes %d", DefaultHistoryRAM, history.DefaultOptions.RAMBytes)
 	}
 }
 

@@ -25,6 +25,15 @@
 //	  workers: 4                 # (--workers)
 //	rules: rules.yaml            # a rules file, none, or "" for the embedded rules
 //	alerting: alerting.yaml      # an alert sinks file (alerts.ParseConfig)
+//	watchlists:                  # the lists watchlist rules ask about
+//	  dir: /var/lib/flowmon/watchlists  # filters persist in DIR/NAME.wl; "" in memory (--watchlist-dir)
+//	  lists:                     # (--watchlist NAME=FILE sets NAME's file)
+//	    - name: blocked          # as the rules name it: watchlist.CheckName
+//	      file: blocked.txt      # one address or CIDR prefix a line
+//	history:                     # the flow history novelty rules ask
+//	  dir: /var/lib/flowmon/history  # "" for none (--history-dir)
+//	  horizon: 720h              # how long a pair seen is remembered; 0 for ever
+//	  ram: 16MiB                 # the filter's first level, 64KiB..1TiB
 //	listen: 127.0.0.1:9100       # host:port of /metrics, the API, /-/reload (--listen)
 //	snapshot:
 //	  path: /var/lib/flowmon/state.snap  # "" for none (--snapshot)
@@ -33,17 +42,20 @@
 //	user: flowmon                # who to become once the sockets are open (--user)
 //	stop-timeout: 10s            # 1s..5m: bound on draining and the snapshot at SIGTERM
 //
-// Relative paths (rules, alerting, snapshot.path, flow-log) are taken
+// Relative paths (rules, alerting, the watchlists' dir and files,
+// history.dir, snapshot.path, flow-log) are taken
 // from the file's directory, as Prometheus does, and a flag's from the
 // working directory; both are made absolute, so that Effective's output
 // means the same wherever it is read.
 //
 // Parsing is strict, as the rules and alert sinks files are: an unknown
 // or repeated key, a value of the wrong type, a bad size, duration,
-// address or choice, a number out of its range and a pipeline setting
-// given that does nothing with the others are errors, every one of the
-// file reported at once as "file:line:col: key: what is wrong", in the
-// file's order. The afpacket and pcap sections may both be given (a
+// address or choice, a number out of its range, a pipeline setting
+// given that does nothing with the others, and a watchlist without a
+// name or a file, of a name the watchlist API refuses or given twice are
+// errors, every one of the file reported at once as "file:line:col: key:
+// what is wrong", in the file's order; a list's key is named with its
+// index, "watchlists.lists[2].name". The afpacket and pcap sections may both be given (a
 // --source flag picks one); only the one used matters to the agent, but
 // both are checked.
 //
@@ -53,5 +65,5 @@
 // as the capture will read it (IsBPF, capture.ParseBPF).
 //
 // At SIGHUP the agent reads the file again: Reloadable says whether the
-// change can be taken live (rules) or needs a restart.
+// change can be taken live (rules, watchlists.lists) or needs a restart.
 package config

@@ -69,6 +69,8 @@ func (c Config) Effective() ([]byte, error) {
 func encode(f reflect.Value, size bool) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.ScalarNode}
 	switch {
+	case f.Type() == watchlistsType:
+		return encodeLists(f.Interface().([]Watchlist))
 	case f.Type() == durationType:
 		n.Value = formatDuration(durationOf(f))
 	case f.Kind() == reflect.String:
@@ -106,10 +108,10 @@ func keyValue(name string, v *yaml.Node) (string, error) {
 	return b.String(), nil
 }
 
-// note says what an empty value means, for the keys where it means
-// something.
+// note says what an empty or zero value means, for the keys where it
+// means something.
 func note(key string, v reflect.Value) string {
-	if v.Kind() != reflect.String || v.String() != "" {
+	if !v.IsZero() {
 		return ""
 	}
 	switch key {
@@ -121,6 +123,14 @@ func note(key string, v reflect.Value) string {
 		return "the embedded default rules (flowmon rules show)"
 	case "alerting":
 		return "no alert sinks file"
+	case "watchlists.dir":
+		return "in memory: each start builds the lists from their files"
+	case "watchlists.lists":
+		return "none"
+	case "history.dir":
+		return "no flow history: novelty rules never fire"
+	case "history.horizon":
+		return "for ever"
 	case "snapshot.path":
 		return "no snapshot"
 	case "flow-log":

@@ -162,6 +162,9 @@ func (p *parser) mapping(n *yaml.Node, prefix string, c *Config) {
 		}
 		seen[k.Value] = k.Line
 		switch s := byKey[key]; {
+		case s != nil && s.seq:
+			p.at[key] = v
+			p.lists(key, v, c)
 		case s != nil:
 			p.at[key] = v
 			if msg := s.set(c, v, p.dir); msg != "" {

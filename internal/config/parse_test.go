@@ -83,8 +83,11 @@ func TestFull(t *testing.T) {
 		Pipeline: engine.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, RetransWindow: 2 * time.Second,
 			MaxFlows: 500000, Workers: 3},
-		Rules:       abs(t, "testdata/ref/rules.yaml"),
-		Alerting:    abs(t, "testdata/ref/alerting.yaml"),
+		Rules:    abs(t, "testdata/ref/rules.yaml"),
+		Alerting: abs(t, "testdata/ref/alerting.yaml"),
+		Watchlists: Watchlists{Dir: "/var/lib/flowmon/watchlists", Lists: []Watchlist{
+			{Name: "blocked", File: abs(t, "testdata/ref/blocked.txt")}, {Name: "scanners.v6", File: abs(t, "testdata/ref/scanners.txt")}}},
+		History:     History{Dir: abs(t, "history"), Horizon: 720 * time.Hour, RAM: 64 << 20},
 		Listen:      "[::1]:9200",
 		Snapshot:    Snapshot{Path: "/var/lib/flowmon/state.snap", MaxAge: 90 * time.Minute},
 		FlowLog:     abs(t, "testdata/flows.jsonl"),
@@ -117,7 +120,7 @@ func TestSizes(t *testing.T) {
 // TestEmpty: no file, an empty file, a null document and a file of
 // comments are all the defaults.
 func TestEmpty(t *testing.T) {
-	for _, data := range []string{"", "\n", "# nothing\n", "~\n", "---\n", "null\n"} {
+	for _, data := range []string{"", "\n", "# nothing\n", "~\n", "---\n", "null\n", "watchlists:\n  lists:\n", "watchlists: {lists: []}\n"} {
 		c, err := Parse("empty.yaml", []byte(data))
 		if err != nil || !reflect.DeepEqual(c, Default()) {
 			t.Errorf("Parse(%q) = %+v, %v; want the defaults", data, c, err)

@@ -22,6 +22,9 @@ type setting struct {
 	path   bool                          // a path: made absolute, from the file's directory
 	keep   []string                      // values of a path that are not paths ("none", "-")
 	reload bool                          // a running agent takes a change (Reloadable)
+	// seq is a sequence of mappings (watchlists.lists): the parser and
+	// Set decode it element by element (lists.go).
+	seq bool
 }
 
 // settings are the keys in the order Effective writes them.
@@ -30,7 +33,9 @@ var (
 	byKey    map[string]*setting
 	sections []string // the keys that hold mappings, in the file's order
 	// aliases are the flags whose name is not their key's.
-	aliases = map[string]string{"iface": "interface", "snapshot": "snapshot.path"}
+	aliases = map[string]string{"iface": "interface", "snapshot": "snapshot.path",
+		"watchlist": "watchlists.lists", "watchlist-dir": "watchlists.dir",
+		"history-dir": "history.dir", "history-horizon": "history.horizon", "history-ram": "history.ram"}
 )
 
 func init() {
@@ -64,6 +69,11 @@ func init() {
 	}
 	add(setting{key: "rules", field: ptr(func(c *Config) any { return &c.Rules }), path: true, keep: []string{RulesNone}, reload: true})
 	add(setting{key: "alerting", field: ptr(func(c *Config) any { return &c.Alerting }), path: true})
+	add(setting{key: "watchlists.dir", field: ptr(func(c *Config) any { return &c.Watchlists.Dir }), path: true})
+	add(setting{key: "watchlists.lists", field: ptr(func(c *Config) any { return &c.Watchlists.Lists }), seq: true, reload: true})
+	add(setting{key: "history.dir", field: ptr(func(c *Config) any { return &c.History.Dir }), path: true})
+	add(setting{key: "history.horizon", field: ptr(func(c *Config) any { return &c.History.Horizon })})
+	add(setting{key: "history.ram", field: ptr(func(c *Config) any { return &c.History.RAM }), size: true})
 	add(setting{key: "listen", field: ptr(func(c *Config) any { return &c.Listen })})
 	add(setting{key: "snapshot.path", field: ptr(func(c *Config) any { return &c.Snapshot.Path }), path: true})
 	add(setting{key: "snapshot.max-age", field: ptr(func(c *Config) any { return &c.Snapshot.MaxAge })})
@@ -106,14 +116,31 @@ func absPath(dir, p string) string {
 	return filepath.Clean(p)
 }
 
+// setFlag sets the setting from a flag's value; it returns what is
+// wrong with the value's form, or "".
+func (s *setting) setFlag(c *Config, value string) string {
+	if s.seq {
+		return c.setWatchlist(value)
+	}
+	v := &yaml.Node{Kind: yaml.ScalarNode, Value: value}
+	v.Tag = v.ShortTag()
+	if s.field(c).Kind() == reflect.String {
+		v.Tag = "!!str" // a flag's string is the string, even "true" or ""
+	}
+	return s.set(c, v, "")
+}
+
 // Set applies a flag to c after loading, as its key in the file would:
 // name is the flag's name without dashes, one of iface, snapshot (for
-// snapshot.path), a top-level key (source, listen, user, rules,
-// alerting, flow-log, stop-timeout, interface), a pipeline key without
-// "pipeline." (workers, backend, ...), or any key as the file spells it
-// ("afpacket.block-size"). value is read as the file's value would be
-// (sizes such as 1MiB, durations, true/false), a relative path from the
-// working directory. The setting is checked with the rest of c, and the
+// snapshot.path), watchlist-dir, history-dir, history-horizon,
+// history-ram (watchlists.dir, history.dir, ...), a top-level key
+// (source, listen, user, rules, alerting, flow-log, stop-timeout,
+// interface), a pipeline key without "pipeline." (workers, backend,
+// ...), or any key as the file spells it ("afpacket.block-size"). value
+// is read as the file's value would be (sizes such as 1MiB, durations,
+// true/false), a relative path from the working directory. watchlist
+// (watchlists.lists) takes NAME=FILE, once a flag: NAME's file, the
+// list added if the file has none of that name. The setting is checked with the rest of c, and the
 // errors name the flag ("--workers: 0 must be between 1 and 256");
 // c is unchanged on error.
 func (c *Config) Set(name, value string) error {
@@ -127,18 +154,13 @@ func (c *Config) Set(name, value string) error {
 	}
 	flag := "--" + name
 	next := *c
-	v := &yaml.Node{Kind: yaml.ScalarNode, Value: value}
-	v.Tag = v.ShortTag()
-	if s.field(&next).Kind() == reflect.String {
-		v.Tag = "!!str" // a flag's string is the string, even "true" or ""
-	}
-	if msg := s.set(&next, v, ""); msg != "" {
+	if msg := s.setFlag(&next, value); msg != "" {
 		return &Error{Key: flag, Msg: msg}
 	}
 	var errs []error
 	for _, p := range next.check(func(k string) bool { return k == key }) {
 		k := p.key
-		if k == key {
+		if k == key || strings.HasPrefix(k, key+"[") { // a list's element
 			k = flag
 		}
 		errs = append(errs, &Error{Key: k, Msg: p.msg})
