@@ -3,11 +3,11 @@ package cascade
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flowmon/flowmon/filters/qf"
@@ -15,20 +15,32 @@ import (
 )
 
 // Filter is a Cascade Filter kept in a directory. See the package doc.
-// Not safe for concurrent use.
+// Safe for concurrent use.
 type Filter struct {
-	dir      string
-	opts     Options
-	sh       shape
-	lock     *os.File
-	qf0      *qf.Filter
-	qf0Tombs uint64
-	st       state
-	levels   []*level // levels[i-1] is level i; nil when empty
-	sr       *slotReader
-	written  uint64 // level bytes written by merges
-	dropped  []LevelError
-	closed   bool
+	dir  string
+	opts Options
+	sh   shape
+	lock *os.File
+
+	// wmu is held by whoever may write the manifest: a merge from its
+	// freeze to its commit (a background merge's goroutine holds it for
+	// the merge's length), Sync, Seal and Close. It is taken before mu
+	// and never waited for while holding mu (insertions TryLock it).
+	wmu sync.Mutex
+
+	mu          sync.Mutex // guards the fields below
+	active      *qf.Filter // QF0 taking insertions; nil until one needs it
+	activeTombs uint64
+	spare       *qf.Filter // the next active QF0, allocated by the last background merge
+	v           *view      // the frozen QF0 and the levels lookups read (view.go)
+	st          state      // the manifest's, as of the last merge; changed only under wmu and mu
+	mergeErr    error      // a background merge's failure, until an insertion reports it
+	written     uint64     // level bytes written by merges
+	closed      bool
+
+	hook    func(mergeStage) // tests: called by merges at each stage
+	readers readerPool
+	dropped []LevelError
 }
 
 // Open opens the Cascade Filter in dir, creating the directory and an
@@ -36,7 +48,8 @@ type Filter struct {
 // refused (ErrIncompatible, naming the first that differs); a damaged
 // manifest is refused (ErrCorrupt); a damaged level is refused with a
 // *LevelError naming it, or dropped with Options.DropDamaged. Files of
-// merges a crash interrupted are removed.
+// merges a crash interrupted are removed. QF0 is allocated when the
+// first insertion needs it (or loaded, if the manifest holds one).
 func Open(dir string, o Options) (*Filter, error) {
 	sh, err := o.shape()
 	if err != nil {
@@ -54,10 +67,8 @@ func Open(dir string, o Options) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open cascade filter: %w", err)
 	}
-	f := &Filter{dir: dir, opts: o, sh: sh, lock: lock, sr: newSlotReader()}
+	f := &Filter{dir: dir, opts: o, sh: sh, lock: lock}
 	if err := f.load(); err != nil {
-		f.closeLevels()
-		f.sr.free()
 		lock.Close()
 		return nil, fmt.Errorf("open cascade filter %s: %w", dir, err)
 	}
@@ -74,17 +85,30 @@ func (f *Filter) newQF0() *qf.Filter {
 	return g
 }
 
-// load reads the manifest, QF0 and the levels.
-func (f *Filter) load() error {
+// load reads the manifest, QF0 and the levels, and installs the view. A
+// directory without a manifest is a new, empty filter (its manifest is
+// written by the first merge, Sync or Close).
+func (f *Filter) load() (err error) {
+	var levels []*level
+	defer func() {
+		if err != nil {
+			for _, l := range levels {
+				if l != nil {
+					l.close()
+				}
+			}
+			return
+		}
+		f.v = newView(nil, 0, levels)
+	}()
 	_, secs, err := snapshot.Read(manifestPath(f.dir), f.sh.params(), 0, time.Now())
 	switch {
 	case errors.Is(err, snapshot.ErrMissing):
 		if names := f.levelFiles(); len(names) > 0 {
 			return fmt.Errorf("no %s but %d level files (%s): %w", manifestName, len(names), names[0], ErrCorrupt)
 		}
-		f.qf0 = f.newQF0()
 		f.st = state{nextGen: 1}
-		return f.Sync()
+		return nil
 	case errors.Is(err, snapshot.ErrIncompatible) || errors.Is(err, snapshot.ErrVersion):
 		return fmt.Errorf("%w: %w", ErrIncompatible, err)
 	case err != nil:
@@ -98,7 +122,6 @@ func (f *Filter) load() error {
 	if f.st, err = decodeState(data, f.sh); err != nil {
 		return fmt.Errorf("%s: %w: %w", manifestName, ErrCorrupt, err)
 	}
-	f.qf0 = f.newQF0()
 	if len(qf0) > 0 {
 		var g qf.Filter
 		if err := g.UnmarshalBinary(qf0); err != nil {
@@ -108,9 +131,9 @@ func (f *Filter) load() error {
 			return fmt.Errorf("%s: QF0 of 2^%d slots, %d-bit values, %d fingerprints: %w",
 				manifestName, g.QuotientBits(), g.FingerprintBits(), g.Len(), ErrCorrupt)
 		}
-		f.qf0 = &g
+		f.active = &g
 		for v := range g.All() {
-			f.qf0Tombs += v & 1
+			f.activeTombs += v & 1
 		}
 	}
 	kept := f.st.levels[:0:0]
@@ -125,7 +148,7 @@ func (f *Filter) load() error {
 			f.dropped = append(f.dropped, *le)
 			continue
 		}
-		f.setLevel(l)
+		levels = setLevel(levels, l)
 		kept = append(kept, m)
 	}
 	f.removeOrphans()
@@ -138,11 +161,13 @@ func (f *Filter) load() error {
 	return nil
 }
 
-func (f *Filter) setLevel(l *level) {
-	for len(f.levels) < l.level {
-		f.levels = append(f.levels, nil)
+// setLevel puts l in its place in levels (levels[i-1] is level i).
+func setLevel(levels []*level, l *level) []*level {
+	for len(levels) < l.level {
+		levels = append(levels, nil)
 	}
-	f.levels[l.level-1] = l
+	levels[l.level-1] = l
+	return levels
 }
 
 // levelFiles lists the level files in the directory.
@@ -168,28 +193,40 @@ func (f *Filter) removeOrphans() {
 	}
 }
 
+// qf0Bytes is the active QF0's MarshalBinary, nil when it is empty.
+// Called with mu held.
 func (f *Filter) qf0Bytes() []byte {
-	if f.qf0.Len() == 0 {
+	if f.active == nil || f.active.Len() == 0 {
 		return nil
 	}
-	b, _ := f.qf0.MarshalBinary()
+	b, _ := f.active.MarshalBinary()
 	return b
 }
 
 func (f *Filter) value(h uint64) uint64 { return qf.Fingerprint(h, f.sh.p) << 1 }
 
 // Insert adds the element with hash h (a multiset: twice is twice). When
-// QF0 is full it first merges QF0 and the levels above the first empty
-// one into it, writing that level sequentially: an Insert then takes as
-// long as the merge.
+// QF0 is full, with Options.SyncMerge Insert first merges it into the
+// levels and takes as long as the merge; otherwise it freezes QF0, hands
+// it to a background merge and inserts into a fresh QF0, and waits only
+// when that one fills too before the merge ends (TryInsert does not).
 func (f *Filter) Insert(h uint64) error {
-	if f.closed {
-		return ErrClosed
-	}
-	if err := f.makeRoom(); err != nil {
+	if err := f.add(f.value(h), true); err != nil {
 		return fmt.Errorf("insert: %w", err)
 	}
-	return f.qf0.InsertFingerprint(f.value(h))
+	return nil
+}
+
+// TryInsert is Insert that never waits for a merge another call runs:
+// where Insert would wait it returns ErrBusy and inserts nothing (the
+// caller may count the element as not recorded, or try later). With
+// Options.SyncMerge, the call that finds QF0 full merges, as Insert
+// does; ErrBusy then means that Sync, Seal or Close holds the filter.
+func (f *Filter) TryInsert(h uint64) error {
+	if err := f.add(f.value(h), false); err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	return nil
 }
 
 // Delete removes one copy of the element with hash h: from QF0 if it
@@ -198,171 +235,127 @@ func (f *Filter) Insert(h uint64) error {
 // meanwhile. Delete does not look the element up on disk (that would cost
 // a lookup's reads): deleting an element that was not inserted is the
 // caller's error, and hides a later copy of any element with its
-// fingerprint (a false negative), as in any AMQ that deletes.
+// fingerprint (a false negative), as in any AMQ that deletes. It waits
+// for room as Insert does.
 func (f *Filter) Delete(h uint64) error {
-	if f.closed {
-		return ErrClosed
-	}
 	v := f.value(h)
-	if f.qf0.DeleteFingerprint(v) {
+	f.mu.Lock()
+	done := !f.closed && f.active != nil && f.active.DeleteFingerprint(v)
+	f.mu.Unlock()
+	if done {
 		return nil
 	}
-	if err := f.makeRoom(); err != nil {
+	if err := f.add(v|1, true); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
-	if err := f.qf0.InsertFingerprint(v | 1); err != nil {
-		return fmt.Errorf("delete: %w", err)
-	}
-	f.qf0Tombs++
 	return nil
 }
 
-func (f *Filter) makeRoom() error {
-	if f.qf0.Len() < f.sh.cap0 {
-		return nil
-	}
-	return f.merge()
-}
-
-// Contains reports whether the element with hash h may be in the filter:
-// QF0 first, then each level from the smallest, reading the pages of the
-// level's file that the walk to h's run needs (usually one). Without
-// tombstones it stops at the first copy; with tombstones anywhere it
-// reads every level and reports whether the copies outnumber the
-// tombstones. An error (a read failing, a page whose checksum does not
-// match: a *LevelError) leaves the answer unknown.
-func (f *Filter) Contains(h uint64) (bool, error) {
-	n, err := f.count(h, f.tombstones() == 0)
-	return n > 0, err
-}
-
-// Count is the number of copies of h's fingerprint stored (inserted and
-// not deleted, over every level): a multiset count, over-counted only by
-// colliding fingerprints.
-func (f *Filter) Count(h uint64) (uint64, error) {
-	n, err := f.count(h, false)
-	return uint64(max(n, 0)), err
-}
-
-func (f *Filter) count(h uint64, firstCopy bool) (int64, error) {
-	if f.closed {
-		return 0, ErrClosed
-	}
-	v := f.value(h)
-	n := int64(f.qf0.CountFingerprint(v)) - int64(f.qf0.CountFingerprint(v|1))
-	for _, l := range f.levels {
-		if firstCopy && n > 0 {
-			return n, nil
+// add inserts value v (a fingerprint and its tombstone bit) into the
+// active QF0, making room first when it is full (makeRoom); without
+// wait, it returns ErrBusy where it would wait for another call's merge.
+// A background merge's failure is returned by the next add, once.
+func (f *Filter) add(v uint64, wait bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for {
+		if f.closed {
+			return ErrClosed
 		}
-		if l == nil {
+		if err := f.mergeErr; err != nil {
+			f.mergeErr = nil
+			return fmt.Errorf("background merge: %w", err)
+		}
+		if f.active == nil {
+			f.active, f.spare = f.spare, nil
+			if f.active == nil {
+				f.active = f.newQF0()
+			}
+		}
+		if f.active.Len() < f.sh.cap0 {
+			break
+		}
+		if !f.wmu.TryLock() {
+			if !wait {
+				return ErrBusy
+			}
+			// A merge (or Sync, Seal, Close) holds the manifest: wait for
+			// it without holding mu, which it needs to finish.
+			f.mu.Unlock()
+			f.waitWriter()
+			f.mu.Lock()
 			continue
 		}
-		live, tomb, err := f.sr.count(l, v>>1)
-		if err != nil {
-			return 0, fmt.Errorf("lookup: %w", err)
-		}
-		n += int64(live) - int64(tomb)
-	}
-	return n, nil
-}
-
-func (f *Filter) tombstones() uint64 {
-	t := f.qf0Tombs
-	for _, l := range f.levels {
-		if l != nil {
-			t += l.tombstones
+		if err := f.makeRoom(); err != nil {
+			return err
 		}
 	}
-	return t
+	if err := f.active.InsertFingerprint(v); err != nil {
+		return err
+	}
+	f.activeTombs += v & 1
+	return nil
 }
 
 // Sync makes QF0's contents durable: it rewrites the manifest with them
-// (atomically). Merged levels are durable when their merge returns; what
-// QF0 gained since the last Sync, Close or merge is lost in a crash.
+// (atomically), after waiting for a running merge (and running again a
+// merge that failed, so that the frozen QF0 is in the levels). Merged
+// levels are durable when their merge commits; what the active QF0
+// gained since the last Sync or Close is lost in a crash (package doc,
+// "Crashes"). Insertions that find QF0 full meanwhile wait (or ErrBusy).
 func (f *Filter) Sync() error {
-	if f.closed {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return f.sync()
+}
+
+// waitWriter waits until whoever holds wmu (a merge, Sync, Seal or
+// Close) lets it go. Called without mu.
+func (f *Filter) waitWriter() {
+	f.wmu.Lock()
+	//lint:ignore SA2001 only the wait matters: the holder's work is done when it unlocks
+	f.wmu.Unlock()
+}
+
+func (f *Filter) isClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+// sync is Sync with wmu held.
+func (f *Filter) sync() error {
+	if f.isClosed() {
 		return ErrClosed
 	}
-	if err := writeManifest(f.dir, f.sh, &f.st, f.qf0Bytes()); err != nil {
+	if err := f.mergeFrozen(); err != nil {
+		return fmt.Errorf("sync cascade filter %s: %w", f.dir, err)
+	}
+	f.mu.Lock()
+	st, qf0 := f.st, f.qf0Bytes()
+	f.mu.Unlock()
+	if err := writeManifest(f.dir, f.sh, &st, qf0); err != nil {
 		return fmt.Errorf("sync cascade filter %s: %w", f.dir, err)
 	}
 	return nil
 }
 
-// Close syncs QF0 (Sync), closes the level files and releases the
-// directory.
+// Close waits for a running merge, syncs QF0 (Sync), and releases the
+// directory; the level files close when the last lookup reading them
+// ends. If a background merge failed and fails again here, its frozen
+// QF0 is lost, as in a crash, and Close returns the error.
 func (f *Filter) Close() error {
-	if f.closed {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if f.isClosed() {
 		return ErrClosed
 	}
-	err := f.Sync()
+	err := f.sync()
+	f.mu.Lock()
 	f.closed = true
-	f.sr.free()
-	return errors.Join(err, f.closeLevels(), f.lock.Close())
-}
-
-func (f *Filter) closeLevels() error {
-	var err error
-	for _, l := range f.levels {
-		if l != nil {
-			err = errors.Join(err, l.close())
-		}
-	}
-	return err
-}
-
-// LevelStats describes one level.
-type LevelStats struct {
-	Level      int
-	Items      uint64 // fingerprints, tombstones included
-	Tombstones uint64
-	Slots      uint64 // 2^q and the overflow
-	Load       float64
-	Bytes      uint64 // the file's size
-}
-
-// Stats describes a Filter.
-type Stats struct {
-	FingerprintBits uint
-	QF0Slots        uint64
-	QF0Capacity     uint64 // QF0's fingerprints before a merge
-	QF0Items        uint64
-	QF0Bytes        uint64       // QF0's slots in RAM
-	Levels          []LevelStats // the non-empty levels, smallest first
-	Items           uint64       // fingerprints in QF0 and the levels, tombstones included
-	Tombstones      uint64
-	RAMBytes        uint64 // QF0's slots and the levels' page checksums
-	DiskBytes       uint64 // the level files
-	Merges          uint64 // since the directory was made
-	BytesWritten    uint64 // level bytes written by merges since Open
-	PageReads       uint64 // level pages read by lookups since Open
-	Dropped         []LevelError
-}
-
-// Stats returns f's figures.
-func (f *Filter) Stats() Stats {
-	s := Stats{
-		FingerprintBits: f.sh.p, QF0Slots: f.qf0.Slots(), QF0Capacity: f.sh.cap0, QF0Items: f.qf0.Len(),
-		QF0Bytes: f.qf0.MemoryBytes(), Items: f.qf0.Len(), Tombstones: f.qf0Tombs, RAMBytes: f.qf0.MemoryBytes(),
-		Merges: f.st.merges, BytesWritten: f.written, PageReads: f.sr.reads, Dropped: slices.Clone(f.dropped),
-	}
-	for _, l := range f.levels {
-		if l == nil {
-			continue
-		}
-		s.Levels = append(s.Levels, LevelStats{Level: l.level, Items: l.entries, Tombstones: l.tombstones,
-			Slots: l.slots, Load: float64(l.entries) / math.Ldexp(1, int(l.q)), Bytes: l.fileSize()})
-		s.Items += l.entries
-		s.Tombstones += l.tombstones
-		s.RAMBytes += 4 * uint64(len(l.crcs))
-		s.DiskBytes += l.fileSize()
-	}
-	return s
-}
-
-// EstimatedFPRate is the paper's false-positive rate of f: 1 - e^(-n/2^p)
-// for n fingerprints stored (tombstones counted, an upper bound).
-func (f *Filter) EstimatedFPRate() float64 {
-	s := f.Stats()
-	return -math.Expm1(-float64(s.Items) / math.Ldexp(1, int(f.sh.p)))
+	v := f.v
+	f.mu.Unlock()
+	v.release()
+	f.readers.close()
+	return errors.Join(err, f.lock.Close())
 }

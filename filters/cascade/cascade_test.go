@@ -10,9 +10,18 @@ import (
 	"github.com/flowmon/flowmon/filters/qf"
 )
 
-// small is a cascade with a 1 KiB QF0 (2^8 slots of 20-bit values, 192
-// fingerprints a merge): many merges and levels from a few thousand keys.
-var small = Options{RAMBytes: MinRAMBytes, FingerprintBits: 19}
+// small is a cascade with 1 KiB QF0s (2^9 slots of 20-bit values, 384
+// fingerprints a merge) merged in the background: many merges and levels
+// from a few thousand keys. smallSync has the same shape (one QF0 of the
+// same size) with the paper's synchronous merges.
+var (
+	small     = Options{RAMBytes: 2 * MinRAMBytes, FingerprintBits: 19}
+	smallSync = Options{RAMBytes: MinRAMBytes, FingerprintBits: 19, SyncMerge: true}
+	modes     = []struct {
+		name string
+		o    Options
+	}{{"background", small}, {"sync", smallSync}}
+)
 
 func mustOpen(t testing.TB, dir string, o Options) *Filter {
 	t.Helper()
@@ -86,10 +95,17 @@ func (m *model) check(t *testing.T, f *Filter, what string) {
 // TestAgainstReference inserts and deletes keys (a small key space, so
 // keys repeat and fingerprints collide) through dozens of merges, closing
 // and reopening the directory on the way, and compares every count with
-// the model after each phase.
+// the model after each phase, in both merge modes (in the background one
+// the checks run while merges may be running).
 func TestAgainstReference(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) { testAgainstReference(t, mode.o) })
+	}
+}
+
+func testAgainstReference(t *testing.T, o Options) {
 	dir := t.TempDir()
-	f := mustOpen(t, dir, small)
+	f := mustOpen(t, dir, o)
 	m := newModel(f.sh.p)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var live []uint64
@@ -120,7 +136,7 @@ func TestAgainstReference(t *testing.T) {
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-			f = mustOpen(t, dir, small)
+			f = mustOpen(t, dir, o)
 			m.check(t, f, "after reopen")
 		}
 	}
@@ -132,11 +148,17 @@ func TestAgainstReference(t *testing.T) {
 	f.Close()
 }
 
-// TestNoTombstonesFirstCopy: without deletes a lookup of a key in QF0
-// reads no page.
+// TestInsertOnlyLevels: without deletes every level holds what QF0 did,
+// and a lookup of a key in QF0 reads no page.
 func TestInsertOnlyLevels(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) { testInsertOnlyLevels(t, mode.o) })
+	}
+}
+
+func testInsertOnlyLevels(t *testing.T, o Options) {
 	dir := t.TempDir()
-	f := mustOpen(t, dir, small)
+	f := mustOpen(t, dir, o)
 	defer f.Close()
 	m := newModel(f.sh.p)
 	for k := range uint64(5000) {
@@ -147,6 +169,7 @@ func TestInsertOnlyLevels(t *testing.T) {
 		m.keys[k*7919]++
 	}
 	m.check(t, f, "insert only")
+	f.waitWriter()
 	s := f.Stats()
 	if s.Tombstones != 0 || s.Items != 5000 {
 		t.Fatalf("stats %+v", s)
@@ -166,12 +189,13 @@ func TestInsertOnlyLevels(t *testing.T) {
 	}
 }
 
-// TestCrashKeepsLastMerge abandons a filter without Close (its files
-// closed, nothing synced): reopened, it holds what the last merge or Sync
-// made durable, and no file of an unfinished merge.
+// TestCrashKeepsLastMerge abandons a filter with synchronous merges
+// without Close (its files closed, nothing synced): reopened, it holds
+// what the last merge or Sync made durable, and no file of an unfinished
+// merge. (TestCrashDuringBackgroundMerge does the background merges.)
 func TestCrashKeepsLastMerge(t *testing.T) {
 	dir := t.TempDir()
-	f := mustOpen(t, dir, small)
+	f := mustOpen(t, dir, smallSync)
 	m := newModel(f.sh.p)
 	var durable *model
 	merges := f.Stats().Merges
@@ -199,7 +223,7 @@ func TestCrashKeepsLastMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.abandon()
-	g := mustOpen(t, dir, small)
+	g := mustOpen(t, dir, smallSync)
 	defer g.Close()
 	durable.check(t, g, "after crash")
 	lost := 0
@@ -219,12 +243,17 @@ func TestCrashKeepsLastMerge(t *testing.T) {
 	}
 }
 
-// abandon closes f's files as a crash would, without syncing QF0.
+// abandon closes f's files as a crash would, without syncing QF0 (a
+// background merge must have ended, or its goroutine have exited as in
+// a crash: see crashAt).
 func (f *Filter) abandon() {
-	f.sr.free()
-	f.closeLevels()
-	f.lock.Close()
+	f.mu.Lock()
 	f.closed = true
+	v := f.v
+	f.mu.Unlock()
+	v.release()
+	f.readers.close()
+	f.lock.Close()
 }
 
 func TestOptions(t *testing.T) {
@@ -237,18 +266,25 @@ func TestOptions(t *testing.T) {
 		{RAMBytes: 1 << 20, FingerprintBits: 64},
 		{RAMBytes: 1 << 20, FingerprintBits: 11},
 		{RAMBytes: 1 << 20, FingerprintBits: 30, MaxLoad: 1},
+		{RAMBytes: MinRAMBytes, FingerprintBits: 30}, // two QF0s need twice that
 	} {
 		if _, err := Open(t.TempDir(), o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}
-	sh, err := Options{RAMBytes: 256 << 20, Capacity: 8_590_000_000, FPRate: 0.0004}.shape()
+	sh, err := Options{RAMBytes: 256 << 20, Capacity: 8_590_000_000, FPRate: 0.0004, SyncMerge: true}.shape()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The paper's run: 8.59 billion keys at 0.04% in 256 MB of RAM.
 	if sh.p != 45 || qfBytes(sh.q0, sh.v-sh.q0) > 256<<20 || qfBytes(sh.q0+1, sh.v-sh.q0-1) <= 256<<20 {
 		t.Errorf("paper's shape: p=%d q0=%d (%d bytes)", sh.p, sh.q0, qfBytes(sh.q0, sh.v-sh.q0))
+	}
+	// Background merges split the budget in two QF0s of one quotient bit
+	// less: the shape of a synchronous cascade with half the budget.
+	bg, err := Options{RAMBytes: 512 << 20, Capacity: 8_590_000_000, FPRate: 0.0004}.shape()
+	if err != nil || bg != sh {
+		t.Errorf("background shape %+v (%v), synchronous with half the RAM %+v", bg, err, sh)
 	}
 }
 
@@ -281,10 +317,19 @@ func TestIncompatibleAndLocked(t *testing.T) {
 
 // TestFull fills a cascade whose 12-bit fingerprints allow three levels:
 // the insertion that needs a fourth fails with ErrFull, and the filter
-// still answers for everything inserted before.
+// still answers for everything inserted before, in both merge modes.
 func TestFull(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			o := mode.o
+			o.FingerprintBits = 12
+			testFull(t, o)
+		})
+	}
+}
+
+func testFull(t *testing.T, o Options) {
 	dir := t.TempDir()
-	o := Options{RAMBytes: MinRAMBytes, FingerprintBits: 12}
 	f := mustOpen(t, dir, o)
 	defer f.Close()
 	if f.sh.maxLevel != 3 {

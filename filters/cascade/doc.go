@@ -20,10 +20,39 @@
 // first, reading with pread only the page of the level's file that holds
 // the slots from the cluster's start to the element's run (rarely two):
 // one read per level, O(log(n/M)) reads, and an insert costs
-// O(log(n/M)/B) block writes amortized (Section 2). Merges run inside the
-// Insert that finds QF0 full, so that Insert stalls for the merge's
-// length; the paper's deamortization is not implemented (nor was it in
-// the paper's experiments).
+// O(log(n/M)/B) block writes amortized (Section 2).
+//
+// # Background merges
+//
+// The paper merges inside the insertion that finds QF0 full, so that
+// insertion stalls for the merge's length (Section 3 measured stalls,
+// the largest while nearly all the levels merged into the last; Section 2
+// notes that a CF, like a COLA, can be deamortized to remove them).
+// Options.SyncMerge keeps the paper's merge. By default the cascade does
+// the simplest form of deamortization, a double-buffered QF0: RAMBytes
+// holds two QF0s of half the budget each (each the QF0 SyncMerge would
+// make of half the budget, usually one quotient bit less; the levels'
+// shapes follow from it, so a cascade with background merges is the
+// synchronous cascade of half its budget). When the
+// active QF0 is full it is frozen (read-only) and handed to a merge on
+// its own goroutine, and the other QF0 (allocated by the last merge)
+// takes insertions at once; lookups probe the active QF0, the frozen one,
+// then the levels. When the merge commits (its manifest written) the new
+// level set is installed and the frozen QF0 dropped. One merge runs at a
+// time: if the active QF0 fills before the merge ends, Insert waits for
+// it and TryInsert returns ErrBusy without inserting, so a caller on a
+// packet path never waits (it counts what it could not record). So the
+// double buffer hides a merge that ends before the other QF0 fills: at a
+// rate of r insertions per second, a merge shorter than cap0/r. A merge
+// into level i reads and writes about cap0·2^i fingerprints, so with the
+// cascade deep enough the largest merges outlast a QF0's fill at high
+// rates; the paper's full deamortization (merging a little at each
+// insertion, the COLA's) would bound that too, and is not implemented.
+// A merge that fails (a disk error) leaves its QF0 frozen and read; the
+// next insertion returns the error, and the one that next needs room
+// runs the merge again (Sync, Seal and Close run it too). Seal merges
+// what QF0 holds and frees both QF0s, for a filter no longer inserted
+// into.
 //
 // Every QF of a cascade stores values of p+1 bits: the p-bit fingerprint
 // of a key (qf.Fingerprint: the top p bits of hashmix.Mix of its hash)
@@ -63,14 +92,30 @@
 // give another shape is refused naming the first difference
 // (ErrIncompatible). Its sections are "levels": per level its number,
 // generation, q and r, slots, entries, tombstones, data pages and the
-// CRC-32Cs of its checksum table and header; and "qf0": QF0's
+// CRC-32Cs of its checksum table and header; and "qf0": the active QF0's
 // MarshalBinary as of the last Sync or Close (empty after a merge). A
 // level file is written once, under a new generation's name, and synced
-// before the manifest naming it replaces the old one; merged levels'
-// files are removed after. Open removes the level files the manifest does
-// not name: a crash leaves the old manifest and files, or the new ones.
-// QF0's insertions since the last Sync, Close or merge are lost in a
-// crash, as the agent's RAM state is.
+// before the manifest naming it replaces the old one: the manifest is the
+// commit point. Merged levels' files are removed after, once no lookup
+// reads them. Open removes the level files the manifest does not name: a
+// crash leaves the old manifest and files, or the new ones. A directory
+// without a manifest (and without level files) is an empty filter: its
+// manifest is first written by a merge, Sync or Close.
+//
+// # Crashes
+//
+// The manifest is written by Sync and Close (the levels and the active
+// QF0) and by each merge's commit (the levels, now holding the merged
+// QF0, and no QF0); only one of them runs at a time. A crash therefore
+// keeps every insertion made before the last Sync or Close returned, and
+// every insertion made before the freezing of a QF0 whose merge
+// committed, and loses the others: those of the active QF0 since the last
+// Sync, and, when the crash comes before a running merge commits, those
+// the frozen QF0 received after the last Sync (Sync and Close wait for a
+// running merge, so they never acknowledge what a merge could lose).
+// With SyncMerge the same holds with no frozen QF0: what QF0 gained
+// since the last Sync, Close or merge is lost, as the agent's RAM state
+// is.
 //
 // A level file is made of 4096-byte pages (integers little endian):
 //
@@ -110,7 +155,13 @@
 //
 // # Concurrency
 //
-// A Filter is not safe for concurrent use: one goroutine owns it. A
-// directory is used by one Filter at a time (an flock on LOCK; Open
-// returns ErrLocked otherwise).
+// A Filter is safe for concurrent use. Insertions and deletions hold it
+// while they change the active QF0; lookups hold it only to probe the
+// active QF0 and take a reference on the view (the frozen QF0 and the
+// levels, which no one changes), and read the levels' pages alongside
+// each other, the insertions and a background merge. A merge holds the
+// filter only to install its result; with SyncMerge it holds it for the
+// whole merge, so every call waits, as in the paper. A directory is used
+// by one Filter at a time (an flock on LOCK; Open returns ErrLocked
+// otherwise).
 package cascade

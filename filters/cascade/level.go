@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 
 	"github.com/flowmon/flowmon/filters/qf"
 )
@@ -104,6 +105,9 @@ type level struct {
 	f      *os.File // reads for merges and checks
 	direct *os.File // O_DIRECT reads for lookups (Uncached), else f
 	crcs   []uint32 // the checksum of each data page
+
+	refs     atomic.Int32 // the views naming the level (view.go)
+	obsolete atomic.Bool  // a merge replaced it: remove the file when closed
 }
 
 func (l *level) close() error {

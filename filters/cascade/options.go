@@ -32,6 +32,11 @@ var (
 	// ErrNotSupported reports Options.Uncached where the platform has no
 	// O_DIRECT.
 	ErrNotSupported = errors.New("cascade: not supported on this platform")
+	// ErrBusy reports an insertion TryInsert did not make because it
+	// would have waited for a merge: QF0 is full while the QF0 frozen
+	// before it is still being merged (or Sync, Seal or Close holds the
+	// filter's manifest).
+	ErrBusy = errors.New("cascade: busy merging")
 )
 
 // Defaults and limits.
@@ -40,7 +45,8 @@ const (
 	// and so every level's load when written: 3/4, the paper's example
 	// (Figure 2).
 	DefaultMaxLoad = 0.75
-	// MinRAMBytes is the smallest QF0 budget: 2^8 slots.
+	// MinRAMBytes is the smallest QF0 budget: 2^8 slots. Background
+	// merges (the default) need twice that: RAMBytes holds two QF0s.
 	MinRAMBytes = 1 << 10
 	// PageSize is the unit a level is written, checksummed and read in.
 	PageSize = 4096
@@ -49,9 +55,13 @@ const (
 // Options configures a Filter. RAMBytes and either FingerprintBits or
 // Capacity with FPRate are required.
 type Options struct {
-	// RAMBytes is QF0's budget: it gets the most slots, 2^q0, whose
-	// remainders fit in it. The levels on disk add their page checksums,
-	// 4 bytes per 4 KiB of level (Stats.RAMBytes counts both).
+	// RAMBytes is the budget of the QF0s: with background merges (the
+	// default) two QF0s of half of it each, the one taking insertions and
+	// the one frozen for a merge; with SyncMerge one QF0 of all of it. A
+	// QF0 gets the most slots, 2^q0, whose remainders fit in its share,
+	// and the levels' shapes follow from q0. The levels on disk add their
+	// page checksums, 4 bytes per 4 KiB of level (Stats.RAMBytes counts
+	// both).
 	RAMBytes uint64
 	// FingerprintBits is p, the length of the fingerprints stored. The
 	// false-positive rate with n elements stored is 1 - e^(-n/2^p)
@@ -64,6 +74,14 @@ type Options struct {
 	// MaxLoad is QF0's load that triggers a merge, in (0, 1); 0 means
 	// DefaultMaxLoad.
 	MaxLoad float64
+	// SyncMerge merges QF0 into the levels inside the insertion that finds
+	// it full, as the paper does: that call, and every other call on the
+	// Filter meanwhile, waits for the merge (seconds with a QF0 of
+	// megabytes). Without it merges run in the background (package doc,
+	// "Background merges"). The two modes split RAMBytes differently, so
+	// a directory made in one is reopened in the other with twice (or
+	// half) the RAMBytes, or refused (ErrIncompatible).
+	SyncMerge bool
 	// DropDamaged makes Open drop a damaged level instead of refusing the
 	// directory: its file is renamed NAME.damaged, the manifest rewritten
 	// without it, and Stats.Dropped says which. Its elements are lost
@@ -82,8 +100,9 @@ type Options struct {
 
 // Validate checks the options and says which rule a value breaks.
 func (o Options) Validate() error {
-	if o.RAMBytes < MinRAMBytes {
-		return fmt.Errorf("RAM budget of %d bytes must be at least %d: %w", o.RAMBytes, MinRAMBytes, ErrInvalidOptions)
+	if o.RAMBytes < MinRAMBytes*o.qf0s() {
+		return fmt.Errorf("RAM budget of %d bytes must be at least %d (%d QF0s of at least %d bytes): %w",
+			o.RAMBytes, MinRAMBytes*o.qf0s(), o.qf0s(), MinRAMBytes, ErrInvalidOptions)
 	}
 	if o.MaxLoad != 0 && !(o.MaxLoad > 0 && o.MaxLoad < 1) {
 		return fmt.Errorf("max load %g must be in (0, 1): %w", o.MaxLoad, ErrInvalidOptions)
@@ -119,6 +138,14 @@ func (o Options) fingerprintBits() uint {
 	return uint(math.Ceil(math.Log2(float64(o.Capacity) / -math.Log1p(-o.FPRate))))
 }
 
+// qf0s is the number of QF0s RAMBytes holds: two with background merges.
+func (o Options) qf0s() uint64 {
+	if o.SyncMerge {
+		return 1
+	}
+	return 2
+}
+
 func (o Options) maxLoad() float64 {
 	if o.MaxLoad == 0 {
 		return DefaultMaxLoad
@@ -145,15 +172,16 @@ func (o Options) shape() (shape, error) {
 	}
 	s := shape{p: o.fingerprintBits(), maxLoad: o.maxLoad()}
 	s.v = s.p + 1
-	// The most slots whose table fits the budget, keeping two remainder
-	// bits at least (one is the tombstone's).
+	// The most slots whose table fits a QF0's share of the budget,
+	// keeping two remainder bits at least (one is the tombstone's).
+	share := o.RAMBytes / o.qf0s()
 	q := uint(minQ0)
-	for q+1 <= s.v-2 && q+1 <= qf.MaxQuotientBits && qfBytes(q+1, s.v-q-1) <= o.RAMBytes {
+	for q+1 <= s.v-2 && q+1 <= qf.MaxQuotientBits && qfBytes(q+1, s.v-q-1) <= share {
 		q++
 	}
-	if qfBytes(q, s.v-q) > o.RAMBytes {
-		return shape{}, fmt.Errorf("RAM budget of %d bytes holds less than 2^%d slots of %d-bit fingerprints (%d bytes): %w",
-			o.RAMBytes, minQ0, s.p, qfBytes(q, s.v-q), ErrInvalidOptions)
+	if qfBytes(q, s.v-q) > share {
+		return shape{}, fmt.Errorf("RAM budget of %d bytes (%d QF0s) holds less than 2^%d slots of %d-bit fingerprints (%d bytes a QF0): %w",
+			o.RAMBytes, o.qf0s(), minQ0, s.p, qfBytes(q, s.v-q), ErrInvalidOptions)
 	}
 	s.q0 = q
 	s.maxLevel = int(s.v - q)
