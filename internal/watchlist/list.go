@@ -78,12 +78,12 @@ func Open(name, file, state string, o scbf.Options) (l *List, opened string, lin
 			opened = fmt.Sprintf("%s: %v: rebuilt from %s", state, err, file)
 		}
 	}
-	text, err := readText(file)
+	text, err := readText(file, l.textSum)
 	if err != nil {
 		l.Close()
 		return nil, "", nil, fmt.Errorf("watchlist %s: %w", name, err)
 	}
-	if l.f != nil && l.textSum == text.sum {
+	if text.same {
 		return l, opened + ", the text file unchanged", nil, nil
 	}
 	if l.f == nil {
@@ -128,25 +128,45 @@ type text struct {
 	prefixes []netip.Prefix
 	lineErrs []error
 	sum      uint64
+	same     bool // the hash is held's: not parsed, prefixes and lineErrs unset
 }
 
-func readText(file string) (text, error) {
+// readText reads file, and parses it unless its hash is held (0 for
+// none), the text the filter holds already.
+func readText(file string, held uint64) (text, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return text{}, err
 	}
-	ps, lineErrs := Parse(file, bytes.NewReader(b))
-	return text{file: file, prefixes: ps, lineErrs: lineErrs, sum: capture.HashBytes(b) | 1}, nil
+	t := text{file: file, sum: capture.HashBytes(b) | 1}
+	if t.same = t.sum == held; !t.same {
+		t.prefixes, t.lineErrs = Parse(file, bytes.NewReader(b))
+	}
+	return t, nil
 }
 
 // Reload reads the text file again and applies the difference; its bad
-// lines are returned, and skipped.
+// lines are returned, and skipped. A file unchanged since the list last
+// took it is not parsed again (its bad lines were returned then).
 func (l *List) Reload() ([]error, error) {
-	t, err := readText(l.File)
+	t, err := readText(l.File, l.held())
+	if err == nil && t.same && l.held() != t.sum { // an Apply came in between
+		t, err = readText(l.File, 0)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("watchlist %s: %w", l.Name, err)
 	}
+	if t.same {
+		return nil, nil
+	}
 	return t.lineErrs, l.update(t)
+}
+
+// held is the hash of the text file the filter holds, 0 for none.
+func (l *List) held() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.textSum
 }
 
 // update makes the list hold what t holds, applying the difference.

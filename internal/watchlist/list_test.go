@@ -195,3 +195,26 @@ func TestListRebuildsWhenEntriesLag(t *testing.T) {
 		t.Errorf("opened %q; 198.51.100.1 listed %v", opened, l.Listed(addr("198.51.100.1")))
 	}
 }
+
+// TestReloadUnchanged: a reload of a file the list holds already is not
+// parsed again (its bad lines were said at the first read); after an
+// Apply the same file is the list's again.
+func TestReloadUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "l.txt")
+	writeList(t, file, "192.0.2.0/24", "bogus")
+	l, _, lineErrs, err := Open("l", file, "", DefaultOptions)
+	if err != nil || len(lineErrs) != 1 {
+		t.Fatalf("open: %v, %v", lineErrs, err)
+	}
+	defer l.Close()
+	if lineErrs, err := l.Reload(); err != nil || lineErrs != nil {
+		t.Errorf("unchanged: %v, %v", lineErrs, err)
+	}
+	if err := l.Apply(nil, []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}); err != nil || l.Listed(addr("192.0.2.1")) {
+		t.Fatalf("apply: %v", err)
+	}
+	if lineErrs, err := l.Reload(); err != nil || len(lineErrs) != 1 || !l.Listed(addr("192.0.2.1")) {
+		t.Errorf("after an Apply: %v, %v; listed %v", lineErrs, err, l.Listed(addr("192.0.2.1")))
+	}
+}

@@ -155,7 +155,7 @@ func (s *Set) change(specs []Spec, open func(Spec) (*List, error), accept func(n
 			l = nl
 			fresh[l] = true
 		case l.File != sp.File:
-			t, err := readText(sp.File)
+			t, err := readText(sp.File, 0)
 			if err != nil {
 				return fail(fmt.Errorf("watchlist %s: %w", sp.Name, err))
 			}
