@@ -126,3 +126,45 @@ func TestConfigUsage(t *testing.T) {
 		t.Errorf("help: exit %d: %s", code, out.String())
 	}
 }
+
+// TestConfigCheckWatchlists: config check reads the lists' files as the
+// agent will (one it cannot read is an error, the lines it would skip are
+// said), and checks that the rules name only lists the config gives.
+func TestConfigCheckWatchlists(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("rules.yaml", "groups:\n  - name: g\n    rules:\n      - alert: Bad\n        kind: watchlist\n        watchlist: {list: bad}\n")
+	write("blocked.txt", "192.0.2.0/24\nnot-an-address\n")
+	check := func(cfg string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run([]string{"config", "check", write("flowmon.yaml", cfg)}, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := check("rules: rules.yaml\nwatchlists:\n  lists:\n    - {name: blocked, file: blocked.txt}\n    - {name: gone, file: gone.txt}\n")
+	for _, want := range []string{
+		"watchlist blocked: the agent skips " + filepath.Join(dir, "blocked.txt") + `:2: "not-an-address" is not an address or CIDR prefix`,
+		"watchlist gone: open " + filepath.Join(dir, "gone.txt") + ": no such file or directory",
+		filepath.Join(dir, "rules.yaml") + `:4:9: rule "Bad": no watchlist "bad" (the agent has [blocked gone])`,
+		": 2 files it names with errors",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if code != 1 || out != "" {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	if code, _, errs := check("rules: none\nwatchlists: {lists: [{name: bad, file: blocked.txt}]}\n"); code != 1 || !strings.Contains(errs, "watchlists do nothing without rules") {
+		t.Errorf("lists without rules: exit %d: %s", code, errs)
+	}
+	code, out, errs = check("rules: rules.yaml\nwatchlists: {lists: [{name: bad, file: blocked.txt}]}\n")
+	if code != 0 || !strings.Contains(out, "    - name: bad\n      file: "+filepath.Join(dir, "blocked.txt")+"\n") {
+		t.Errorf("fixed: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -96,6 +96,9 @@ func loadRunConfig(f *runFlags) (config.Config, error) {
 			return c, err
 		}
 	}
+	if err := setLookupFlags(&c, f); err != nil {
+		return c, err
+	}
 	if c.Interface == "" {
 		return c, errors.New("no interface to capture on: give --iface or the config's interface")
 	}
@@ -142,7 +145,8 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 			}
 		}()
 	}
-	lk, err := openLookups(f.watchlists, f.wlDir, f.historyDir, al, &ecfg, stderr)
+	// TODO(history-flags): give openLookups cfg.History.Horizon and RAM.
+	lk, err := openLookups(asWatchlistFlags(cfg.Watchlists.Lists), cfg.Watchlists.Dir, cfg.History.Dir, al, &ecfg, stderr)
 	if err != nil {
 		return err
 	}
@@ -176,10 +180,10 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	if f.configFile != "" {
-		go reloadOnHUP(ctx, "config", configReloader(f, cfg, al), stderr)
-	}
-	if len(f.watchlists) > 0 {
+	switch {
+	case f.configFile != "": // the config's reload rereads the watchlists too
+		go reloadOnHUP(ctx, "config", configReloader(f, cfg, al, lk.wl, stderr), stderr)
+	case len(cfg.Watchlists.Lists) > 0:
 		go reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
 	}
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
@@ -213,30 +217,6 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		fmt.Fprintf(stderr, "flowmon run: state saved to %s (%d open flows carried over)\n", cfg.Snapshot.Path, *s.SnapshotFlows)
 	}
 	return err
-}
-
-// configReloader reads the config file again at each call (SIGHUP): a
-// new rules file is loaded (the rules' own watcher reloads an unchanged
-// path's contents at the same SIGHUP); a change to any other setting is
-// an error naming it, and the running configuration stays whole.
-func configReloader(f *runFlags, running config.Config, al *alerting) func() error {
-	return func() error {
-		next, err := loadRunConfig(f)
-		if err != nil {
-			return fmt.Errorf("%s not reloaded, the running configuration stays:\n%w", f.configFile, err)
-		}
-		oldRules := running.Rules
-		if _, err := running.Reloadable(next); err != nil {
-			return fmt.Errorf("%s: %w", f.configFile, err)
-		}
-		switch {
-		case running.Rules == oldRules:
-			return nil
-		case al == nil || running.Rules == config.RulesNone || running.Rules == "":
-			return fmt.Errorf("rules changed from %q to %q: turning rules on or off, or back to the embedded ones, takes a restart", oldRules, running.Rules)
-		}
-		return al.switchTo(running.Rules, "SIGHUP, the config's rules")
-	}
 }
 
 // reloadOnHUP runs reload at each SIGHUP until ctx is done, saying what

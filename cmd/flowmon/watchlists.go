@@ -21,8 +21,16 @@ func (w *watchlistFlags) String() string { return strings.Join(*w, " ") }
 
 func (w *watchlistFlags) Set(v string) error {
 	name, file, ok := strings.Cut(v, "=")
-	if !ok || name == "" || file == "" {
+	if !ok || file == "" {
 		return fmt.Errorf("want NAME=FILE, got %q", v)
+	}
+	if err := watchlist.CheckName(name); err != nil {
+		return err
+	}
+	for _, given := range *w {
+		if n, _, _ := strings.Cut(given, "="); n == name {
+			return fmt.Errorf("watchlist %q given twice", name)
+		}
 	}
 	*w = append(*w, v)
 	return nil
@@ -42,20 +50,10 @@ func openWatchlists(specs watchlistFlags, dir string, stderr io.Writer) (*watchl
 	}
 	for _, spec := range specs {
 		name, file, _ := strings.Cut(spec, "=")
-		state := ""
-		if dir != "" {
-			state = filepath.Join(dir, name+".wl")
-		}
-		l, opened, lineErrs, err := watchlist.Open(name, file, state, watchlist.DefaultOptions)
-		for _, e := range lineErrs {
-			fmt.Fprintf(stderr, "flowmon: watchlist %s: skipped %v\n", name, e)
-		}
+		l, err := openWatchlist(watchlist.Spec{Name: name, File: file}, dir, stderr)
 		if err != nil {
 			closeAll()
 			return nil, err
-		}
-		if opened != "" {
-			fmt.Fprintf(stderr, "flowmon: watchlist %s: %s (%d entries)\n", name, opened, l.Len())
 		}
 		lists = append(lists, l)
 	}
@@ -67,12 +65,31 @@ func openWatchlists(specs watchlistFlags, dir string, stderr io.Writer) (*watchl
 	return set, nil
 }
 
+// openWatchlist opens one list, as openWatchlists does.
+func openWatchlist(spec watchlist.Spec, dir string, stderr io.Writer) (*watchlist.List, error) {
+	state := ""
+	if dir != "" {
+		state = filepath.Join(dir, spec.Name+".wl")
+	}
+	l, opened, lineErrs, err := watchlist.Open(spec.Name, spec.File, state, watchlist.DefaultOptions)
+	for _, e := range lineErrs {
+		fmt.Fprintf(stderr, "flowmon: watchlist %s: skipped %v\n", spec.Name, e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opened != "" {
+		fmt.Fprintf(stderr, "flowmon: watchlist %s: %s (%d entries)\n", spec.Name, opened, l.Len())
+	}
+	return l, nil
+}
+
 // useWatchlists gives the rules their lists: a rule naming a list not
 // given is an error.
 func useWatchlists(al *alerting, set *watchlist.Set) error {
 	if al == nil {
 		if len(set.Lists()) > 0 {
-			return errors.New("--watchlist does nothing without rules (--rules none)")
+			return errors.New("watchlists do nothing without rules (--rules none)")
 		}
 		return nil
 	}
