@@ -71,13 +71,7 @@ func TestConfigCheck(t *testing.T) {
 // names are checked too, from the config's directory.
 func TestConfigCheckNamedFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := writerIn(t, dir)
 	write("rules.yaml", "groups:\n  - name: g\n    rules:\n      - alert: X\n        kind: nope\n")
 	write("alerting.yaml", "sinks:\n  - {name: out, type: email}\n")
 	cfg := write("flowmon.yaml", "rules: rules.yaml\nalerting: alerting.yaml\n")
@@ -113,6 +107,16 @@ func TestConfigCheckNamedFiles(t *testing.T) {
 	}
 }
 
+// writerIn returns what writes a file in dir and returns its path.
+func writerIn(t *testing.T, dir string) func(name, text string) string {
+	return func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		writeFile(t, p, text)
+		return p
+	}
+}
+
 func TestConfigUsage(t *testing.T) {
 	for _, args := range [][]string{{"config"}, {"config", "nope"}, {"config", "check", "a", "b"}, {"config", "--bad"}} {
 		var out, errb bytes.Buffer
@@ -132,13 +136,7 @@ func TestConfigUsage(t *testing.T) {
 // said), and checks that the rules name only lists the config gives.
 func TestConfigCheckWatchlists(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := writerIn(t, dir)
 	write("rules.yaml", "groups:\n  - name: g\n    rules:\n      - alert: Bad\n        kind: watchlist\n        watchlist: {list: bad}\n")
 	write("blocked.txt", "192.0.2.0/24\nnot-an-address\n")
 	check := func(cfg string) (int, string, string) {

@@ -23,12 +23,7 @@ func TestRunReloadsWatchlists(t *testing.T) {
 	n := liveNet(t)
 	bin := buildFlowmon(t)
 	dir := t.TempDir()
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writerIn(t, dir)
 	rule := func(list string) string {
 		return "groups:\n  - name: w\n    rules:\n      - alert: Listed\n        kind: watchlist\n        watchlist: {list: " + list + "}\n"
 	}
