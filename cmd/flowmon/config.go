@@ -170,14 +170,15 @@ func countErrors(err error) int {
 // setLookupFlags applies run's watchlist and history flags over the
 // config file's keys, as loadRunConfig does the others: each --watchlist
 // NAME=FILE sets NAME's file (or adds the list), --watchlist-dir and
-// --history-dir their keys.
+// --history-dir, --history-horizon and --history-ram their keys.
 func setLookupFlags(c *config.Config, f *runFlags) error {
 	for _, w := range f.watchlists {
 		if err := c.Set("watchlist", w); err != nil {
 			return err
 		}
 	}
-	for _, o := range [][2]string{{"watchlist-dir", f.wlDir}, {"history-dir", f.historyDir}} {
+	for _, o := range [][2]string{{"watchlist-dir", f.wlDir}, {"history-dir", f.historyDir},
+		{"history-horizon", f.historyHorizon}, {"history-ram", f.historyRAM}} {
 		if o[1] == "" {
 			continue
 		}
@@ -185,8 +186,6 @@ func setLookupFlags(c *config.Config, f *runFlags) error {
 			return err
 		}
 	}
-	// TODO(history-flags): set history-horizon and history-ram from
-	// run's --history-horizon and --history-ram once they exist.
 	return nil
 }
 

@@ -38,7 +38,7 @@ type replayFlags struct {
 	alertsOut  string
 	alerting   string
 	watchlists watchlistFlags
-	historyDir string
+	history    historySpec
 	files      []string
 }
 
@@ -69,7 +69,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.alertsOut, "alerts-out", "", "write alerts as JSON lines to `FILE` (- for stdout) instead of readable lines on stderr")
 	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
-	fs.StringVar(&f.historyDir, "history-dir", "", historyUsage)
+	f.history.flags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	lk, err := openLookups(f.watchlists, "", f.historyDir, al, &cfg, stderr)
+	lk, err := openLookups(f.watchlists, "", f.history, al, &cfg, stderr)
 	if err != nil {
 		return err
 	}

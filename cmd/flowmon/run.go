@@ -34,7 +34,11 @@ type runFlags struct {
 	watchlists watchlistFlags
 	wlDir      string
 	historyDir string
-	overrides  [][2]string // flag name, value, in the order given
+	// historyHorizon and historyRAM are set over the config's keys as
+	// given (config.Config.Set checks them), as historyDir is.
+	historyHorizon string
+	historyRAM     string
+	overrides      [][2]string // flag name, value, in the order given
 }
 
 // runOverrides are the flags that set a config key of the same name.
@@ -60,6 +64,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow to `FILE` (the config's flow-log)")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage+"; reloaded on SIGHUP")
 	fs.StringVar(&f.historyDir, "history-dir", "", historyUsage)
+	fs.StringVar(&f.historyHorizon, "history-horizon", "", historyHorizonUsage)
+	fs.StringVar(&f.historyRAM, "history-ram", "", historyRAMUsage)
 	fs.StringVar(&f.wlDir, "watchlist-dir", "", "keep the watchlists' filters in `DIR` (NAME.wl), reopened at the next start without rebuilding")
 	for _, o := range runOverrides {
 		fs.Func(o.name, o.usage, func(v string) error {
@@ -145,8 +151,8 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 			}
 		}()
 	}
-	// TODO(history-flags): give openLookups cfg.History.Horizon and RAM.
-	lk, err := openLookups(asWatchlistFlags(cfg.Watchlists.Lists), cfg.Watchlists.Dir, cfg.History.Dir, al, &ecfg, stderr)
+	hs := historySpec{dir: cfg.History.Dir, horizon: cfg.History.Horizon, ram: uint64(cfg.History.RAM)}
+	lk, err := openLookups(asWatchlistFlags(cfg.Watchlists.Lists), cfg.Watchlists.Dir, hs, al, &ecfg, stderr)
 	if err != nil {
 		return err
 	}

@@ -2,16 +2,19 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/internal/engine"
 	"github.com/flowmon/flowmon/internal/history"
 	"github.com/flowmon/flowmon/internal/watchlist"
+	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
 // watchlistFlags is --watchlist NAME=FILE, given once per list.
@@ -99,19 +102,54 @@ func useWatchlists(al *alerting, set *watchlist.Set) error {
 	return nil
 }
 
-const historyUsage = "keep the flow history (every host pair seen, for novelty rules) in `DIR`, a Cascade Filter of 16 MB of RAM that persists across runs"
+const (
+	historyUsage        = "keep the flow history (every host pair seen, for novelty rules) in `DIR`: Cascade Filters of 16 MiB of RAM (--history-ram) that persist across runs"
+	historyHorizonUsage = "with --history-dir: forget a host pair this `DURATION` of packet time after it was last seen (at most a quarter later), so that novelty rules fire on it again (0: remember for ever)"
+	historyRAMUsage     = "with --history-dir: the history's RAM in `BYTES` (16MiB when not given; a unit: 64MiB, 500MB), its newest filter's two QF0s (twice that for a moment after each generation ends)"
+)
+
+// historySpec is the flow history that replay's flags, or run's config,
+// ask for.
+type historySpec struct {
+	dir     string // "" for none
+	horizon time.Duration
+	ram     uint64 // 0: history.DefaultOptions'
+}
+
+// flags sets s from --history-dir, --history-horizon and --history-ram.
+func (s *historySpec) flags(fs *flag.FlagSet) {
+	fs.StringVar(&s.dir, "history-dir", "", historyUsage)
+	fs.DurationVar(&s.horizon, "history-horizon", 0, historyHorizonUsage)
+	fs.Func("history-ram", historyRAMUsage, func(v string) error {
+		n, err := yamlnode.ParseSize(v)
+		if err != nil {
+			return err
+		}
+		s.ram = uint64(n)
+		return nil
+	})
+}
+
+func (s historySpec) options() history.Options {
+	o := history.DefaultOptions
+	o.Horizon = s.horizon
+	if s.ram != 0 {
+		o.RAMBytes = s.ram
+	}
+	return o
+}
 
 // lookups are what the rules ask beside the packets: the watchlists and
 // the flow history, as replay and run open them from their flags.
 type lookups struct {
 	wl   *watchlist.Set
-	hist *history.History // nil without --history-dir
+	hist *history.History // nil without a history directory
 }
 
 // openLookups opens the watchlists (persisted in wlDir when set) and the
-// history (in historyDir when set), gives the lists to the rules and the
+// history (in hs.dir when set), gives the lists to the rules and the
 // history to the pipeline cfg.
-func openLookups(lists watchlistFlags, wlDir, historyDir string, al *alerting, cfg *engine.Config, stderr io.Writer) (*lookups, error) {
+func openLookups(lists watchlistFlags, wlDir string, hs historySpec, al *alerting, cfg *engine.Config, stderr io.Writer) (*lookups, error) {
 	wl, err := openWatchlists(lists, wlDir, stderr)
 	if err != nil {
 		return nil, err
@@ -121,8 +159,8 @@ func openLookups(lists watchlistFlags, wlDir, historyDir string, al *alerting, c
 		lk.close()
 		return nil, err
 	}
-	if historyDir != "" {
-		if lk.hist, err = history.Open(historyDir, history.DefaultOptions); err != nil {
+	if hs.dir != "" {
+		if lk.hist, err = history.Open(hs.dir, hs.options()); err != nil {
 			lk.close()
 			return nil, err
 		}
@@ -169,6 +207,9 @@ var (
 	descHistSeen  = prometheus.NewDesc("flowmon_history_seen_pairs_total", "New flows between hosts the flow history had seen together.", nil, nil)
 	descHistErr   = prometheus.NewDesc("flowmon_history_errors_total", "Flow history lookups or inserts that failed on disk (answered not novel).", nil, nil)
 	descHistDisk  = prometheus.NewDesc("flowmon_history_disk_bytes", "The flow history's levels on disk.", nil, nil)
+	descHistUnrec = prometheus.NewDesc("flowmon_history_unrecorded_pairs_total", "Host pairs the flow history could not record because its filter was still merging (novel again when next seen).", nil, nil)
+	descHistRAM   = prometheus.NewDesc("flowmon_history_ram_bytes", "The flow history's filters' RAM: the newest generation's QF0s and every level's page checksums.", nil, nil)
+	descHistGens  = prometheus.NewDesc("flowmon_history_generations", "The flow history's live generations (one without a horizon).", nil, nil)
 )
 
 // lookupsCollector exports the watchlists' and the flow history's
@@ -179,7 +220,7 @@ type lookupsCollector struct {
 }
 
 func (c lookupsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWLEntries, descWLSat, descHistNovel, descHistSeen, descHistErr, descHistDisk} {
+	for _, d := range []*prometheus.Desc{descWLEntries, descWLSat, descHistNovel, descHistSeen, descHistErr, descHistDisk, descHistUnrec, descHistRAM, descHistGens} {
 		ch <- d
 	}
 }
@@ -197,6 +238,9 @@ func (c lookupsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descHistNovel, prometheus.CounterValue, float64(st.Novel))
 		ch <- prometheus.MustNewConstMetric(descHistSeen, prometheus.CounterValue, float64(st.Seen))
 		ch <- prometheus.MustNewConstMetric(descHistErr, prometheus.CounterValue, float64(st.Errors))
-		ch <- prometheus.MustNewConstMetric(descHistDisk, prometheus.GaugeValue, float64(st.Filter.DiskBytes))
+		ch <- prometheus.MustNewConstMetric(descHistDisk, prometheus.GaugeValue, float64(st.DiskBytes))
+		ch <- prometheus.MustNewConstMetric(descHistUnrec, prometheus.CounterValue, float64(st.Unrecorded))
+		ch <- prometheus.MustNewConstMetric(descHistRAM, prometheus.GaugeValue, float64(st.RAMBytes))
+		ch <- prometheus.MustNewConstMetric(descHistGens, prometheus.GaugeValue, float64(len(st.Generations)))
 	}
 }

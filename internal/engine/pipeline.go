@@ -63,11 +63,13 @@ type Config struct {
 }
 
 // History is the flow history: the host pairs seen, over a horizon
-// longer than memory holds (internal/history, a Cascade Filter). Novel
-// records that src (the originator) and dst were seen together and
-// reports whether they had not been; the shards call it at once.
+// longer than memory holds (internal/history, Cascade Filters). Novel
+// records that src (the originator) and dst were seen together at now,
+// the packet's time (a replay forgets as the live run did), and reports
+// whether they had not been within the history's horizon; the shards
+// call it at once, and it must not wait on a disk write.
 type History interface {
-	Novel(src, dst netip.Addr) bool
+	Novel(src, dst netip.Addr, now time.Time) bool
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.

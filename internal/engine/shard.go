@@ -169,7 +169,7 @@ func (s *shard) packet(p *capture.Packet) {
 	s.flows.packet(p, ev) // counts the packet in its flow's slot
 	if ev.New && s.history != nil {
 		o := ev.Originator()
-		s.novel = s.history.Novel(o.Src, o.Dst)
+		s.novel = s.history.Novel(o.Src, o.Dst, p.Timestamp)
 	}
 	for _, c := range s.consumers {
 		c.Packet(p, ev)
