@@ -36,6 +36,8 @@ type Filter struct {
 	st          state      // the manifest's, as of the last merge; changed only under wmu and mu
 	mergeErr    error      // a background merge's failure, until an insertion reports it
 	written     uint64     // level bytes written by merges
+	mergeTime   time.Duration
+	longest     time.Duration
 	closed      bool
 
 	hook    func(mergeStage) // tests: called by merges at each stage

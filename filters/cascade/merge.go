@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/flowmon/flowmon/filters/qf"
 )
@@ -29,6 +30,7 @@ type mergeJob struct {
 	st        state     // the manifest's state once the merge commits
 	level     levelMeta // level i as written
 	levelFile *level    // and opened
+	began     time.Time // wall time, for Stats.MergeTime
 }
 
 // mergeStage is where a merge is when it calls Filter.hook (tests: a
@@ -90,7 +92,7 @@ func (f *Filter) job(src *qf.Filter) (*mergeJob, error) {
 		return nil, err
 	}
 	f.v.acquire()
-	return &mergeJob{src: src, v: f.v, i: i, deeper: deeper}, nil
+	return &mergeJob{src: src, v: f.v, i: i, deeper: deeper, began: time.Now()}, nil
 }
 
 // freeze makes the active QF0 the frozen one, which lookups go on
@@ -254,6 +256,9 @@ func (f *Filter) merge(j *mergeJob) error {
 func (f *Filter) commit(j *mergeJob) {
 	f.st = j.st
 	f.written += j.level.fileSize()
+	d := time.Since(j.began)
+	f.mergeTime += d
+	f.longest = max(f.longest, d)
 	levels := slices.Clone(f.v.levels)
 	for k := range min(j.i-1, len(levels)) {
 		levels[k].obsolete.Store(true)

@@ -3,6 +3,7 @@ package cascade
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/flowmon/flowmon/filters/qf"
 )
@@ -33,8 +34,14 @@ type Stats struct {
 	DiskBytes       uint64 // the level files
 	Merges          uint64 // since the directory was made
 	BytesWritten    uint64 // level bytes written by merges since Open
-	PageReads       uint64 // level pages read by lookups since Open
-	Dropped         []LevelError
+	// MergeTime is the wall time merges took since Open, each from its
+	// start (the freeze, with background merges) to its commit;
+	// LongestMerge the longest. With background merges no insertion
+	// waits for a merge as long as QF0Capacity insertions take longer
+	// than LongestMerge.
+	MergeTime, LongestMerge time.Duration
+	PageReads               uint64 // level pages read by lookups since Open
+	Dropped                 []LevelError
 }
 
 // Stats returns f's figures.
@@ -44,6 +51,7 @@ func (f *Filter) Stats() Stats {
 	s := Stats{
 		FingerprintBits: f.sh.p, QF0Slots: 1 << f.sh.q0, QF0Capacity: f.sh.cap0, Tombstones: f.activeTombs + f.v.frozenTombs,
 		Merging: f.v.frozen != nil, Merges: f.st.merges, BytesWritten: f.written, PageReads: f.readers.reads.Load(),
+		MergeTime: f.mergeTime, LongestMerge: f.longest,
 		Dropped: slices.Clone(f.dropped),
 	}
 	if f.active != nil {

@@ -1,6 +1,7 @@
 package cascadeeval
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -55,13 +56,13 @@ var Defaults = Config{Sizes: []Size{{4 << 20, 16}, {1 << 20, 64}}, FPRate: 0.000
 
 // Result holds one run's figures.
 type Result struct {
-	Cfg             Config
-	N               uint64 // keys inserted
-	CF              cascade.Stats
-	CFInsert        rate
-	CFMerges        int
-	CFMergeTime     time.Duration
-	CFLongestStall  time.Duration
+	Cfg Config
+	N   uint64 // keys inserted
+	// Sync is the Cascade Filter with the paper's merges (inside the
+	// insertion that finds QF0 full), whose lookups are measured and
+	// compared with the Bloom filter's; BG the same keys inserted with
+	// background merges (two QF0s of half the budget).
+	Sync, BG        InsertRun
 	CFNeg, CFPos    lookups
 	BFBits          uint64
 	BFHashes        int
@@ -73,6 +74,24 @@ type Result struct {
 	IOPS            float64 // random 4 KiB reads per second the disk gives, probed before the Bloom lookups
 	CFIOPS          float64 // the same, probed on the cascade's largest level before its lookups
 	Wall            time.Duration
+}
+
+// InsertRun is one merge mode's insertion of the data set, each
+// insertion timed.
+type InsertRun struct {
+	SyncMerge bool
+	Insert    rate
+	Latency   Latencies
+	// Merges and MergeTime are the insertions that merged (SyncMerge:
+	// those that found QF0 full) and their time.
+	Merges    int
+	MergeTime time.Duration
+	// Busy and BusyTime are the insertions TryInsert refused with
+	// ErrBusy (background merges: both QF0s full while a merge ran),
+	// which Insert then made, waiting for the merge, and their time.
+	Busy     uint64
+	BusyTime time.Duration
+	CF       cascade.Stats // after the insertions (and the last merge)
 }
 
 type rate struct {
@@ -133,40 +152,82 @@ func Measure(cfg Config) (*Result, error) {
 	return r, nil
 }
 
+// inserts inserts the data set into a new Cascade Filter in dir with
+// the merge mode asked for, timing each insertion from the last one's
+// return (the key's hash, a few nanoseconds, included), and returns the
+// filter open.
+func (r *Result) inserts(dir string, syncMerge bool) (*cascade.Filter, InsertRun, error) {
+	cfg := r.Cfg
+	run := InsertRun{SyncMerge: syncMerge}
+	f, err := cascade.Open(dir, cascade.Options{RAMBytes: cfg.RAMBytes, Capacity: r.N, FPRate: cfg.FPRate,
+		Uncached: !cfg.Cached, SyncMerge: syncMerge})
+	if err != nil {
+		return nil, run, err
+	}
+	cap0 := f.Stats().QF0Capacity
+	t0 := time.Now()
+	prev := t0
+	for i := range r.N {
+		k := r.key(i)
+		err := f.TryInsert(k)
+		busy := errors.Is(err, cascade.ErrBusy)
+		if busy {
+			err = f.Insert(k)
+		}
+		if err != nil {
+			f.Close()
+			return nil, run, err
+		}
+		now := time.Now()
+		d := now.Sub(prev)
+		prev = now
+		run.Latency.Add(d)
+		switch {
+		case busy:
+			run.Busy++
+			run.BusyTime += d
+		case syncMerge && i > 0 && i%cap0 == 0: // QF0 was full: this insertion merged first
+			run.Merges++
+			run.MergeTime += d
+		}
+	}
+	run.Insert = rate{r.N, prev.Sub(t0)}
+	if !syncMerge {
+		// The last merge, on its goroutine, for the levels' figures
+		// (not timed: no insertion waits for it).
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, run, err
+		}
+	}
+	run.CF = f.Stats()
+	return f, run, nil
+}
+
+// cascade measures the background merges' insertions, then the paper's
+// synchronous ones and their lookups.
 func (r *Result) cascade(dir string) error {
 	cfg := r.Cfg
-	f, err := cascade.Open(dir, cascade.Options{RAMBytes: cfg.RAMBytes, Capacity: r.N, FPRate: cfg.FPRate, Uncached: !cfg.Cached})
+	f, bg, err := r.inserts(dir+"-bg", false)
+	if err != nil {
+		return err
+	}
+	r.BG = bg
+	if err := f.Close(); err != nil {
+		return err
+	}
+	os.RemoveAll(dir + "-bg")
+	f, r.Sync, err = r.inserts(dir, true)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	cap0 := f.Stats().QF0Capacity
-	t0 := time.Now()
-	for i := range r.N {
-		if i > 0 && i%cap0 == 0 {
-			// QF0 is full: this insertion merges first.
-			m0 := time.Now()
-			if err := f.Insert(r.key(i)); err != nil {
-				return err
-			}
-			d := time.Since(m0)
-			r.CFMerges++
-			r.CFMergeTime += d
-			r.CFLongestStall = max(r.CFLongestStall, d)
-			continue
-		}
-		if err := f.Insert(r.key(i)); err != nil {
-			return err
-		}
-	}
-	r.CFInsert = rate{r.N, time.Since(t0)}
-	r.CF = f.Stats()
 	if err := r.probeLevels(dir); err != nil {
 		return err
 	}
 	var lookupErr error
 	measure := func(l *lookups, key func(j uint64) uint64) {
-		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(len(r.CF.Levels))))
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(len(r.Sync.CF.Levels))))
 		reads0 := f.Stats().PageReads
 		t0 := time.Now()
 		deadline := t0.Add(time.Duration(cfg.LookupSeconds * float64(time.Second)))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRunSmall runs the whole evaluation at a toy size (64 KiB budgets,
@@ -25,7 +26,7 @@ func TestRunSmall(t *testing.T) {
 	if err := Write(&b, cfg, []*Result{r}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"inserts/s", "absent-key lookups/s", "Levels after the inserts"} {
+	for _, s := range []string{"inserts/s", "absent-key lookups/s", "Levels after the inserts", "Insert latency", "background merges (the default)"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("no %q in the table", s)
 		}
@@ -33,8 +34,17 @@ func TestRunSmall(t *testing.T) {
 	if r.CFPos.Positives != r.CFPos.N || r.BFPos.Positives != r.BFPos.N {
 		t.Errorf("false negatives: cascade %d of %d, bloom %d of %d", r.CFPos.Positives, r.CFPos.N, r.BFPos.Positives, r.BFPos.N)
 	}
-	if float64(r.CF.DiskBytes) < 4*float64(cfg.RAMBytes) {
-		t.Errorf("cascade on disk %d bytes, budget %d", r.CF.DiskBytes, cfg.RAMBytes)
+	for _, m := range []InsertRun{r.Sync, r.BG} {
+		if float64(m.CF.DiskBytes) < 4*float64(cfg.RAMBytes) {
+			t.Errorf("cascade (%s merges) on disk %d bytes, budget %d", m.mode(), m.CF.DiskBytes, cfg.RAMBytes)
+		}
+		if m.Latency.N != r.N || m.CF.Items != r.N || m.Latency.Max < m.Latency.Quantile(0.99) {
+			t.Errorf("%s merges: %d insertions timed, %d stored, of %d; max %v, p99 %v",
+				m.mode(), m.Latency.N, m.CF.Items, r.N, m.Latency.Max, m.Latency.Quantile(0.99))
+		}
+	}
+	if r.Sync.Merges == 0 || r.Sync.Latency.Max < r.Sync.MergeTime/time.Duration(r.Sync.Merges) {
+		t.Errorf("synchronous merges: %d merges in %v, longest insertion %v", r.Sync.Merges, r.Sync.MergeTime, r.Sync.Latency.Max)
 	}
 	t.Log("\n" + b.String())
 }

@@ -26,10 +26,11 @@ func Write(w io.Writer, cfg Config, rs []*Result) error {
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		p("| %s | %g× | %s | %s | %s | **%.0f×** | %s (%.2f) | %s (%.2f) | %s, %s |\n", mib(r.Cfg.RAMBytes), r.Cfg.Ratio, commas(r.N),
-			si(r.CFInsert.PerSec()), si(r.BFInsert.PerSec()), r.CFInsert.PerSec()/r.BFInsert.PerSec(),
+			si(r.Sync.Insert.PerSec()), si(r.BFInsert.PerSec()), r.Sync.Insert.PerSec()/r.BFInsert.PerSec(),
 			si(r.CFNeg.PerSec()), r.CFNeg.ReadsPer(), si(r.BFNeg.PerSec()), r.BFNeg.ReadsPer(), si(r.CFIOPS), si(r.IOPS))
 	}
 	writeReading(&sb, rs)
+	writeModes(&sb, rs)
 	for _, r := range rs {
 		p("\n## %s of RAM each, data set %g× the budget\n\n", mib(r.Cfg.RAMBytes), r.Cfg.Ratio)
 		r.write(&sb)
@@ -48,13 +49,13 @@ func writeReading(sb *strings.Builder, rs []*Result) {
 	p("\n## Reading the figures\n\n")
 	p("The paper (an Intel X25-M SSD, 256 MB of RAM for the filter, 8.59 billion keys, 0.04%%) measured the Cascade Filter at 670,000 inserts/s against 17,000 for the elevator Bloom filter — about 40× — and 530 absent-key lookups/s against 1,609 (3×), each lookup costing one read per level (6 levels) against two for the Bloom filter. ")
 	p("Here the Cascade Filter inserts %s to %s keys/s, most of the time in merges, which write their level sequentially at the tens of MB/s of the detail tables, well under the disk's rate: CPU-bound, as the paper found. ",
-		si(minOf(rs, func(r *Result) float64 { return r.CFInsert.PerSec() })), si(maxOf(rs, func(r *Result) float64 { return r.CFInsert.PerSec() })))
+		si(minOf(rs, func(r *Result) float64 { return r.Sync.Insert.PerSec() })), si(maxOf(rs, func(r *Result) float64 { return r.Sync.Insert.PerSec() })))
 	r0 := rs[0]
 	p("The buffered Bloom filter's insert rate is set by how fast the disk rewrites the filter: with the data set %g× the buffer, a flush of %d positions touched %.0f%% of the file's pages, each read and written back (runs of consecutive pages coalesced into 1 MiB I/Os: a stronger baseline than the paper's, which flushed bit by bit in offset order), so each flush costs about a rewrite of the file and buys buffer/k insertions: the rate falls as the data set grows past the buffer, while the Cascade Filter's falls only with the number of levels. ",
 		r0.Cfg.Ratio, r0.Cfg.RAMBytes/8, 100*r0.BFPagesPerFlush/float64(r0.BFBits/pageBits))
 	if len(rs) > 1 {
-		p("The insert ratio goes from %.0f× at %g× to %.0f× at %g×. ", r0.CFInsert.PerSec()/r0.BFInsert.PerSec(), r0.Cfg.Ratio,
-			rs[len(rs)-1].CFInsert.PerSec()/rs[len(rs)-1].BFInsert.PerSec(), rs[len(rs)-1].Cfg.Ratio)
+		p("The insert ratio goes from %.0f× at %g× to %.0f× at %g×. ", r0.Sync.Insert.PerSec()/r0.BFInsert.PerSec(), r0.Cfg.Ratio,
+			rs[len(rs)-1].Sync.Insert.PerSec()/rs[len(rs)-1].BFInsert.PerSec(), rs[len(rs)-1].Cfg.Ratio)
 	}
 	p("The paper's 40× came with its filter some 32 to 64 times its buffer on a 2011 SSD doing 110 MB/s sequential writes; this virtual disk moves the Bloom filter's flushes at the rate the detail tables give, so a data set this size leaves the Bloom filter less behind. ")
 	p("Lookups are bounded by random reads: each structure's absent-key rate is close to the disk's random 4 KiB reads/s divided by its reads per lookup (the *model* row), as in the paper; the Cascade Filter reads one page per level, the Bloom filter about two (it stops at the first clear bit; k = 11 for a present key).\n\n")
@@ -90,12 +91,12 @@ func (r *Result) bfBytes() uint64 {
 func (r *Result) write(sb *strings.Builder) {
 	cfg := r.Cfg
 	p := func(format string, a ...any) { fmt.Fprintf(sb, format, a...) }
-	cf, bf := r.CF, r.BFBits/8
+	cf, bf := r.Sync.CF, r.BFBits/8
 	mode := "cold: lookups read with O_DIRECT (page cache bypassed) and merges drop the levels they write from the page cache (posix_fadvise DONTNEED); the Bloom filter reads and writes with O_DIRECT"
 	if cfg.Cached {
 		mode = "warm: the page cache serves what it holds (no O_DIRECT, no fadvise)"
 	}
-	p("| | Cascade Filter | buffered Bloom filter |\n|---|---:|---:|\n")
+	p("| | Cascade Filter (synchronous merges) | buffered Bloom filter |\n|---|---:|---:|\n")
 	p("| RAM budget | QF0: %s (%d slots, %d fingerprints a merge) | insert buffer: %s (%d positions) |\n",
 		mib(cfg.RAMBytes), cf.QF0Slots, cf.QF0Capacity, mib(cfg.RAMBytes), cfg.RAMBytes/8)
 	p("| other RAM | page checksums: %s; a merge reads each level through 128 KiB | a 1 MiB I/O buffer |\n", kib(cf.RAMBytes-cf.QF0Bytes))
@@ -103,10 +104,10 @@ func (r *Result) write(sb *strings.Builder) {
 		mib(cf.DiskBytes), len(cf.Levels), float64(cf.DiskBytes)/float64(cfg.RAMBytes), mib(bf), float64(bf)/float64(cfg.RAMBytes))
 	p("| shape | %d-bit fingerprints, levels of 2^%d.. slots | m = %d bits, k = %d |\n", cf.FingerprintBits, log2(cf.QF0Slots), r.BFBits, r.BFHashes)
 	p("| inserts/s | **%s** (%d keys in %s; %d merges took %s, the longest %s) | **%s** (%d keys in %s: %d flushes of %.0f pages read and written) |\n",
-		si(r.CFInsert.PerSec()), r.CFInsert.N, dur(r.CFInsert.Elapsed), r.CFMerges, dur(r.CFMergeTime), dur(r.CFLongestStall),
+		si(r.Sync.Insert.PerSec()), r.Sync.Insert.N, dur(r.Sync.Insert.Elapsed), r.Sync.Merges, dur(r.Sync.MergeTime), dur(r.Sync.Latency.Max),
 		si(r.BFInsert.PerSec()), r.BFInsert.N, dur(r.BFInsert.Elapsed), r.BFFlushes, r.BFPagesPerFlush)
 	p("| disk traffic of the inserts | merges wrote %s, %s/s of merge time (and read the levels they merged) | flushes read and wrote %s, %s/s |\n",
-		mib(cf.BytesWritten), mib(uint64(float64(cf.BytesWritten)/r.CFMergeTime.Seconds())),
+		mib(cf.BytesWritten), mib(uint64(float64(cf.BytesWritten)/r.Sync.MergeTime.Seconds())),
 		mib(r.bfBytes()), mib(uint64(float64(r.bfBytes())/r.BFInsert.Elapsed.Seconds())))
 	p("| absent-key lookups/s | **%s** (%.2f page reads each) | **%s** (%.2f page reads each) |\n",
 		si(r.CFNeg.PerSec()), r.CFNeg.ReadsPer(), si(r.BFNeg.PerSec()), r.BFNeg.ReadsPer())
@@ -118,7 +119,7 @@ func (r *Result) write(sb *strings.Builder) {
 		r.BFNeg.Positives, r.BFNeg.N, 100*float64(r.BFNeg.Positives)/float64(r.BFNeg.N))
 	p("\nInsert throughput, Cascade over Bloom: **%.0f×** (the paper: 670,000 against 17,000 inserts/s, about 40×). "+
 		"Absent-key lookups, Bloom over Cascade: %.1f× (the paper: 1,609 against 530 lookups/s, 3×).\n\n",
-		r.CFInsert.PerSec()/r.BFInsert.PerSec(), r.BFNeg.PerSec()/r.CFNeg.PerSec())
+		r.Sync.Insert.PerSec()/r.BFInsert.PerSec(), r.BFNeg.PerSec()/r.CFNeg.PerSec())
 	p("Data set: %d keys, %.0f× the RAM budget as a Bloom filter on disk; false-positive target %g; this disk gave %s random 4 KiB reads/s before the cascade's lookups (probed on its largest level) and %s before the Bloom filter's (on its file), O_DIRECT, one at a time. Cache: %s. The Bloom filter's lookups run on a filter bulk-loaded with the %d keys by the harness (%s, not counted); its inserts then add fresh keys to it for %gs, whole flushes. The whole run took %s.\n",
 		r.N, cfg.Ratio, cfg.FPRate, si(r.CFIOPS), si(r.IOPS), mode, r.N, dur(r.BFBulk), cfg.BloomSeconds, dur(r.Wall))
 	p("\nLevels after the inserts:\n\n| level | fingerprints | slots | load | file |\n|---:|---:|---:|---:|---:|\n")
@@ -126,6 +127,7 @@ func (r *Result) write(sb *strings.Builder) {
 		p("| %d | %d | %d | %.3f | %s |\n", l.Level, l.Items, l.Slots, l.Load, mib(l.Bytes))
 	}
 	p("| QF0 | %d | %d | %.3f | (RAM) |\n", cf.QF0Items, cf.QF0Slots, float64(cf.QF0Items)/float64(cf.QF0Slots))
+	r.writeModes(sb)
 }
 
 func log2(n uint64) int { return int(math.Round(math.Log2(float64(n)))) }
