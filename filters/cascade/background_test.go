@@ -34,8 +34,7 @@ func fill(t *testing.T, f *Filter, m *model, next *uint64) {
 		if err := f.TryInsert(*next); err != nil {
 			t.Fatalf("insert %d into a QF0 with room: %v", *next, err)
 		}
-		m.count[m.fp(*next)]++
-		m.keys[*next]++
+		m.add(*next)
 		*next++
 	}
 }
@@ -58,8 +57,7 @@ func TestNoInsertWaitsForMerge(t *testing.T) {
 	if err := f.TryInsert(k); err != nil {
 		t.Fatal(err)
 	}
-	m.count[m.fp(k)]++
-	m.keys[k]++
+	m.add(k)
 	k++
 	<-reached
 	if s := f.Stats(); !s.Merging || s.FrozenItems != f.sh.cap0 || s.Merges != 0 {
@@ -77,8 +75,7 @@ func TestNoInsertWaitsForMerge(t *testing.T) {
 	if err := f.Insert(k); err != nil { // waits for the merge, then freezes again
 		t.Fatal(err)
 	}
-	m.count[m.fp(k)]++
-	m.keys[k]++
+	m.add(k)
 	f.waitWriter()
 	m.check(t, f, "after the merges")
 	if s := f.Stats(); s.Merges != 2 || s.Merging {
@@ -128,8 +125,7 @@ func TestBackgroundLookupsDuringMerges(t *testing.T) {
 		if err := f.Insert(k * 0x9e37); err != nil {
 			t.Fatal(err)
 		}
-		m.count[m.fp(k*0x9e37)]++
-		m.keys[k*0x9e37]++
+		m.add(k * 0x9e37)
 		done.Store(k + 1)
 	}
 	close(stop)
@@ -218,8 +214,7 @@ func TestConcurrentInsertsAndLookups(t *testing.T) {
 			m := newModel(f.sh.p)
 			for w := range writers {
 				for k := range kept[w] {
-					m.count[m.fp(k)]++
-					m.keys[k]++
+					m.add(k)
 				}
 			}
 			m.check(t, f, "after the writers")
@@ -247,8 +242,7 @@ func TestCrashDuringBackgroundMerge(t *testing.T) {
 				if err := f.Insert(k); err != nil {
 					t.Fatal(err)
 				}
-				m.count[m.fp(k)]++
-				m.keys[k]++
+				m.add(k)
 			}
 			f.waitWriter()
 			if err := f.Sync(); err != nil {
@@ -269,8 +263,7 @@ func TestCrashDuringBackgroundMerge(t *testing.T) {
 				if err := f.TryInsert(k); err != nil {
 					t.Fatalf("insertion %d while the merge is held: %v", i, err)
 				}
-				m.count[m.fp(k)]++
-				m.keys[k]++
+				m.add(k)
 				k++
 			}
 			<-reached
@@ -321,8 +314,7 @@ func TestBackgroundMergeFailure(t *testing.T) {
 		if err := f.Insert(k); err != nil {
 			t.Fatal(err)
 		}
-		m.count[m.fp(k)]++
-		m.keys[k]++
+		m.add(k)
 		k++
 	}
 	fill(t, f, m, &k)
@@ -362,8 +354,7 @@ func TestSeal(t *testing.T) {
 				if err := f.Insert(k); err != nil {
 					t.Fatal(err)
 				}
-				m.count[m.fp(k)]++
-				m.keys[k]++
+				m.add(k)
 			}
 			if err := f.Seal(); err != nil {
 				t.Fatal(err)

@@ -46,6 +46,12 @@ func newModel(p uint) *model {
 
 func (m *model) fp(h uint64) uint64 { return qf.Fingerprint(h, m.p) }
 
+// add records one insertion of key k.
+func (m *model) add(k uint64) {
+	m.count[m.fp(k)]++
+	m.keys[k]++
+}
+
 func (m *model) clone() *model {
 	c := newModel(m.p)
 	for k, v := range m.count {
@@ -127,8 +133,7 @@ func testAgainstReference(t *testing.T, o Options) {
 			if err := f.Insert(k); err != nil {
 				t.Fatal(err)
 			}
-			m.count[m.fp(k)]++
-			m.keys[k]++
+			m.add(k)
 			live = append(live, k)
 		}
 		m.check(t, f, "before reopen")
@@ -165,8 +170,7 @@ func testInsertOnlyLevels(t *testing.T, o Options) {
 		if err := f.Insert(k * 7919); err != nil {
 			t.Fatal(err)
 		}
-		m.count[m.fp(k*7919)]++
-		m.keys[k*7919]++
+		m.add(k * 7919)
 	}
 	m.check(t, f, "insert only")
 	f.waitWriter()
@@ -208,8 +212,7 @@ func TestCrashKeepsLastMerge(t *testing.T) {
 			merges = s.Merges
 			durable = m.clone()
 		}
-		m.count[m.fp(k)]++
-		m.keys[k]++
+		m.add(k)
 		if k == 2500 {
 			if err := f.Sync(); err != nil {
 				t.Fatal(err)
