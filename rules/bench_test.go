@@ -3,6 +3,7 @@ package rules
 import (
 	"io"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,18 +17,18 @@ import (
 // pipeline's figure is engine's BenchmarkPipelineRules): data packets of
 // 100,000 flows, one in 16 opening its flow with a SYN.
 func BenchmarkShardPacket(b *testing.B) {
-	for _, name := range []string{"default", "HeavyHitter", "SYNFlood", "TCPFlagAnomaly"} {
+	for _, name := range []string{"default", "HeavyHitter", "HeavyHitter/held", "SYNFlood", "TCPFlagAnomaly"} {
 		b.Run(name, func(b *testing.B) {
 			set, err := Default()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if name != "default" {
+			if !strings.HasPrefix(name, "default") {
 				f, _ := Parse("d", defaultRules)
 				for gi := range f.Groups {
 					var keep []Rule
 					for _, r := range f.Groups[gi].Rules {
-						if r.Alert == name {
+						if r.Alert == strings.TrimSuffix(name, "/held") {
 							keep = append(keep, r)
 						}
 					}
@@ -39,7 +40,10 @@ func BenchmarkShardPacket(b *testing.B) {
 			}
 			eng := NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON)))
 			sh := eng.NewShard()
-			const flows = 100_000
+			flows := 100_000
+			if strings.HasSuffix(name, "/held") {
+				flows = 200 // each held after its first few hundred packets
+			}
 			pkts := make([]capture.Packet, 1<<16)
 			evs := make([]acsm.Event, len(pkts))
 			for i := range pkts {

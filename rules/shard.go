@@ -62,45 +62,6 @@ func (s *Shard) publish() {
 	s.dups.Store(s.nDups)
 }
 
-// Prefetch starts loading the sketch lines that Packet will update for
-// p, which the engine calls a few packets ahead (engine.Prefetcher), so
-// that those misses overlap the other packets' work. Only the packets of
-// a handshake are known ahead from p alone: a SYN opening a flow, which
-// the counting rules on new flows count (its sender is the originator),
-// and a SYN-ACK taking a flow out of S0, which the half-open rules count
-// as done (its receiver is the originator). Other packets cost a test.
-func (s *Shard) Prefetch(p *capture.Packet) {
-	set := s.set
-	if set == nil || !p.HasTCP || p.Flags&capture.SYN == 0 {
-		return
-	}
-	t := p.Timestamp.UnixNano()
-	switch p.Flags & (capture.SYN | capture.ACK) {
-	case capture.SYN:
-		for _, r := range set.onNew {
-			r.prefetch(r.st.counts[:], &p.Key, p.Hash, t)
-		}
-	case capture.SYN | capture.ACK:
-		if len(set.onChange) == 0 {
-			return
-		}
-		o := p.Key.Reverse()
-		for _, r := range set.onChange {
-			if r.Kind == KindThreshold && r.Threshold.Event == EventHalfOpen {
-				r.prefetch(r.st.done[:], &o, p.Hash, t)
-			}
-		}
-	}
-}
-
-// prefetch starts loading the line(s) of c, a rule's counters, that
-// counting the flow o (originator to responder) at t will touch.
-func (r *rule) prefetch(c []keyCounter, o *capture.Key, flowHash uint64, t int64) {
-	if k := c[slot(r.st.win.index(t))]; k != nil {
-		k.prefetch(trackKey(r.Track, o, flowHash))
-	}
-}
-
 // Duplicate counts a packet the dedup stage dropped (duplicates rules).
 func (s *Shard) Duplicate(*capture.Packet) { s.nDups++ }
 
@@ -224,24 +185,16 @@ func (x *packetCtx) origin() *capture.Key {
 
 // key is the hash of the packet's tracked key.
 func (x *packetCtx) key(t Track) uint64 {
-	if t == ByFlow {
-		return x.ev.Hash
-	}
-	return trackKey(t, x.origin(), x.ev.Hash)
-}
-
-// trackKey is the hash of the key t tracks in the flow o (originator to
-// responder), whose flow hash is flowHash.
-func trackKey(t Track, o *capture.Key, flowHash uint64) uint64 {
 	switch t {
 	case BySrc:
-		return addrHash(o.Src)
+		return addrHash(x.origin().Src)
 	case ByDst:
-		return addrHash(o.Dst)
+		return addrHash(x.origin().Dst)
 	case ByPair:
+		o := x.origin()
 		return pairHash(o.Src, o.Dst)
 	}
-	return flowHash
+	return x.ev.Hash
 }
 
 // count adds the packet's event to a counting rule, firing on the

@@ -60,7 +60,6 @@ func (c cmsCounter) add(key, _ uint64, n uint32) (float64, float64) {
 	return float64(b), float64(a)
 }
 func (c cmsCounter) estimate(key uint64) float64 { return float64(c.s.Estimate(key)) }
-func (c cmsCounter) prefetch(key uint64)         { c.s.Prefetch(key) }
 func (c cmsCounter) reset()                      { c.s.Reset() }
 func (c cmsCounter) clear()                      { c.s.Clear() }
 func (c cmsCounter) bytes() int                  { return c.s.Bytes() }
@@ -85,7 +84,6 @@ func (c spreadCounter) add(key, item uint64, _ uint32) (float64, float64) {
 	return math.Inf(-1), c.s.Estimate(key)
 }
 func (c spreadCounter) estimate(key uint64) float64 { return c.s.Estimate(key) }
-func (c spreadCounter) prefetch(key uint64)         { c.s.Prefetch(key) }
 func (c spreadCounter) reset()                      { c.s.Reset() }
 func (c spreadCounter) clear()                      { c.s.Clear() }
 func (c spreadCounter) bytes() int                  { return c.s.Bytes() }

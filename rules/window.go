@@ -21,8 +21,6 @@ type keyCounter interface {
 	// returns the key's estimate before and after.
 	add(key, item uint64, n uint32) (before, after float64)
 	estimate(key uint64) float64
-	// prefetch starts loading what add and estimate of key read.
-	prefetch(key uint64)
 	// reset zeroes the counter while others may use it; clear, faster,
 	// only one nobody uses.
 	reset()

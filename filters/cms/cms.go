@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
-	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // totalShards spreads Total over padded counters picked by the key's
@@ -114,18 +113,6 @@ func (s *Sketch) Add(h uint64, n uint32) (before, after uint32) {
 		if s.cells[rows[j]].CompareAndSwap(m, t) {
 			return m, t
 		}
-	}
-}
-
-// Prefetch starts loading the counters an Add or Estimate of key h reads
-// (a line in each row) and returns at once; it changes nothing. A caller
-// that knows its keys a few operations ahead overlaps their misses.
-func (s *Sketch) Prefetch(h uint64) {
-	var idx [MaxDepth]uint64
-	s.index(h, &idx)
-	for r := 0; r < s.depth; r += 2 {
-		b := idx[min(r+1, s.depth-1)]
-		memhint.Prefetch2(unsafe.Pointer(&s.cells[idx[r]]), unsafe.Pointer(&s.cells[b]))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
-	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // Limits on a Spread's shape.
@@ -147,18 +146,6 @@ func (s *Spread) cells(keyHash uint64, off *[MaxDepth]uint64) {
 	for r := range s.depth {
 		off[r] = (row + hashmix.Reduce(hashmix.Mix(h1+uint64(r+1)*hashmix.Golden), s.width)) * s.cellWords
 		row += s.width
-	}
-}
-
-// Prefetch starts loading the key's cells (their first and last words:
-// a cell of 64 registers is a line, or two where it straddles one) and
-// returns at once; it changes nothing. A caller that knows its keys a few
-// operations ahead overlaps their misses.
-func (s *Spread) Prefetch(keyHash uint64) {
-	var off [MaxDepth]uint64
-	s.cells(keyHash, &off)
-	for _, o := range off[:s.depth] {
-		memhint.Prefetch2(unsafe.Pointer(&s.words[o]), unsafe.Pointer(&s.words[o+s.cellWords-1]))
 	}
 }
 

@@ -28,16 +28,6 @@ type Consumer interface {
 // once per shard when the pipeline is built.
 type NewConsumer func(shard, shards int) (Consumer, error)
 
-// Prefetcher is a Consumer that can start loading what its Packet will
-// read for p: the shard calls Prefetch prefetchAhead packets before
-// Packet, with the other stages' prefetches, for every packet of the
-// batch (duplicates too, which are known only later). It must only hint
-// (change nothing) and be cheap for the packets it has nothing to load.
-type Prefetcher interface {
-	Consumer
-	Prefetch(p *capture.Packet)
-}
-
 // DuplicateConsumer is a Consumer that also sees the packets the shard's
 // dedup stage drops as duplicates (which Packet never sees), on the same
 // goroutine; the duplicates rules count them.

@@ -25,10 +25,8 @@ type shard struct {
 	// consumers see every packet after the stages above (consumer.go).
 	consumers []Consumer
 	// dupConsumers are the consumers that also see the duplicates dedup
-	// drops (DuplicateConsumer); prefetchers, those that prefetch
-	// (Prefetcher).
+	// drops (DuplicateConsumer).
 	dupConsumers []DuplicateConsumer
-	prefetchers  []Prefetcher
 	// history records new flows' host pairs; novel is its answer for the
 	// packet being processed, which consumers read (SetNovelty).
 	history History
@@ -134,9 +132,6 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 		}
 		if d, ok := c.(DuplicateConsumer); ok {
 			s.dupConsumers = append(s.dupConsumers, d)
-		}
-		if pf, ok := c.(Prefetcher); ok {
-			s.prefetchers = append(s.prefetchers, pf)
 		}
 	}
 	return s, nil
@@ -255,9 +250,6 @@ func (s *shard) prefetch(p *capture.Packet, fp uint64) {
 	}
 	s.tracker.Prefetch(p.Hash)
 	s.flows.prefetchFlow(p.Hash)
-	for _, c := range s.prefetchers {
-		c.Prefetch(p)
-	}
 }
 
 // publish copies the counters the metrics read, and counts done more
