@@ -55,6 +55,7 @@ type holdTable struct {
 	p53    uint64
 	smallN uint32
 	bytes  bool    // the rule counts bytes, not packets
+	above  uint64  // the rule's threshold, rounded down: a count crosses it going over
 	size   int64   // the window's length, ns
 	p      float64 // sampling probability per unit (byte or packet)
 	logq   float64 // log(1-p)
@@ -70,7 +71,7 @@ type holdTable struct {
 func newHoldTable(above float64, window time.Duration, bytes bool, seed uint64) *holdTable {
 	p := min(oversampling/max(above, 1), 1)
 	return &holdTable{
-		seed: seed, bytes: bytes,
+		seed: seed, bytes: bytes, above: uint64(min(math.Floor(max(above, 0)), math.MaxUint64)),
 		smallN: uint32(min(math.Ceil(0.01/p), math.MaxUint32)), p53: uint64(p * (1 << 53)),
 		p: p, logq: math.Log1p(-min(p, 0.999999)), size: int64(window),
 	}
@@ -106,7 +107,7 @@ func (t *holdTable) draw(h uint64, ts int64) uint64 {
 // add counts n units of a packet at time ts (ns) of the flow h, and
 // returns the flow's count in ts's window before and after (0 when not
 // held).
-func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
+func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after uint64) {
 	if uint64(ts-t.start) >= t.span {
 		t.roll(ts)
 	}
@@ -124,9 +125,9 @@ func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
 		e := &t.slots[i]
 		switch e.h {
 		case k:
-			before = float64(e.count)
+			before = e.count
 			e.count += uint64(n)
-			return before, float64(e.count)
+			return before, e.count
 		case 0:
 			if !t.sample(n, h, ts) {
 				return 0, 0
@@ -139,6 +140,13 @@ func (t *holdTable) add(h uint64, ts int64, n uint32) (before, after float64) {
 		t.full++
 	}
 	return 0, 0
+}
+
+// count counts n units of a packet at ts of the flow h, and returns the
+// flow's count after it and whether it went over the rule's threshold.
+func (t *holdTable) count(h uint64, ts int64, n uint32) (after uint64, crossed bool) {
+	b, a := t.add(h, ts, n)
+	return a, b <= t.above && a > t.above
 }
 
 // roll moves the table to ts's window, emptied if it is another.
@@ -155,7 +163,7 @@ func (t *holdTable) roll(ts int64) {
 }
 
 // insert holds the flow h, sampled at a packet of n units.
-func (t *holdTable) insert(h, bit uint64, n uint32) (before, after float64) {
+func (t *holdTable) insert(h, bit uint64, n uint32) (before, after uint64) {
 	if t.n >= holdSize*3/4 {
 		t.full++
 		return 0, 0
@@ -167,7 +175,7 @@ func (t *holdTable) insert(h, bit uint64, n uint32) (before, after float64) {
 			e.h, e.count = h, uint64(n)
 			t.n++
 			t.maybe[bit/64] |= 1 << (bit % 64)
-			return 0, float64(n)
+			return 0, uint64(n)
 		}
 		i = (i + 1) & (holdSize - 1)
 	}

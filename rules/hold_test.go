@@ -29,13 +29,13 @@ func TestSampleAndHold(t *testing.T) {
 		for f := range flows {
 			tab := newHoldTable(T, time.Minute, true, uint64(f)+1)
 			h := hashmix.Mix(uint64(f))
-			var after float64
+			var after uint64
 			for i := range c.size / pkt {
 				_, after = tab.add(h, int64(i), pkt)
 			}
 			if after > T {
 				caught++
-				relErr += math.Abs(after-float64(c.size)) / float64(c.size)
+				relErr += math.Abs(float64(after)-float64(c.size)) / float64(c.size)
 			}
 		}
 		frac := float64(caught) / float64(flows)
@@ -69,7 +69,7 @@ func TestQuietAgrees(t *testing.T) {
 			quiet++
 			held := tab.n
 			if before, after := tab.add(h, ts, n); before != 0 || after != 0 || tab.n != held {
-				t.Fatalf("above %g: packet %d quiet, but add counted it (%g, %g; %d held, was %d)", above, i, before, after, tab.n, held)
+				t.Fatalf("above %g: packet %d quiet, but add counted it (%d, %d; %d held, was %d)", above, i, before, after, tab.n, held)
 			}
 		}
 		if quiet == 0 {

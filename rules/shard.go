@@ -98,9 +98,10 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 		s.makeHolds(set)
 	}
 	for _, r := range set.holdAll {
-		if h := s.holds[r.holdIndex]; !h.quiet(ev.Hash, t, h.units(p.WireLen)) {
-			if after, crossed := s.countHeld(r, ev.Hash, t, p.WireLen); crossed {
-				s.fire(r, s.context(p, ev, t), ev.Hash, after)
+		h := s.holds[r.holdIndex]
+		if n := h.units(p.WireLen); !h.quiet(ev.Hash, t, n) {
+			if after, crossed := h.count(ev.Hash, t, n); crossed {
+				s.fire(r, s.context(p, ev, t), ev.Hash, float64(after))
 			}
 		}
 	}
@@ -202,8 +203,9 @@ func (x *packetCtx) key(t Track) uint64 {
 func (s *Shard) count(r *rule, x *packetCtx) {
 	st := r.st
 	if r.holdIndex >= 0 {
-		if after, crossed := s.countHeld(r, x.ev.Hash, x.t, x.wireLen); crossed {
-			s.fire(r, x, x.ev.Hash, after)
+		h := s.holds[r.holdIndex]
+		if after, crossed := h.count(x.ev.Hash, x.t, h.units(x.wireLen)); crossed {
+			s.fire(r, x, x.ev.Hash, float64(after))
 		}
 		return
 	}
@@ -346,15 +348,6 @@ func (s *Shard) Finish(end time.Time) error {
 
 // utc is packet time t (ns) as a time in UTC.
 func utc(t int64) time.Time { return time.Unix(0, t).UTC() }
-
-// countHeld counts a packet of wireLen bytes at t of the flow hash in r,
-// a by_flow volume rule, and reports the flow's count after it and
-// whether it crossed r's threshold.
-func (s *Shard) countHeld(r *rule, hash uint64, t int64, wireLen uint32) (after float64, crossed bool) {
-	h := s.holds[r.holdIndex]
-	before, after := h.add(hash, t, h.units(wireLen))
-	return after, before <= r.thresh && after > r.thresh
-}
 
 // makeHolds makes the shard's sample-and-hold tables for the by_flow
 // volume rules of set, the set now in effect: a reload that brings a new
