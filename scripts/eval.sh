@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" eval ccf -trials 3 > "$out/ccf.md"
 "$bin" eval scbf -trials 1000000 -seed 1 -o "$out/scbf.md"
 "$bin" eval qf -o "$out/qf.md"
-# About 3 minutes: a Cascade Filter and a Bloom filter on this machine's disk (-dir DIR for another).
+# About 3-4 minutes: a Cascade Filter and a Bloom filter on this machine's disk (-dir DIR for another).
 "$bin" eval cascade -o "$out/cascade.md"
 # The default rules on gen traces, and on the real captures when they are beside the checkout.
 caps=../shared/pcaps/real

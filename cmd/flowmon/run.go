@@ -57,7 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlagSet("run", "[flags]", stderr,
 		"\nCaptures live traffic and runs the pipeline (dedup, ACSM, flow counts, rules) until SIGINT or SIGTERM,",
-		"which drain it, save its state (--snapshot) and print the summary. SIGHUP reloads the rules.")
+		"which drain it, save its state (--snapshot) and print the summary. SIGHUP reloads the rules, the watchlists and what of --config FILE may change live.")
 	fs.StringVar(&f.configFile, "config", "", "the agent's YAML config `FILE` (flowmon config check FILE; flags override it)")
 	fs.BoolVar(&f.json, "json", false, "print the summary at stop as one JSON object (flowmon replay --json's keys)")
 	fs.BoolVar(&f.noStatus, "no-status", false, "never draw the status line (drawn only when stderr is a terminal)")
