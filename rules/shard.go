@@ -29,8 +29,11 @@ type Shard struct {
 	nextFlush, nextTick int64
 	set                 *Set
 	// holds are the sample-and-hold tables of the set's by_flow volume
-	// rules (hold.go), by rule.holdIndex, for holdSet.
+	// rules (hold.go), by rule.holdIndex, for holdSet; holdAll, those of
+	// set.holdAll, which every packet reads without going through the
+	// rules.
 	holds   []*holdTable
+	holdAll []*holdTable
 	holdSet *Set
 	// x is the packet being evaluated: a field, reset per packet, not a
 	// local the compiler would zero whole each time.
@@ -97,11 +100,10 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	if s.holdSet != set {
 		s.makeHolds(set)
 	}
-	for _, r := range set.holdAll {
-		h := s.holds[r.holdIndex]
+	for i, h := range s.holdAll {
 		if n := h.units(p.WireLen); !h.quiet(ev.Hash, t, n) {
 			if after, crossed := h.count(ev.Hash, t, n); crossed {
-				s.fire(r, s.context(p, ev, t), ev.Hash, float64(after))
+				s.fire(set.holdAll[i], s.context(p, ev, t), ev.Hash, float64(after))
 			}
 		}
 	}
@@ -353,10 +355,13 @@ func utc(t int64) time.Time { return time.Unix(0, t).UTC() }
 // volume rules of set, the set now in effect: a reload that brings a new
 // set brings new tables (a rule's table is per set: its counts restart).
 func (s *Shard) makeHolds(set *Set) {
-	s.holds, s.holdSet = make([]*holdTable, set.nHold), set
+	s.holds, s.holdAll, s.holdSet = make([]*holdTable, set.nHold), nil, set
 	for _, r := range set.rules {
 		if r.holdIndex >= 0 {
 			s.holds[r.holdIndex] = newHoldTable(r.Volume.Above, r.Volume.Window, r.Volume.Measure == Bytes, r.id)
 		}
+	}
+	for _, r := range set.holdAll {
+		s.holdAll = append(s.holdAll, s.holds[r.holdIndex])
 	}
 }
