@@ -188,9 +188,9 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	defer stopSignals()
 	switch {
 	case f.configFile != "": // the config's reload rereads the watchlists too
-		go reloadOnHUP(ctx, "config", configReloader(f, cfg, al, lk.wl, stderr), stderr)
+		reloadOnHUP(ctx, "config", configReloader(f, cfg, al, lk.wl, stderr), stderr)
 	case len(cfg.Watchlists.Lists) > 0:
-		go reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
+		reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
 	}
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
 	opt := engine.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &engine.Progress{}}
@@ -225,24 +225,28 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	return err
 }
 
-// reloadOnHUP runs reload at each SIGHUP until ctx is done, saying what
-// went wrong.
+// reloadOnHUP runs reload at each SIGHUP until ctx is done, on its own
+// goroutine, saying what went wrong. It asks for SIGHUP before it
+// returns, so that a SIGHUP sent once the agent says it is capturing is
+// not missed (asked for on the goroutine, it could come first).
 func reloadOnHUP(ctx context.Context, what string, reload func() error, stderr io.Writer) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			if err := reload(); err != nil {
-				fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s: %v\n", what, err)
-			} else {
-				fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s reloaded\n", what)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := reload(); err != nil {
+					fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s: %v\n", what, err)
+				} else {
+					fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s reloaded\n", what)
+				}
 			}
 		}
-	}
+	}()
 }
 
 // restoreSnapshot takes over the state in path, or says why not and
