@@ -288,19 +288,27 @@ func (f *Filter) Contains(h uint64) bool { return f.ContainsFingerprint(f.Finger
 
 // ContainsFingerprint reports whether the fingerprint is stored.
 func (f *Filter) ContainsFingerprint(fp uint64) bool {
+	_, _, ok := f.find(fp)
+	return ok
+}
+
+// find walks fp's run (Section 2: the run of its quotient, remainders in
+// order) to the first slot holding its remainder, and returns the
+// quotient and that slot.
+func (f *Filter) find(fp uint64) (fq, s uint64, ok bool) {
 	fq, fr := fp>>f.r&f.mask, fp&f.rmask
 	if f.get(fq)&occupied == 0 {
-		return false
+		return fq, 0, false
 	}
-	s := f.runStart(fq)
+	s = f.runStart(fq)
 	for {
 		rem := f.get(s) >> metaBits
 		if rem >= fr {
-			return rem == fr
+			return fq, s, rem == fr
 		}
 		s = f.incr(s)
 		if f.get(s)&continuation == 0 {
-			return false
+			return fq, 0, false
 		}
 	}
 }
@@ -340,23 +348,9 @@ func (f *Filter) Delete(h uint64) bool { return f.DeleteFingerprint(f.Fingerprin
 
 // DeleteFingerprint removes one copy of the fingerprint, if stored.
 func (f *Filter) DeleteFingerprint(fp uint64) bool {
-	fq, fr := fp>>f.r&f.mask, fp&f.rmask
-	if f.get(fq)&occupied == 0 {
+	fq, s, ok := f.find(fp)
+	if !ok {
 		return false
-	}
-	s := f.runStart(fq)
-	for {
-		rem := f.get(s) >> metaBits
-		if rem == fr {
-			break
-		}
-		if rem > fr {
-			return false
-		}
-		s = f.incr(s)
-		if f.get(s)&continuation == 0 {
-			return false
-		}
 	}
 	f.deleteAt(s, fq)
 	f.n--
