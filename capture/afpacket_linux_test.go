@@ -438,21 +438,7 @@ func TestAFPacketNoAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * c.BlockTimeout) // the last block retires
-	var p capture.Packet
-	var nerr error
-	runs := int(st.Packets) - 10
-	allocs := testing.AllocsPerRun(runs, func() {
-		if err := s.Next(&p); err != nil && nerr == nil {
-			nerr = err
-		}
-	})
-	if nerr != nil {
-		t.Fatal(nerr)
-	}
-	t.Logf("%v allocations per packet over %d packets", allocs, runs+1)
-	if allocs != 0 {
-		t.Errorf("Next allocates %v times per packet", allocs)
-	}
+	checkNextNoAllocs(t, s, int(st.Packets))
 }
 
 // TestAFPacketClose closes a socket from another goroutine while Next

@@ -164,21 +164,7 @@ func TestPcapLiveNoAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	var p capture.Packet
-	var nerr error
-	runs := int(st.Packets) - 10
-	allocs := testing.AllocsPerRun(runs, func() {
-		if err := s.Next(&p); err != nil && nerr == nil {
-			nerr = err
-		}
-	})
-	if nerr != nil {
-		t.Fatal(nerr)
-	}
-	t.Logf("%v allocations per packet over %d packets", allocs, runs+1)
-	if allocs != 0 {
-		t.Errorf("Next allocates %v times per packet", allocs)
-	}
+	checkNextNoAllocs(t, s, int(st.Packets))
 }
 
 // TestPcapLiveClose: Next returns ErrNoPacket while idle, io.EOF once
