@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,15 +12,9 @@ import (
 	"github.com/flowmon/flowmon/internal/snapshot/snapshottest"
 )
 
-var (
-	traceOnce sync.Once
-	trace     []capture.Packet
-)
-
 // stateTrace is a 2000-flow gen trace over 20 s with 5% SPAN duplicates.
 func stateTrace(t testing.TB) []capture.Packet {
-	traceOnce.Do(func() { trace = snapshottest.Trace(t, 2000, 20*time.Second, 0.05, 5) })
-	return trace
+	return snapshottest.Trace(t, 2000, 20*time.Second, 0.05, 5)
 }
 
 // stateConfigs are small enough that false positives happen and, with

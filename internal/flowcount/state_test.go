@@ -5,7 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,15 +13,9 @@ import (
 	"github.com/flowmon/flowmon/internal/snapshot/snapshottest"
 )
 
-var (
-	traceOnce sync.Once
-	trace     []capture.Packet
-)
-
 // stateTrace is a 2000-flow gen trace over 20 s (about 30,000 packets).
 func stateTrace(t testing.TB) []capture.Packet {
-	traceOnce.Do(func() { trace = snapshottest.Trace(t, 2000, 20*time.Second, 0, 5) })
-	return trace
+	return snapshottest.Trace(t, 2000, 20*time.Second, 0, 5)
 }
 
 // sameSnapshot compares two published windows.

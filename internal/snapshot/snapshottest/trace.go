@@ -5,6 +5,7 @@ package snapshottest
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,34 @@ import (
 // flood and port scans (no heavy hitters, to keep it small), over
 // duration, with SPAN duplicates at dupRate. Payloads are copied, so the
 // packets stay valid. 2000 flows over 20 s give about 30,000 packets.
+// A trace is made once per test binary and options, and shared: callers
+// must not change its packets.
 func Trace(t testing.TB, flows int, duration time.Duration, dupRate float64, seed uint64) []capture.Packet {
+	t.Helper()
+	k := traceKey{flows, duration, dupRate, seed}
+	mu.Lock()
+	defer mu.Unlock()
+	if tr, ok := traces[k]; ok {
+		return tr
+	}
+	tr := makeTrace(t, flows, duration, dupRate, seed)
+	traces[k] = tr
+	return tr
+}
+
+type traceKey struct {
+	flows    int
+	duration time.Duration
+	dupRate  float64
+	seed     uint64
+}
+
+var (
+	mu     sync.Mutex
+	traces = map[traceKey][]capture.Packet{}
+)
+
+func makeTrace(t testing.TB, flows int, duration time.Duration, dupRate float64, seed uint64) []capture.Packet {
 	t.Helper()
 	o := gen.DefaultOptions()
 	o.Flows, o.Duration, o.Seed, o.DupRate = flows, duration, seed, dupRate
