@@ -1,16 +1,18 @@
 // Package snapshottest holds what the structures' state tests share: a
 // realistic packet sequence to run through a structure before and after
-// a snapshot.
+// a snapshot, and the checks of a restore a fuzzer drives.
 package snapshottest
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/internal/snapshot"
 )
 
 // Trace returns the decoded packets of a `flowmon gen` trace: flows
@@ -68,4 +70,32 @@ func makeTrace(t testing.TB, flows int, duration time.Duration, dupRate float64,
 		t.Fatal("the generator wrote no flow packets")
 	}
 	return out
+}
+
+// State is a structure whose state goes into a snapshot.
+type State interface {
+	AppendState(b []byte) ([]byte, error)
+	RestoreState(b []byte) error
+}
+
+// CheckRestore restores b into s and checks what every state's restore
+// promises a fuzzer: a refusal wraps one of snapshot's sentinels and
+// leaves s as it was; an accepted state encodes back to itself. It
+// reports whether b was accepted.
+func CheckRestore(t *testing.T, s State, b []byte) bool {
+	t.Helper()
+	before, _ := s.AppendState(nil)
+	if err := s.RestoreState(b); err != nil {
+		if !errors.Is(err, snapshot.ErrDamaged) && !errors.Is(err, snapshot.ErrIncompatible) && !errors.Is(err, snapshot.ErrVersion) {
+			t.Fatalf("error wraps no sentinel: %v", err)
+		}
+		if after, _ := s.AppendState(nil); !bytes.Equal(after, before) {
+			t.Fatal("a refused restore changed the state")
+		}
+		return false
+	}
+	if again, _ := s.AppendState(nil); !bytes.Equal(again, b) {
+		t.Fatal("an accepted state does not encode back to itself")
+	}
+	return true
 }
