@@ -380,7 +380,7 @@ func TestAFPacketDrops(t *testing.T) {
 func TestAFPacketFilter(t *testing.T) {
 	path := genTrace(t, 300, gen.LinkEthernet)
 	want := fileTally(t, path)
-	prog, err := capture.ParseBPF(bpfTCP)
+	prog, err := capture.ParseBPF(capture.BPFTCP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,22 +408,6 @@ func TestAFPacketFilter(t *testing.T) {
 		}
 	}
 }
-
-// bpfTCP is `tcpdump -ddd -i lo tcp` (tcpdump 4.99, libpcap 1.10.3).
-const bpfTCP = `12
-40 0 0 12
-21 0 2 2048
-48 0 0 23
-21 6 7 6
-21 0 6 34525
-48 0 0 20
-21 3 0 6
-21 0 3 44
-48 0 0 54
-21 0 1 6
-6 0 0 262144
-6 0 0 0
-`
 
 // TestAFPacketNoAllocs fills a ring of 64 KiB blocks, then checks that
 // Next, crossing blocks and giving them back, allocates nothing.

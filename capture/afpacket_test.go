@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// bpfTCP is `tcpdump -ddd -i lo tcp` (tcpdump 4.99, libpcap 1.10.3, an
+// BPFTCP is `tcpdump -ddd -i lo tcp` (tcpdump 4.99, libpcap 1.10.3, an
 // Ethernet link): IPv4 or IPv6 (also behind one IPv6 fragment header)
-// with protocol 6 keeps 262144 bytes, anything else 0.
-const bpfTCP = `12
+// with protocol 6 keeps 262144 bytes, anything else 0. Exported for the
+// capture_test package's live tests (a test file's, not the package's).
+const BPFTCP = `12
 40 0 0 12
 21 0 2 2048
 48 0 0 23
@@ -141,7 +142,7 @@ func TestFormatSize(t *testing.T) {
 }
 
 func TestParseBPF(t *testing.T) {
-	prog, err := ParseBPF(bpfTCP)
+	prog, err := ParseBPF(BPFTCP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestParseBPF(t *testing.T) {
 }
 
 func FuzzParseBPF(f *testing.F) {
-	f.Add(bpfTCP)
+	f.Add(BPFTCP)
 	f.Add("4,48 0 0 9,21 0 1 6,6 0 0 1,6 0 0 0")
 	f.Fuzz(func(t *testing.T, s string) {
 		prog, err := ParseBPF(s)

@@ -108,7 +108,7 @@ func TestPcapLiveFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := capture.ParseBPF(bpfTCP)
+	ref, err := capture.ParseBPF(capture.BPFTCP)
 	if err != nil {
 		t.Fatal(err)
 	}
