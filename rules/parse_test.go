@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"flag"
+	"github.com/flowmon/flowmon/internal/goldentest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,26 +56,7 @@ func TestBadFiles(t *testing.T) {
 		if !errors.As(err, &es) || !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: error %T does not list positioned errors: %v", f, err, err)
 		}
-		got := err.Error() + "\n"
-		golden := f + ".golden"
-		if *update {
-			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, rerr := os.ReadFile(golden)
-		if rerr != nil {
-			t.Fatalf("%s: %v (go test -run TestBadFiles -update writes it)", f, rerr)
-		}
-		if got != string(want) {
-			t.Errorf("%s: errors differ\ngot:\n%swant:\n%s", f, got, want)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
-			if !strings.HasPrefix(line, f+":") {
-				t.Errorf("%s: message without its position: %s", f, line)
-			}
-		}
+		goldentest.CheckErrors(t, f, err, *update)
 	}
 }
 

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/internal/goldentest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.bad.yaml.golden from the parser's output")
@@ -160,26 +160,7 @@ func TestBadFiles(t *testing.T) {
 		if !errors.As(err, &e) || !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: error %T is not *Error: %v", f, err, err)
 		}
-		got := err.Error() + "\n"
-		golden := f + ".golden"
-		if *update {
-			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, rerr := os.ReadFile(golden)
-		if rerr != nil {
-			t.Fatalf("%s: %v (go test -run TestBadFiles -update writes it)", f, rerr)
-		}
-		if got != string(want) {
-			t.Errorf("%s: errors differ\ngot:\n%swant:\n%s", f, got, want)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
-			if !strings.HasPrefix(line, f+":") {
-				t.Errorf("%s: message without its position: %s", f, line)
-			}
-		}
+		goldentest.CheckErrors(t, f, err, *update)
 	}
 }
 
