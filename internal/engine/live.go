@@ -208,7 +208,6 @@ func (f *feeder) run(ctx context.Context) error {
 		if f.b.n == 0 { // the batch went to the stages
 			counted = f.publish(counted)
 			if stop() {
-				f.publish(counted)
 				return nil
 			}
 		}
