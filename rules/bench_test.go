@@ -15,9 +15,11 @@ import (
 
 // BenchmarkShardPacket is the rules' own cost per packet, alone (the
 // pipeline's figure is engine's BenchmarkPipelineRules): data packets of
-// 100,000 flows, one in 16 opening its flow with a SYN.
+// 100,000 flows, one in 16 opening its flow with a SYN; "default/flood" is
+// a flood of spoofed SYNs (every packet a new flow from a random source to
+// one server port).
 func BenchmarkShardPacket(b *testing.B) {
-	for _, name := range []string{"default", "HeavyHitter", "HeavyHitter/held", "SYNFlood", "TCPFlagAnomaly"} {
+	for _, name := range []string{"default", "default/flood", "HeavyHitter", "HeavyHitter/held", "SYNFlood", "TCPFlagAnomaly"} {
 		b.Run(name, func(b *testing.B) {
 			set, err := Default()
 			if err != nil {
@@ -53,7 +55,11 @@ func BenchmarkShardPacket(b *testing.B) {
 				p.Key, p.Hash, p.HasTCP, p.Flags, p.WireLen = k, f, true, capture.ACK|capture.PSH, 1500
 				ev := &evs[i]
 				ev.Key, ev.Hash, ev.Result, ev.State, ev.Prev = k, f, acsm.Found, acsm.S1, acsm.S1
-				if i%16 == 0 {
+				if name == "default/flood" {
+					k = capture.Key{Src: netip.AddrFrom4([4]byte{byte(f), byte(f >> 8), byte(f >> 16), byte(f >> 24)}), Dst: netip.AddrFrom4([4]byte{198, 18, 0, 6}), SrcPort: uint16(f >> 32), DstPort: 80, Proto: capture.ProtoTCP}
+					p.Key, ev.Key = k, k
+				}
+				if i%16 == 0 || name == "default/flood" {
 					p.Flags, p.WireLen = capture.SYN, 60
 					ev.New, ev.Result, ev.State, ev.Prev = true, acsm.Absent, acsm.S0, acsm.ConnUnknown
 				}

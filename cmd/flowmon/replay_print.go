@@ -68,6 +68,9 @@ func printSummary(w io.Writer, s *engine.Summary) {
 	if s.FlowsAtCap > 0 {
 		fmt.Fprintf(w, "flow table full  %d flows timed out early at the max-flows cap (half-open first)\n", s.FlowsAtCap)
 	}
+	if s.FlowsShed > 0 {
+		fmt.Fprintf(w, "SYNs shed        %d new flows' SYNs came with the flow table full: counted, no record (entered at their next packet)\n", s.FlowsShed)
+	}
 	if s.TraceStart.IsZero() {
 		fmt.Fprintf(w, "trace            -\n")
 	} else {

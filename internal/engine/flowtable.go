@@ -43,6 +43,7 @@ type flowTable struct {
 	byState  [256]uint64        // flows by final conn_state, while running
 	evicted  uint64             // open flows timed out by the table
 	atCap    uint64             // of which timed out early at the cap
+	shedSYNs uint64             // flows not entered at the cap (shed)
 	maxFlows int
 	idleNew  int64 // timeout (ns) of a flow in S0, SH, SHR or unknown
 	idleEst  int64 // timeout of the others
@@ -112,6 +113,10 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	}
 	switch {
 	case !found:
+		if t.count >= t.maxFlows && ev.New && opensHandshake(p) {
+			t.shed(p, ev)
+			return
+		}
 		if t.count >= t.maxFlows {
 			t.atCap++
 			t.timeOut(t.victim(tag))
@@ -165,6 +170,33 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	}
 	t.ended[(t.head+t.nEnded)%len(t.ended)] = endedFlow{hash: tag, uid: e.uid, at: now}
 	t.nEnded++
+}
+
+// opensHandshake reports whether p is a TCP SYN without ACK: the first
+// packet of a handshake, and all a spoofed SYN flood sends.
+func opensHandshake(p *capture.Packet) bool {
+	return p.HasTCP && p.Flags&(capture.SYN|capture.ACK) == capture.SYN
+}
+
+// shed counts a new flow that the table, at its cap, does not enter: one
+// whose first packet is a SYN. Under a flood of spoofed SYNs each is such
+// a flow, and taking a slot for it would time out another flow early to
+// hold one that will never send again; so at the cap a handshake gets a
+// slot only at its next packet (the SYN-ACK, or the SYN sent again),
+// which the ACSM, holding the flow's state from its SYN, answers as not
+// new. The SYN still counts: in the flow counter at once (a prefetch
+// brought its buckets in, prefetchFlow), and in the flows and conn_states
+// at its state (S0), as the record it would have had. A flow that then
+// goes on is written from that next packet, its SYN left out of its
+// record's packets and history, and counts again there, as a flow timed
+// out and resumed does.
+func (t *flowTable) shed(p *capture.Packet, ev *acsm.Event) {
+	t.shedSYNs++
+	t.distinct++
+	t.byState[ev.State]++
+	if t.counter != nil {
+		t.counter.AddN(p.Hash, 1)
+	}
 }
 
 // start enters a new flow at its first packet in slot i, empty or holding
@@ -267,7 +299,7 @@ func (t *flowTable) flushOne() {
 	// their metas and, through the metas loaded before, their slots.
 	if t.nEnded > 2*prefetchAhead {
 		t.prefetchHome(t.ended[(t.head+2*prefetchAhead)%len(t.ended)].hash)
-		t.prefetchFlow(t.ended[(t.head+prefetchAhead)%len(t.ended)].hash)
+		t.prefetchFlow(t.ended[(t.head+prefetchAhead)%len(t.ended)].hash, false)
 	}
 	if i := t.find(f.hash, f.uid); i >= 0 {
 		t.writeOnce(t.meta[i].idx)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/flowcount"
 )
 
 // recordSink counts the records written and keeps those of flows from
@@ -93,7 +94,8 @@ func TestFlowTableChurn(t *testing.T) {
 // 300,000 SYNs of random sources while 20 established flows send a packet
 // a second: the heap stays flat (after a warm-up), the table at its cap,
 // and the established flows are never timed out by the flood: each has
-// one record with all its packets.
+// one record with all its packets. The SYNs that came while the table was
+// full were shed (no slot, no record) and are counted as flows.
 func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 	var sink recordSink
 	const capFlows, long, flood = 1000, 20, 300_000
@@ -146,8 +148,8 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 	if err := tab.finish(); err != nil {
 		t.Fatal(err)
 	}
-	if sink.n != flood+long {
-		t.Errorf("%d records, want %d", sink.n, flood+long)
+	if uint64(sink.n)+tab.shedSYNs != flood+long || tab.shedSYNs == 0 || tab.distinct != flood+long {
+		t.Errorf("%d records and %d SYNs shed, %d flows; want %d flows, some shed", sink.n, tab.shedSYNs, tab.distinct, flood+long)
 	}
 	pkts := map[netip.Addr]uint64{}
 	for _, r := range sink.keep {
@@ -163,6 +165,54 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 		if n != uint64(sent/long) {
 			t.Errorf("%v: %d packets in its record, sent %d", a, n, sent/long)
 		}
+	}
+}
+
+// TestFlowTableShedsSYNsAtCap: a table at its cap enters no flow at its
+// SYN; the SYN counts in the flow counter and as a flow in S0. At the
+// flow's next packet, which the ACSM knows (not new), the flow is entered,
+// another timed out for it, and its record carries the ACSM's state.
+func TestFlowTableShedsSYNsAtCap(t *testing.T) {
+	var sink recordSink
+	counter, err := flowcount.New(DefaultConfig().FlowCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const capFlows = 4
+	tab := newFlowTable(&sink, counter, capFlows, time.Minute, time.Hour)
+	t0 := time.Unix(1700000000, 0)
+	counter.Rotate(t0)
+	pkts := benchPackets(capFlows+1, 3)
+	est := acsm.Event{New: true, Result: acsm.Found, State: acsm.S1}
+	for i := range capFlows {
+		pkts[i].Timestamp = t0
+		tab.packet(&pkts[i], &est)
+	}
+	syn := &pkts[capFlows]
+	syn.Flags, syn.Timestamp = capture.SYN, t0.Add(time.Millisecond)
+	tab.packet(syn, &acsm.Event{New: true, Result: acsm.Found, State: acsm.S0, OrigIsDst: syn.Reversed})
+	k := packKey(&syn.Key)
+	if _, found := tab.lookup(slotTag(syn.Hash), &k); found || tab.count != capFlows || tab.shedSYNs != 1 || tab.atCap != 0 {
+		t.Fatalf("SYN at the cap: entered %v, %d flows held, %d shed, %d timed out at the cap; want shed", found, tab.count, tab.shedSYNs, tab.atCap)
+	}
+	if n := counter.Count(syn.Hash); n != 1 {
+		t.Errorf("the flow counter holds %d packets of the shed SYN's flow, want 1", n)
+	}
+	synAck := *syn
+	synAck.Reversed, synAck.Flags, synAck.Timestamp = !syn.Reversed, capture.SYN|capture.ACK, t0.Add(2*time.Millisecond)
+	tab.packet(&synAck, &acsm.Event{Result: acsm.Found, Prev: acsm.S0, State: acsm.S1, OrigIsDst: syn.Reversed})
+	if _, found := tab.lookup(slotTag(syn.Hash), &k); !found || tab.count != capFlows || tab.atCap != 1 {
+		t.Fatalf("SYN-ACK at the cap: entered %v, %d flows held, %d timed out at the cap; want entered, one timed out", found, tab.count, tab.atCap)
+	}
+	checkTable(t, tab)
+	if err := tab.finish(); err != nil {
+		t.Fatal(err)
+	}
+	// Records: the four first flows (one timed out for the SYN-ACK's) and
+	// the handshake's from its SYN-ACK; flows: those and the shed SYN.
+	if sink.n != capFlows+1 || tab.distinct != capFlows+2 || tab.states["S0"] != 1 || tab.states["S1"] != capFlows+1 {
+		t.Errorf("%d records, %d flows, states %v; want %d records, %d flows, S0 1 (the shed SYN), S1 %d",
+			sink.n, tab.distinct, tab.states, capFlows+1, capFlows+2, capFlows+1)
 	}
 }
 

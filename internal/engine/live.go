@@ -326,9 +326,7 @@ type Status struct {
 func (p *Pipeline) Status() Status {
 	var st Status
 	for _, s := range p.shards {
-		s.mu.Lock()
-		st.OpenFlows += uint64(s.open)
-		s.mu.Unlock()
+		st.OpenFlows += s.flowTableCounts().open
 	}
 	if p.rules != nil {
 		for _, rc := range p.rules.Manager().Stats().ByRule {

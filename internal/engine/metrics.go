@@ -48,11 +48,17 @@ var (
 		"Packets of new flows the full filter could not count, in the last published flow-count window.", nil, nil)
 	descFCMem     = prometheus.NewDesc("flowmon_flowcount_memory_bytes", "Memory of one window's counting cuckoo filter.", nil, nil)
 	descFCWindows = prometheus.NewDesc("flowmon_flowcount_windows_total", "Windows completed and published.", nil, nil)
+	// The flow table's overload: at max-flows a new flow's SYN is shed and
+	// any other new flow times out an open one early.
+	descFTOpen  = prometheus.NewDesc("flowmon_flowtable_open_flows", "Flows the flow table holds (at most max-flows).", nil, nil)
+	descFTMax   = prometheus.NewDesc("flowmon_flowtable_max_flows", "The flow table's cap (max-flows).", nil, nil)
+	descFTAtCap = prometheus.NewDesc("flowmon_flowtable_timed_out_at_cap_total", "Open flows timed out early because the flow table was full.", nil, nil)
+	descFTShed  = prometheus.NewDesc("flowmon_flowtable_shed_syns_total", "New flows whose SYN came while the flow table was full: counted, not entered (entered at their next packet).", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPackets, descBytes, descNetwork, descTransport, descSkipped,
-		descUnique, descFCFlows, descFCDropped, descFCMem, descFCWindows} {
+		descUnique, descFCFlows, descFCDropped, descFCMem, descFCWindows, descFTOpen, descFTMax, descFTAtCap, descFTShed} {
 		ch <- d
 	}
 }
@@ -63,9 +69,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.pub.mu.Unlock()
 	var fc flowcount.Stats
 	var unique uint64
+	var ft flowTableCounts
 	counters := make([]*flowcount.Counter, len(c.shards))
 	for i, s := range c.shards {
 		unique += s.publishedCounts().unique
+		ft.add(s.flowTableCounts())
 		st := s.flowcountStats()
 		fc.Bytes += st.Bytes
 		fc.Windows = max(fc.Windows, st.Windows)
@@ -97,6 +105,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFCDropped, last.Dropped)
 	gauge(descFCMem, fc.Bytes)
 	counter(descFCWindows, fc.Windows)
+	gauge(descFTOpen, ft.open)
+	gauge(descFTMax, ft.max)
+	counter(descFTAtCap, ft.atCap)
+	counter(descFTShed, ft.shed)
 
 }
 

@@ -386,6 +386,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		s.Flows += sh.flows.distinct
 		s.FlowsTimedOut += sh.flows.evicted
 		s.FlowsAtCap += sh.flows.atCap
+		s.FlowsShed += sh.flows.shedSYNs
 		for _, c := range sh.consumers {
 			if cerr := c.Finish(end); cerr != nil && err == nil {
 				err = cerr

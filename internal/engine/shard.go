@@ -47,12 +47,22 @@ type shard struct {
 	// marked as retransmissions (owner only; pub has the published copy).
 	counts dedupCounts
 
-	mu        sync.Mutex // guards fc, pub and batches, published after each batch
+	mu        sync.Mutex // guards fc, pub, ft and batches, published after each batch
 	processed sync.Cond  // signalled when batches grows
 	batches   uint64     // batches processed
 	fc        flowcount.Stats
 	pub       dedupCounts
-	open      int // flows in the table
+	ft        flowTableCounts
+}
+
+// flowTableCounts are what the metrics show of a flow table.
+type flowTableCounts struct{ open, max, atCap, shed uint64 }
+
+func (c *flowTableCounts) add(o flowTableCounts) {
+	c.open += o.open
+	c.max += o.max
+	c.atCap += o.atCap
+	c.shed += o.shed
 }
 
 // dedupCounts are a shard's packet counts; the pipeline's are their sums.
@@ -249,7 +259,7 @@ func (s *shard) prefetch(p *capture.Packet, fp uint64) {
 		s.dedup.Prefetch(fp)
 	}
 	s.tracker.Prefetch(p.Hash)
-	s.flows.prefetchFlow(p.Hash)
+	s.flows.prefetchFlow(p.Hash, opensHandshake(p))
 }
 
 // publish copies the counters the metrics read, and counts done more
@@ -259,7 +269,7 @@ func (s *shard) publish(done uint64) {
 	s.mu.Lock()
 	s.fc = st
 	s.pub = s.counts
-	s.open = s.flows.count
+	s.ft = flowTableCounts{open: uint64(s.flows.count), max: uint64(s.flows.maxFlows), atCap: s.flows.atCap, shed: s.flows.shedSYNs}
 	s.batches += done
 	if done > 0 {
 		s.processed.Signal()
@@ -281,6 +291,12 @@ func (s *shard) publishedCounts() dedupCounts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pub
+}
+
+func (s *shard) flowTableCounts() flowTableCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ft
 }
 
 func (s *shard) flowcountStats() flowcount.Stats {

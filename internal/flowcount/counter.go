@@ -152,6 +152,10 @@ func (c *Counter) AddN(flowHash, n uint64) uint64 {
 	return got
 }
 
+// Prefetch starts loading the buckets an AddN of flowHash will read and
+// returns at once; it changes nothing.
+func (c *Counter) Prefetch(flowHash uint64) { c.cur.Prefetch(flowHash) }
+
 // rotate publishes the current window and starts the one holding now. If
 // whole windows passed without packets, the last complete one is empty.
 func (c *Counter) rotate(now time.Time) {
