@@ -148,6 +148,30 @@ func TestSYNFloodFiresOnceAndResolves(t *testing.T) {
 	}
 }
 
+// TestCrossedKeyNotCountedFurther: once a key crosses its threshold in a
+// window its alert holds for the window, so its further SYNs are not
+// counted there (a flood's victim's counters stop taking writes); the
+// next window counts it afresh and crosses again.
+func TestCrossedKeyNotCountedFurther(t *testing.T) {
+	r := newRig(t, floodRule)
+	victim := netip.MustParseAddr("198.18.0.1")
+	rl := r.eng.set.Load().counting[0]
+	for w := range 2 {
+		for i := range 300 {
+			at := time.Duration(w)*10*time.Second + time.Duration(i)*time.Millisecond
+			r.packet(fmt.Sprintf("203.0.%d.%d", i/250, i%250+1), uint16(1024+i+1000*w), victim.String(), 80, capture.SYN, at, 60)
+		}
+		win := windowOf(t0.Add(time.Duration(w)*10*time.Second).UnixNano(), rl.st.win.size)
+		if n := rl.st.counts[slot(win)].estimate(addrHash(victim)); n != 101 {
+			t.Errorf("window %d: the victim's count %v after 300 SYNs, want 101 (counted up to its crossing)", w, n)
+		}
+	}
+	r.finish()
+	if st := r.eng.Manager().Stats().ByRule["SYNFlood"]; st.Fired != 1 || st.Suppressed != 1 {
+		t.Errorf("stats %+v, want one alert fired and its second window's crossing folded", st)
+	}
+}
+
 // TestAnomalyFoldsRepeats: a thousand XMAS packets from one source are one
 // alert counting a thousand, whatever the shard's front folded.
 func TestAnomalyFoldsRepeats(t *testing.T) {

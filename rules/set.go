@@ -3,9 +3,11 @@ package rules
 import (
 	"fmt"
 	"hash/fnv"
+	"sync/atomic"
 	"text/template"
 
 	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
 // Set is a compiled rules file, ready to evaluate. A Set is immutable once
@@ -51,7 +53,18 @@ type ruleState struct {
 	// dupMark and totalMark are the pipeline's duplicate and packet counts
 	// when the current window began (duplicates rules).
 	dupMark, totalMark uint64
+	// over holds keys that crossed the threshold, each with its window
+	// (overMark), by the key's low bits (counting rules).
+	over [overSlots]atomic.Uint64
 }
+
+// overSlots is how many keys past their threshold a counting rule
+// remembers at once: the victims of a flood, say.
+const overSlots = 8
+
+// overMark is what ruleState.over holds for key past the threshold in
+// window w: never 0 (an empty slot).
+func overMark(key uint64, w int64) uint64 { return hashmix.Mix(key^uint64(w)*hashmix.Golden) | 1 }
 
 func (st *ruleState) bytes() int {
 	n := 0

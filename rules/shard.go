@@ -152,7 +152,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 // context fills the shard's packet context for p.
 func (s *Shard) context(p *capture.Packet, ev *acsm.Event, t int64) *packetCtx {
 	x := &s.x
-	x.ev, x.origOK, x.t = ev, false, t
+	x.ev, x.origOK, x.hashed, x.t = ev, false, 0, t
 	x.proto, x.isTCP, x.flags, x.wireLen = p.Key.Proto, p.Key.Proto == capture.ProtoTCP && p.HasTCP, p.Flags, p.WireLen
 	return x
 }
@@ -167,6 +167,10 @@ func (s *Shard) context(p *capture.Packet, ev *acsm.Event, t int64) *packetCtx {
 type packetCtx struct {
 	ev     *acsm.Event
 	origOK bool
+	// hashed says which of srcH, dstH (the originator's and responder's
+	// address hashes, which several rules key on) are made.
+	hashed     uint8
+	srcH, dstH uint64
 	// t is the packet's time, ns: alerts' times are made from it (utc), not
 	// from p.Timestamp, whose location pointer would make p escape.
 	t       int64
@@ -186,16 +190,33 @@ func (x *packetCtx) origin() *capture.Key {
 	return &x.orig
 }
 
+// srcHash is the hash of the originator's address, made once a packet.
+func (x *packetCtx) srcHash() uint64 {
+	if x.hashed&1 == 0 {
+		x.srcH = addrHash(x.origin().Src)
+		x.hashed |= 1
+	}
+	return x.srcH
+}
+
+// dstHash is the hash of the responder's address, made once a packet.
+func (x *packetCtx) dstHash() uint64 {
+	if x.hashed&2 == 0 {
+		x.dstH = addrHash(x.origin().Dst)
+		x.hashed |= 2
+	}
+	return x.dstH
+}
+
 // key is the hash of the packet's tracked key.
 func (x *packetCtx) key(t Track) uint64 {
 	switch t {
 	case BySrc:
-		return addrHash(x.origin().Src)
+		return x.srcHash()
 	case ByDst:
-		return addrHash(x.origin().Dst)
+		return x.dstHash()
 	case ByPair:
-		o := x.origin()
-		return pairHash(o.Src, o.Dst)
+		return pairOf(x.srcHash(), x.dstHash())
 	}
 	return x.ev.Hash
 }
@@ -211,8 +232,20 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		}
 		return
 	}
-	sl := slot(st.win.index(x.t))
+	w := st.win.index(x.t)
+	sl := slot(w)
 	key := x.key(r.Track)
+	// A key that crossed the threshold in this window holds its alert for
+	// the window (endWindow): counting it further changes nothing a user
+	// sees but the repeats folded into the alert. So it is not counted:
+	// under a flood to one victim every SYN would otherwise update the
+	// victim's counters, lines that two shards' cores take from each
+	// other at each write.
+	mark := &st.over[key%overSlots]
+	over := overMark(key, w)
+	if mark.Load() == over {
+		return
+	}
 	var before, after float64
 	switch r.Kind {
 	case KindVolume:
@@ -223,37 +256,30 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		before, after = st.counts[sl].add(key, 0, n)
 	case KindThreshold:
 		switch r.Threshold.Event {
+		case EventDistinctDstPorts:
+			before, after = st.counts[sl].add(key, portHash(x.origin().DstPort), 1)
+		case EventDistinctDstHosts:
+			before, after = st.counts[sl].add(key, x.dstHash(), 1)
+		case EventDistinctSrcHosts:
+			before, after = st.counts[sl].add(key, x.srcHash(), 1)
 		case EventAttempt, EventHalfOpen:
 			if !x.isTCP || x.flags&(capture.SYN|capture.ACK) != capture.SYN {
 				return
 			}
-		case EventDistinctDstPorts:
-			before, after = st.counts[sl].add(key, portHash(x.origin().DstPort), 1)
-			s.crossed(r, x, key, before, after)
-			return
-		case EventDistinctDstHosts:
-			before, after = st.counts[sl].add(key, addrHash(x.origin().Dst), 1)
-			s.crossed(r, x, key, before, after)
-			return
-		case EventDistinctSrcHosts:
-			before, after = st.counts[sl].add(key, addrHash(x.origin().Src), 1)
-			s.crossed(r, x, key, before, after)
-			return
-		}
-		before, after = st.counts[sl].add(key, 0, 1)
-		if st.done[sl] != nil {
-			if after <= r.thresh {
-				return // half-open is at most the attempts: no crossing
+			fallthrough
+		default:
+			before, after = st.counts[sl].add(key, 0, 1)
+			if st.done[sl] != nil {
+				if after <= r.thresh {
+					return // half-open is at most the attempts: no crossing
+				}
+				d := st.done[sl].estimate(key)
+				before, after = before-d, after-d
 			}
-			d := st.done[sl].estimate(key)
-			before, after = before-d, after-d
 		}
 	}
-	s.crossed(r, x, key, before, after)
-}
-
-func (s *Shard) crossed(r *rule, x *packetCtx, key uint64, before, after float64) {
 	if before <= r.thresh && after > r.thresh {
+		mark.Store(over)
 		s.fire(r, x, key, after)
 	}
 }
