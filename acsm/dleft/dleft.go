@@ -307,57 +307,98 @@ func (t *Table) Clear(slot int) {
 // scan empties b's expired cells and returns its live cells and its first
 // free cell (-1: none) and the cell matching fp (-1: none).
 func (t *Table) scan(b uint64, fp uint32) (load, free, match int) {
+	r := t.scanShed(b, fp, 0, 0)
+	return r.load, r.free, r.match
+}
+
+// bucketScan is what scanShed found in a bucket.
+type bucketScan struct {
+	load, free, match int // live cells, first free cell, cell matching fp (-1: none)
+	// shed is the cell shedding would take (-1: none): the longest-idle
+	// cell of the shed tier or a "don't know" one, ranked by shedRank.
+	shed, rank int
+}
+
+// scanShed is scan, and, when the table sheds, also looks for the cell
+// to shed in the same pass, so that Insert into full buckets reads them
+// once: base is the bucket's first cell among the two buckets' 32, start
+// the cell shedRank's walk begins at.
+func (t *Table) scanShed(b uint64, fp uint32, base, start int) bucketScan {
 	sh := t.shift()
-	free, match = -1, -1
+	r := bucketScan{free: -1, match: -1, shed: -1, rank: -1}
 	bk := &t.buckets[b]
 	for j, c := range bk {
-		if c != 0 && t.expired(c) {
+		if c == 0 {
+			if r.free < 0 {
+				r.free = j
+			}
+			continue
+		}
+		st := c & t.smask
+		tr := t.tier[st]
+		age := int(t.age(c, tr))
+		if t.ages[tr] && age > ticksPerTimeout {
 			bk[j] = 0
 			t.live--
 			t.stats.Expired++
-			c = 0
-		}
-		switch {
-		case c == 0:
-			if free < 0 {
-				free = j
+			if r.free < 0 {
+				r.free = j
 			}
-		case c>>sh == fp:
-			match = j
-			load++
-		default:
-			load++
+			continue
+		}
+		r.load++
+		if c>>sh == fp {
+			r.match = j
+		}
+		if t.shed && (tr == t.shedTier || st == t.dk) {
+			if k := shedRank(age, base+j, start); k > r.rank {
+				r.shed, r.rank = int(b)*cellsPerBucket+j, k
+			}
 		}
 	}
-	return load, free, match
+	return r
+}
+
+// shedRank orders shedding candidates: the longest idle first, and among
+// equal ages (ticks are an eighth of the timeout, so under a flood many
+// cells tie) the first met walking the two buckets' 32 cells cyclically
+// from cell start, which the new flow's fingerprint picks, so that a tie
+// does not always fall on the same cell (a legitimate handshake's, say)
+// but on one of them at random.
+func shedRank(age, pos, start int) int {
+	return age<<5 | (2*cellsPerBucket - 1 - (pos-start)&(2*cellsPerBucket-1))
 }
 
 // Insert adds h with state v. If one of h's buckets already holds h's
 // fingerprint, that cell becomes "don't know" (the paper's rule for
-// flows that cannot be told apart).
+// flows that cannot be told apart). When both buckets are full and the
+// table sheds, the new flow takes the place of the longest-idle cell of
+// the shed tier (or a "don't know" one) in them, if there is one.
 func (t *Table) Insert(h uint64, v uint32) error {
 	b0, b1, fp0, fp1 := t.locate(h)
-	l0, f0, m0 := t.scan(b0, fp0)
-	l1, f1, m1 := t.scan(b1, fp1)
+	start := int(fp0) % (2 * cellsPerBucket)
+	s0 := t.scanShed(b0, fp0, 0, start)
+	s1 := t.scanShed(b1, fp1, cellsPerBucket, start)
 	switch {
-	case m0 >= 0:
-		t.setCell(int(b0)*cellsPerBucket+m0, t.tagged(fp0, t.dk))
+	case s0.match >= 0:
+		t.setCell(int(b0)*cellsPerBucket+s0.match, t.tagged(fp0, t.dk))
 		t.stats.Duplicates++
 		return nil
-	case m1 >= 0:
-		t.setCell(int(b1)*cellsPerBucket+m1, t.tagged(fp1, t.dk))
+	case s1.match >= 0:
+		t.setCell(int(b1)*cellsPerBucket+s1.match, t.tagged(fp1, t.dk))
 		t.stats.Duplicates++
 		return nil
 	}
 	switch {
-	case f0 >= 0 && (f1 < 0 || l0 <= l1):
-		t.buckets[b0][f0] = t.tagged(fp0, v)
-	case f1 >= 0:
-		t.buckets[b1][f1] = t.tagged(fp1, v)
-	case t.shed:
-		if !t.shedOldest(b0, b1, fp0, fp1, v) {
-			t.stats.InsertFailures++
-			return ErrFull
+	case s0.free >= 0 && (s1.free < 0 || s0.load <= s1.load):
+		t.buckets[b0][s0.free] = t.tagged(fp0, v)
+	case s1.free >= 0:
+		t.buckets[b1][s1.free] = t.tagged(fp1, v)
+	case s0.rank >= 0 || s1.rank >= 0: // ranked only when the table sheds
+		if s1.rank > s0.rank {
+			t.setCell(s1.shed, t.tagged(fp1, v))
+		} else {
+			t.setCell(s0.shed, t.tagged(fp0, v))
 		}
 		t.stats.Shed++
 		t.stats.Inserts++
@@ -369,43 +410,6 @@ func (t *Table) Insert(h uint64, v uint32) error {
 	t.live++
 	t.stats.Inserts++
 	return nil
-}
-
-// shedOldest puts (fingerprint, v) in place of the longest-idle cell of
-// the shed tier (or a "don't know" one) in full buckets b0 and b1, and
-// reports whether there was one. Ages are in ticks (an eighth of the
-// tier's timeout), so under a flood many cells tie: the scan starts at a
-// cell the new flow's fingerprint picks, so that a tie does not always
-// fall on the same cell (a legitimate handshake's, say) but on one of
-// them at random.
-func (t *Table) shedOldest(b0, b1 uint64, fp0, fp1, v uint32) bool {
-	best, bestAge := -1, -1
-	start := int(fp0) % (2 * cellsPerBucket)
-	for k := range 2 * cellsPerBucket {
-		i := (start + k) % (2 * cellsPerBucket)
-		b, j := b0, i
-		if i >= cellsPerBucket {
-			b, j = b1, i-cellsPerBucket
-		}
-		c := t.buckets[b][j]
-		st := c & t.smask
-		tr := t.tier[st]
-		if tr != t.shedTier && st != t.dk {
-			continue
-		}
-		if age := int(t.age(c, tr)); age > bestAge {
-			best, bestAge = int(b)*cellsPerBucket+j, age
-		}
-	}
-	if best < 0 {
-		return false
-	}
-	fp := fp0
-	if uint64(best/cellsPerBucket) == b1 {
-		fp = fp1
-	}
-	t.setCell(best, t.tagged(fp, v))
-	return true
 }
 
 // Query looks h up (backend.Backend).

@@ -335,3 +335,35 @@ func TestShedOldestFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestShedRankWalks: the cell Insert sheds, the candidate of highest
+// shedRank over both buckets, is the one a walk of the 32 cells from the
+// fingerprint's start meets first among the longest idle (how ties
+// spread over the tied cells instead of falling on one).
+func TestShedRankWalks(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	const n = 2 * cellsPerBucket
+	for range 10000 {
+		var eligible [n]bool
+		var age [n]int
+		for i := range n {
+			eligible[i], age[i] = r.IntN(3) > 0, r.IntN(4) // few ages: many ties
+		}
+		start := r.IntN(n)
+		walk, walkAge := -1, -1
+		for k := range n {
+			if i := (start + k) % n; eligible[i] && age[i] > walkAge {
+				walk, walkAge = i, age[i]
+			}
+		}
+		best, bestRank := -1, -1
+		for i := range n {
+			if k := shedRank(age[i], i, start); eligible[i] && k > bestRank {
+				best, bestRank = i, k
+			}
+		}
+		if best != walk {
+			t.Fatalf("start %d, ages %v, eligible %v: ranked %d, walk %d", start, age, eligible, best, walk)
+		}
+	}
+}
