@@ -271,7 +271,7 @@ func (t *flowTable) prefetchFlow(h uint64, syn bool) {
 // prefetchShed starts loading the flow counter's buckets for a SYN of a
 // new flow that the table, at its cap, will shed (shed).
 func (t *flowTable) prefetchShed(h uint64, syn bool) {
-	if syn && t.count >= t.maxFlows && t.counter != nil {
+	if syn && t.count >= t.maxFlows && t.counter != nil && !t.counter.Refusing() {
 		t.counter.Prefetch(h)
 	}
 }

@@ -185,7 +185,8 @@ func opensHandshake(p *capture.Packet) bool {
 // slot only at its next packet (the SYN-ACK, or the SYN sent again),
 // which the ACSM, holding the flow's state from its SYN, answers as not
 // new. The SYN still counts: in the flow counter at once (a prefetch
-// brought its buckets in, prefetchFlow), and in the flows and conn_states
+// brought its buckets in, prefetchFlow; a full window's filter drops it
+// unlooked, Counter.AddNew), and in the flows and conn_states
 // at its state (S0), as the record it would have had. A flow that then
 // goes on is written from that next packet, its SYN left out of its
 // record's packets and history, and counts again there, as a flow timed
@@ -195,7 +196,7 @@ func (t *flowTable) shed(p *capture.Packet, ev *acsm.Event) {
 	t.distinct++
 	t.byState[ev.State]++
 	if t.counter != nil {
-		t.counter.AddN(p.Hash, 1)
+		t.counter.AddNew(p.Hash, 1)
 	}
 }
 

@@ -152,9 +152,31 @@ func (c *Counter) AddN(flowHash, n uint64) uint64 {
 	return got
 }
 
+// AddNew is AddN for a flow the caller believes new in the window (the
+// ACSM knew no state for it). Once the window's filter has refused a new
+// flow it is all but full, and such a flow's packets are counted as
+// dropped at once, without the lookup: under a flood of new flows that
+// lookup, two cache misses, is the counter's whole cost and nearly always
+// ends in a refusal. What that gives up: the rare new flow a full filter
+// would still have taken (a slot a kick chain left free), and the flow
+// the caller wrongly believed new (its 5-tuple already counted in the
+// window: one of its packets is then dropped, not added).
+func (c *Counter) AddNew(flowHash, n uint64) uint64 {
+	if c.dropped > 0 {
+		c.packets += n
+		c.dropped += n
+		return 0
+	}
+	return c.AddN(flowHash, n)
+}
+
 // Prefetch starts loading the buckets an AddN of flowHash will read and
 // returns at once; it changes nothing.
 func (c *Counter) Prefetch(flowHash uint64) { c.cur.Prefetch(flowHash) }
+
+// Refusing reports whether the window's filter has refused a new flow
+// (AddNew then drops new flows without a lookup).
+func (c *Counter) Refusing() bool { return c.dropped > 0 }
 
 // rotate publishes the current window and starts the one holding now. If
 // whole windows passed without packets, the last complete one is empty.

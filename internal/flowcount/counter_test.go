@@ -104,6 +104,42 @@ func TestFullCounterDrops(t *testing.T) {
 	}
 }
 
+// TestAddNewDropsOnceRefusing: AddNew counts as AddN until the window's
+// filter refuses a flow; then new flows' packets are dropped without a
+// lookup (the filter is left as it was), and the next window counts again.
+func TestAddNewDropsOnceRefusing(t *testing.T) {
+	c := mustCounter(t, Options{ExpectedFlows: 100})
+	c.Rotate(t0)
+	key := func(i uint64) uint64 { return i * 0x9e3779b97f4a7c15 }
+	i := uint64(0)
+	for ; !c.Refusing(); i++ {
+		if i > 10_000 {
+			t.Fatal("a filter sized for 100 flows took 10,000")
+		}
+		if got := c.AddNew(key(i), 2); got != 2 && !c.Refusing() {
+			t.Fatalf("flow %d: %d packets counted, want 2", i, got)
+		}
+	}
+	before := c.Stats()
+	distinct := c.cur.Stats().Distinct
+	for j := range uint64(50) {
+		if got := c.AddNew(key(i+j), 1); got != 0 {
+			t.Fatalf("a new flow counted %d once refusing", got)
+		}
+	}
+	st := c.Stats()
+	if st.Dropped != before.Dropped+50 || st.Packets != before.Packets+50 || c.cur.Stats().Distinct != distinct {
+		t.Errorf("after 50 new flows refusing: stats %+v (before %+v), %d flows held (before %d)", st, before, c.cur.Stats().Distinct, distinct)
+	}
+	if got := c.AddN(key(0), 1); got != 3 {
+		t.Errorf("a held flow's AddN: %d packets, want 3", got)
+	}
+	c.Rotate(t0.Add(2 * DefaultWindow))
+	if c.Refusing() || c.AddNew(key(i), 1) != 1 {
+		t.Errorf("the next window refuses (%v) or did not count a new flow", c.Refusing())
+	}
+}
+
 func TestHandlerAndFetch(t *testing.T) {
 	c := mustCounter(t, Options{ExpectedFlows: 1000})
 	srv := httptest.NewServer(c.Handler())
