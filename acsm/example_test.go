@@ -31,6 +31,7 @@ func Example() {
 	send(false, capture.SYN|capture.ACK)
 	ev := send(true, capture.RST)
 	fmt.Println(ev.Ended, ev.State, ev.Originator())
+	tr.Flush(time.Unix(1e9, 0)) // the end of the trace: ages to it and publishes the counts
 	fmt.Println(tr.Counts().Ended)
 	// Output:
 	// true RSTO tcp 192.0.2.7:51000 -> 198.51.100.1:443

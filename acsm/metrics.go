@@ -1,11 +1,27 @@
 package acsm
 
-// publishEvery is how often (in packets) Observe copies the backend's own
-// counters to the atomics that Counts, Stats and the collector read.
+// publishEvery is how often (in packets) Observe copies its tally and the
+// backend's own counters to the atomics that Counts, Stats and the
+// collector read.
 const publishEvery = 4096
 
 // publish copies the owner-side counters to atomics.
 func (t *Tracker) publish() {
+	o, c := &t.own, &t.c
+	c.packets.Store(o.packets)
+	c.skipped.Store(o.skipped)
+	c.newFlows.Store(o.newFlows)
+	c.unknown.Store(o.unknown)
+	for i, n := range o.ended {
+		c.ended[i].Store(n)
+	}
+	for i, n := range o.anomalies {
+		c.anomalies[i].Store(n)
+	}
+	c.shChecks.Store(o.shChecks)
+	c.shFP.Store(o.shFP)
+	c.shFN.Store(o.shFN)
+	c.shWrong.Store(o.shWrong)
 	t.c.memory.Store(int64(t.st.memoryBytes()))
 	t.c.live.Store(t.st.live())
 	if t.shadow != nil {
@@ -33,8 +49,9 @@ type Counts struct {
 	Anomalies map[string]uint64
 }
 
-// Counts returns the flow counts so far. It allocates (two maps) and may be
-// called from any goroutine.
+// Counts returns the flow counts as last published (every 4096 packets,
+// at Flush and AppendState). It allocates (two maps) and may be called
+// from any goroutine.
 func (t *Tracker) Counts() Counts {
 	c := Counts{
 		Packets: t.c.packets.Load(), Skipped: t.c.skipped.Load(),

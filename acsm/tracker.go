@@ -131,9 +131,22 @@ type Tracker struct {
 	m      *machine
 	st     *store
 	shadow *store
+	own    tally
 	c      counters
 }
 
+// tally is what Observe counts, in plain fields the owner alone touches
+// (an atomic add is a locked instruction, several nanoseconds a packet);
+// publish copies it to counters every publishEvery packets, at Flush and
+// before the state is saved.
+type tally struct {
+	packets, skipped, newFlows, unknown uint64
+	ended                               [NumConnStates]uint64
+	anomalies                           [numAnomalies]uint64
+	shChecks, shFP, shFN, shWrong       uint64
+}
+
+// counters are what other goroutines read (Counts, Stats, Samples).
 type counters struct {
 	packets, skipped, newFlows, unknown atomic.Uint64
 	ended                               [NumConnStates]atomic.Uint64
@@ -178,11 +191,12 @@ func (t *Tracker) Values() int { return t.m.values }
 // backend aside, whose map grows up to its cap).
 func (t *Tracker) Observe(p *capture.Packet) Event {
 	ev := Event{Key: p.Key, Hash: p.Hash}
+	o := &t.own
 	if p.Fragment == capture.LaterFragment || (p.Key.Proto == capture.ProtoTCP && !p.HasTCP) {
-		t.c.skipped.Add(1)
+		o.skipped++
 		return ev
 	}
-	if t.c.packets.Add(1)%publishEvery == 0 {
+	if o.packets++; o.packets%publishEvery == 0 {
 		t.publish()
 	}
 	now := p.Timestamp.UnixNano()
@@ -198,31 +212,31 @@ func (t *Tracker) Observe(p *capture.Packet) Event {
 		t.shadow.rotate(now)
 		sev := Event{}
 		t.step(t.shadow, p, flags, data, &sev)
-		t.c.shChecks.Add(1)
+		o.shChecks++
 		switch {
 		case sev.Result == Absent && ev.Result != Absent:
-			t.c.shFP.Add(1)
+			o.shFP++
 		case sev.Result != Absent && ev.Result != Found:
-			t.c.shFN.Add(1)
+			o.shFN++
 		case sev.State != ev.State || sev.OrigIsDst != ev.OrigIsDst:
-			t.c.shWrong.Add(1)
+			o.shWrong++
 		}
 	}
 	switch {
 	case ev.New:
-		t.c.newFlows.Add(1)
+		o.newFlows++
 	case ev.Result == Unknown:
-		t.c.unknown.Add(1)
+		o.unknown++
 	}
 	if ev.Ended {
-		t.c.ended[ev.State].Add(1)
+		o.ended[ev.State]++
 	}
 	for a := ev.Anomalies; a != 0; a &= a - 1 {
 		i := 0
 		for x := a & -a; x > 1; x >>= 1 {
 			i++
 		}
-		t.c.anomalies[i].Add(1)
+		o.anomalies[i]++
 	}
 	return ev
 }

@@ -128,6 +128,7 @@ func (c *counters) fields() (u []*atomic.Uint64, i []*atomic.Int64) {
 func (t *Tracker) AppendState(b []byte) ([]byte, error) {
 	b = snapshot.AppendTag(b, trackerTag, trackerState)
 	b = snapshot.AppendParams(b, t.stateParams())
+	t.publish()
 	u, i := t.c.fields()
 	for _, x := range u {
 		b = binary.LittleEndian.AppendUint64(b, x.Load())
@@ -199,7 +200,22 @@ func (t *Tracker) RestoreState(b []byte) error {
 	for k, x := range i {
 		x.Store(is[k])
 	}
+	t.own = t.c.tally()
 	return nil
+}
+
+// tally is the owner's tally the published counters hold.
+func (c *counters) tally() tally {
+	o := tally{packets: c.packets.Load(), skipped: c.skipped.Load(), newFlows: c.newFlows.Load(),
+		unknown: c.unknown.Load(), shChecks: c.shChecks.Load(), shFP: c.shFP.Load(), shFN: c.shFN.Load(),
+		shWrong: c.shWrong.Load()}
+	for i := range o.ended {
+		o.ended[i] = c.ended[i].Load()
+	}
+	for i := range o.anomalies {
+		o.anomalies[i] = c.anomalies[i].Load()
+	}
+	return o
 }
 
 // appendState appends the store's state (see the format above).

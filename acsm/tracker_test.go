@@ -160,6 +160,7 @@ func TestFlagAnomalies(t *testing.T) {
 	}
 	tr, _ := New(Config{Backend: BackendExact, Capacity: 10})
 	_, _ = run(t, tr, capture.ProtoTCP, cli, srv, []step{{true, syn, 0}, {false, synack, 0}, {true, finack, 0}, {true, rst, 0}})
+	tr.Flush(t0) // publishes the counts
 	if n := tr.Counts().Anomalies["rst_after_fin"]; n != 1 {
 		t.Errorf("rst_after_fin = %d, want 1", n)
 	}
@@ -323,6 +324,7 @@ func TestKeepEnded(t *testing.T) {
 		tr, _ := New(Config{Backend: BackendExact, Capacity: 10, KeepEnded: keep})
 		run(t, tr, capture.ProtoTCP, cli, srv, []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0},
 			{true, finack, 0}, {false, finack, 0}, {true, ack, 0}})
+		tr.Flush(t0) // publishes the counts
 		newFlows := tr.Counts().NewFlows
 		if want := map[bool]uint64{false: 2, true: 1}[keep]; newFlows != want {
 			t.Errorf("keep=%v: %d flows after the straggler ACK, want %d", keep, newFlows, want)
