@@ -20,9 +20,7 @@ func addrHash(a netip.Addr) uint64 {
 	return hashmix.Mix(binary.BigEndian.Uint64(b[:8]) ^ hashmix.Mix(binary.BigEndian.Uint64(b[8:])^seedAddr))
 }
 
-func pairHash(src, dst netip.Addr) uint64 { return pairOf(addrHash(src), addrHash(dst)) }
-
-// pairOf is pairHash from the two addresses' hashes.
+// pairOf is the key of an ordered pair of addresses, from their addrHash.
 func pairOf(src, dst uint64) uint64 { return hashmix.Mix(src ^ hashmix.Mix(dst^hashmix.Golden)) }
 
 func portHash(p uint16) uint64 { return hashmix.Mix(uint64(p) ^ seedPort) }
