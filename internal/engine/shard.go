@@ -81,6 +81,18 @@ func (c *dedupCounts) add(o dedupCounts) {
 // one worker as fast (5.08 s against 5.01).
 const batchSize = 1024
 
+// batchRing is how many batches a worker shard cycles through (its
+// reader fills one while the worker runs another; the free ones wait in
+// order of release). A batch's lines were last read by the worker's core
+// when the reader writes them again: with 6 batches (1.1 MB) they were
+// still in that core's cache, and every packet copied in waited for lines
+// taken back from the other core (the reader's copy into the batch took
+// 4 times its one-worker time); with 16 (2.9 MB of a shard's memory) two
+// workers ran raw64 in 0.90 and eth in 0.88 of the wall time (farm-bench
+// -n 7, paired medians). 32 was faster again on raw64 (0.95 of 16's) but
+// costs eth's max RSS its 5x margin below argus.
+const batchRing = 16
+
 // prefetchAhead is how many packets ahead of the one it processes a
 // worker prefetches the tracker's memory for, so that the lookups' cache
 // misses overlap (kbf's QueryBatch does the same within one filter).
@@ -206,7 +218,7 @@ func (s *shard) idle(now time.Time) {
 // start runs the shard on its own goroutine, fed through in.
 func (s *shard) start() {
 	s.in = make(chan *batch, 4)
-	s.free = make(chan *batch, 6)
+	s.free = make(chan *batch, batchRing)
 	for range cap(s.free) {
 		s.free <- new(batch)
 	}
