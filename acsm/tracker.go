@@ -190,11 +190,20 @@ func (t *Tracker) Values() int { return t.m.values }
 // Observe applies one packet to its flow. It does not allocate (the exact
 // backend aside, whose map grows up to its cap).
 func (t *Tracker) Observe(p *capture.Packet) Event {
-	ev := Event{Key: p.Key, Hash: p.Hash}
+	var ev Event
+	t.ObserveInto(p, &ev)
+	return ev
+}
+
+// ObserveInto is Observe writing the event into ev, for a caller that
+// keeps one (the engine's shard): the event, 80 bytes, is then written
+// once instead of being copied out.
+func (t *Tracker) ObserveInto(p *capture.Packet, ev *Event) {
+	*ev = Event{Key: p.Key, Hash: p.Hash}
 	o := &t.own
 	if p.Fragment == capture.LaterFragment || (p.Key.Proto == capture.ProtoTCP && !p.HasTCP) {
 		o.skipped++
-		return ev
+		return
 	}
 	if o.packets++; o.packets%publishEvery == 0 {
 		t.publish()
@@ -207,7 +216,7 @@ func (t *Tracker) Observe(p *capture.Packet) Event {
 		ev.Anomalies = flagAnomalies(flags)
 	}
 	data := p.PayloadLen > 0
-	t.step(t.st, p, flags, data, &ev)
+	t.step(t.st, p, flags, data, ev)
 	if t.shadow != nil && hashmix.Reduce(hashmix.Mix(p.Hash^0x5348414457), uint64(t.cfg.ShadowRate)) == 0 {
 		t.shadow.rotate(now)
 		sev := Event{}
@@ -238,7 +247,6 @@ func (t *Tracker) Observe(p *capture.Packet) Event {
 		}
 		o.anomalies[i]++
 	}
-	return ev
 }
 
 // Prefetch starts loading the backend memory that Observe of a packet

@@ -181,7 +181,7 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 // packet runs an admitted packet through the per-flow stages.
 func (s *shard) packet(p *capture.Packet) {
 	ev := &s.ev
-	*ev = s.tracker.Observe(p)
+	s.tracker.ObserveInto(p, ev)
 	s.rotate(p.Timestamp)
 	s.flows.packet(p, ev) // counts the packet in its flow's slot
 	if ev.New && s.history != nil {
