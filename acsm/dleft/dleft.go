@@ -307,7 +307,7 @@ func (t *Table) Clear(slot int) {
 // scan empties b's expired cells and returns its live cells and its first
 // free cell (-1: none) and the cell matching fp (-1: none).
 func (t *Table) scan(b uint64, fp uint32) (load, free, match int) {
-	r := t.scanShed(b, fp, 0, 0)
+	r := t.scanShed(b, fp, false, 0, 0)
 	return r.load, r.free, r.match
 }
 
@@ -319,11 +319,11 @@ type bucketScan struct {
 	shed, rank int
 }
 
-// scanShed is scan, and, when the table sheds, also looks for the cell
-// to shed in the same pass, so that Insert into full buckets reads them
-// once: base is the bucket's first cell among the two buckets' 32, start
-// the cell shedRank's walk begins at.
-func (t *Table) scanShed(b uint64, fp uint32, base, start int) bucketScan {
+// scanShed is scan, and, with rank (an Insert into a table that sheds),
+// also looks for the cell to shed in the same pass, so that Insert into
+// full buckets reads them once: base is the bucket's first cell among the
+// two buckets' 32, start the cell shedRank's walk begins at.
+func (t *Table) scanShed(b uint64, fp uint32, rank bool, base, start int) bucketScan {
 	sh := t.shift()
 	r := bucketScan{free: -1, match: -1, shed: -1, rank: -1}
 	bk := &t.buckets[b]
@@ -350,7 +350,7 @@ func (t *Table) scanShed(b uint64, fp uint32, base, start int) bucketScan {
 		if c>>sh == fp {
 			r.match = j
 		}
-		if t.shed && (tr == t.shedTier || st == t.dk) {
+		if rank && (tr == t.shedTier || st == t.dk) {
 			if k := shedRank(age, base+j, start); k > r.rank {
 				r.shed, r.rank = int(b)*cellsPerBucket+j, k
 			}
@@ -377,8 +377,8 @@ func shedRank(age, pos, start int) int {
 func (t *Table) Insert(h uint64, v uint32) error {
 	b0, b1, fp0, fp1 := t.locate(h)
 	start := int(fp0) % (2 * cellsPerBucket)
-	s0 := t.scanShed(b0, fp0, 0, start)
-	s1 := t.scanShed(b1, fp1, cellsPerBucket, start)
+	s0 := t.scanShed(b0, fp0, t.shed, 0, start)
+	s1 := t.scanShed(b1, fp1, t.shed, cellsPerBucket, start)
 	switch {
 	case s0.match >= 0:
 		t.setCell(int(b0)*cellsPerBucket+s0.match, t.tagged(fp0, t.dk))

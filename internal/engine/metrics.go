@@ -70,10 +70,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	var fc flowcount.Stats
 	var unique uint64
 	var ft flowTableCounts
+	var maxFlows uint64
 	counters := make([]*flowcount.Counter, len(c.shards))
 	for i, s := range c.shards {
 		unique += s.publishedCounts().unique
 		ft.add(s.flowTableCounts())
+		maxFlows += uint64(s.flows.maxFlows) // fixed when the table is made
 		st := s.flowcountStats()
 		fc.Bytes += st.Bytes
 		fc.Windows = max(fc.Windows, st.Windows)
@@ -106,7 +108,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFCMem, fc.Bytes)
 	counter(descFCWindows, fc.Windows)
 	gauge(descFTOpen, ft.open)
-	gauge(descFTMax, ft.max)
+	gauge(descFTMax, maxFlows)
 	counter(descFTAtCap, ft.atCap)
 	counter(descFTShed, ft.shed)
 

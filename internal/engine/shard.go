@@ -55,12 +55,12 @@ type shard struct {
 	ft        flowTableCounts
 }
 
-// flowTableCounts are what the metrics show of a flow table.
-type flowTableCounts struct{ open, max, atCap, shed uint64 }
+// flowTableCounts are what the metrics show of a flow table as it runs
+// (its cap, fixed when it is made, they read from the table).
+type flowTableCounts struct{ open, atCap, shed uint64 }
 
 func (c *flowTableCounts) add(o flowTableCounts) {
 	c.open += o.open
-	c.max += o.max
 	c.atCap += o.atCap
 	c.shed += o.shed
 }
@@ -281,7 +281,7 @@ func (s *shard) publish(done uint64) {
 	s.mu.Lock()
 	s.fc = st
 	s.pub = s.counts
-	s.ft = flowTableCounts{open: uint64(s.flows.count), max: uint64(s.flows.maxFlows), atCap: s.flows.atCap, shed: s.flows.shedSYNs}
+	s.ft = flowTableCounts{open: uint64(s.flows.count), atCap: s.flows.atCap, shed: s.flows.shedSYNs}
 	s.batches += done
 	if done > 0 {
 		s.processed.Signal()

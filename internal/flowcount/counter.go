@@ -162,7 +162,7 @@ func (c *Counter) AddN(flowHash, n uint64) uint64 {
 // the caller wrongly believed new (its 5-tuple already counted in the
 // window: one of its packets is then dropped, not added).
 func (c *Counter) AddNew(flowHash, n uint64) uint64 {
-	if c.dropped > 0 {
+	if c.Refusing() {
 		c.packets += n
 		c.dropped += n
 		return 0
