@@ -5,11 +5,13 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/flowcount"
+	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // shard owns the per-flow stages for the flows whose hash selects it: its
@@ -84,14 +86,14 @@ const batchSize = 1024
 // batchRing is how many batches a worker shard cycles through (its
 // reader fills one while the worker runs another; the free ones wait in
 // order of release). A batch's lines were last read by the worker's core
-// when the reader writes them again: with 6 batches (1.1 MB) they were
-// still in that core's cache, and every packet copied in waited for lines
-// taken back from the other core (the reader's copy into the batch took
-// 4 times its one-worker time); with 16 (2.9 MB of a shard's memory) two
-// workers ran raw64 in 0.90 and eth in 0.88 of the wall time (farm-bench
-// -n 7, paired medians). 32 was faster again on raw64 (0.95 of 16's) but
-// costs eth's max RSS its 5x margin below argus.
-const batchRing = 16
+// when the reader writes them again: before the reader claimed them ahead
+// of its copy (batch.claim), only a ring big enough for them to leave that
+// core's cache kept the copy from waiting (6 batches took the reader's
+// copy to 4 times its one-worker time; 16 cost 2.9 MB a shard). With
+// the claim, 8 ran eth in 0.95 and raw64 in 0.97 of 16's wall time, 4 and
+// 6 were slower (1.03-1.05, 1.0), and 8 holds 1.5 MB a shard (farm-bench
+// -n 7, paired medians).
+const batchRing = 8
 
 // prefetchAhead is how many packets ahead of the one it processes a
 // worker prefetches the tracker's memory for, so that the lookups' cache
@@ -103,18 +105,52 @@ type batch struct {
 	seq  [batchSize]uint64 // each packet's number in the pipeline (recordlog.go)
 	fp   [batchSize]uint64 // each packet's dedup fingerprint (0 without dedup)
 	n    int
+	// handoff is set for a worker shard's batches, filled on the reader's
+	// core and run on the worker's: see claim.
+	handoff bool
 }
+
+// claimAhead is how many packets ahead of its copy the reader claims a
+// handed-off batch's lines (claim).
+const claimAhead = 8
 
 // add copies pk into the batch without its payload (it points into the
 // source's buffer, and no per-flow stage reads it), with its dedup
 // fingerprint and its number in the pipeline; it reports whether the
 // batch is full.
 func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
+	if b.handoff {
+		b.claim(b.n + claimAhead)
+	}
 	b.pkts[b.n] = *pk
 	b.pkts[b.n].Payload = nil
 	b.fp[b.n], b.seq[b.n] = fp, seq
 	b.n++
 	return b.n == batchSize
+}
+
+// claim fetches slot j's lines for writing. A handed-off batch's lines
+// were last read on the worker's core: each store of the copy into them
+// waited for its line to be taken back from that core, the store buffer
+// filled, and the reader stalled (a third of its time on eth, in the
+// first store of the next packet's read). Claimed a few packets ahead,
+// the lines are taken while the reader reads and decodes: two workers ran
+// eth in 0.87 of the wall time, raw64 in 0.85 and the flood in 0.94
+// (farm-bench -n 7-9, paired medians). One worker's batches stay on one
+// core and are not claimed.
+func (b *batch) claim(j int) {
+	if j >= batchSize {
+		return
+	}
+	// A Packet (168 bytes) spans three or four lines, and consecutive
+	// slots' first three cover every line; fp and seq hold eight slots a
+	// line.
+	a := unsafe.Pointer(&b.pkts[j])
+	memhint.PrefetchW2(a, unsafe.Add(a, 64))
+	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Pointer(&b.fp[j]))
+	if j%8 == 0 {
+		memhint.PrefetchW2(unsafe.Pointer(&b.seq[j]), unsafe.Pointer(&b.seq[j]))
+	}
 }
 
 func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
@@ -220,7 +256,7 @@ func (s *shard) start() {
 	s.in = make(chan *batch, 4)
 	s.free = make(chan *batch, batchRing)
 	for range cap(s.free) {
-		s.free <- new(batch)
+		s.free <- &batch{handoff: true}
 	}
 	s.done = make(chan struct{})
 	go func() {

@@ -6,3 +6,6 @@ import "unsafe"
 
 // Prefetch2 does nothing where no prefetch instruction is wired up.
 func Prefetch2(a, b unsafe.Pointer) {}
+
+// PrefetchW2 does nothing where no prefetch instruction is wired up.
+func PrefetchW2(a, b unsafe.Pointer) {}
