@@ -52,7 +52,8 @@
 // the packet can trigger. Counting rules count per key in sketches whose
 // memory is fixed by the rule's error, not by the keys an attacker picks
 // (sketch.go): count-min with conservative update for occurrences, a
-// count-min grid of HyperLogLogs for distinct items. The shards share
+// count-min grid of HyperLogLogs for distinct items (of bitmaps, linear
+// counting, for a threshold small enough for them). The shards share
 // them (a destination's flows are spread over all shards) through atomic
 // updates, in three window slots (window.go); a threshold fires when an
 // update carries a key's estimate across it, once per window, and the

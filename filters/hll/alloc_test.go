@@ -9,12 +9,15 @@ import (
 func TestNoAllocs(t *testing.T) {
 	h := mustHLL(t, 14)
 	s := mustSpread(t, SpreadOptions{RelErr: 0.1, Keys: 1000, Delta: 0.01})
+	bs := mustBits(t, 1000, 2, 64, 0)
 	var x uint64
 	for name, f := range map[string]func(){
-		"HLL.Add":         func() { x += 0x9e3779b97f4a7c15; h.Add(x) },
-		"HLL.Estimate":    func() { h.Estimate() },
-		"Spread.Add":      func() { x += 0x9e3779b97f4a7c15; s.Add(x>>50, x) },
-		"Spread.Estimate": func() { x++; s.Estimate(x) },
+		"HLL.Add":            func() { x += 0x9e3779b97f4a7c15; h.Add(x) },
+		"HLL.Estimate":       func() { h.Estimate() },
+		"Spread.Add":         func() { x += 0x9e3779b97f4a7c15; s.Add(x>>50, x) },
+		"Spread.Estimate":    func() { x++; s.Estimate(x) },
+		"BitSpread.Add":      func() { x += 0x9e3779b97f4a7c15; bs.Add(x>>50, x) },
+		"BitSpread.Estimate": func() { x++; bs.Estimate(x) },
 	} {
 		if a := testing.AllocsPerRun(1000, f); a != 0 {
 			t.Errorf("%s: %v allocations", name, a)

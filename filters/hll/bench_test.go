@@ -111,3 +111,42 @@ func BenchmarkSpreadEstimate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRulesShape is a distinct-count rule's update in the rules'
+// shape (4096 cells, 2 rows, a threshold of 100 at 0.13), under a flood of
+// new keys with one item each: the HLL grid (512 KiB) against the bitmap
+// grid (64 KiB) that rules use for such a threshold.
+func BenchmarkRulesShape(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 5))
+	keys := make([]uint64, 1<<16)
+	for i := range keys {
+		keys[i] = r.Uint64()
+	}
+	const item = 80
+	b.Run("spread", func(b *testing.B) {
+		s, err := NewSpread(4096, 2, PrecisionFor(0.13))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if s.Add(keys[i&(len(keys)-1)]^uint64(i>>16), item) {
+				s.MayExceed(keys[i&(len(keys)-1)]^uint64(i>>16), 100)
+			}
+			i++
+		}
+	})
+	b.Run("bits", func(b *testing.B) {
+		s, err := NewBitSpread(4096, 2, CellBitsFor(100, 0.13), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			s.Add(keys[i&(len(keys)-1)]^uint64(i>>16), item)
+			i++
+		}
+	})
+}

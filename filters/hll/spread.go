@@ -141,11 +141,17 @@ func NewSpreadWithOptions(o SpreadOptions) (*Spread, error) {
 // cells fills off[:depth] with the key's cell in each row, as the index
 // of its first word: the same derivation as the cms package's counters.
 func (s *Spread) cells(keyHash uint64, off *[MaxDepth]uint64) {
-	h1 := hashmix.Mix(keyHash ^ s.seed)
+	cellOffsets(keyHash, s.seed, s.width, s.depth, s.cellWords, off)
+}
+
+// cellOffsets fills off[:depth] with the first word of the key's cell in
+// each row of a grid of depth rows of width cells of cellWords words.
+func cellOffsets(keyHash, seed, width uint64, depth int, cellWords uint64, off *[MaxDepth]uint64) {
+	h1 := hashmix.Mix(keyHash ^ seed)
 	row := uint64(0)
-	for r := range s.depth {
-		off[r] = (row + hashmix.Reduce(hashmix.Mix(h1+uint64(r+1)*hashmix.Golden), s.width)) * s.cellWords
-		row += s.width
+	for r := range depth {
+		off[r] = (row + hashmix.Reduce(hashmix.Mix(h1+uint64(r+1)*hashmix.Golden), width)) * cellWords
+		row += width
 	}
 }
 
