@@ -191,8 +191,11 @@ func (st *ruleState) reset(i int) {
 
 // Stats are the engine's counts for metrics.
 type Stats struct {
-	Rules        int
-	Evaluations  uint64 // rule evaluations (rules tried on a packet or window)
+	Rules       int
+	Evaluations uint64 // rule evaluations (rules tried on a packet or window)
+	// Late counts the packets the counting rules left out because their
+	// window was two or more behind the clock (its slot reused).
+	Late         uint64
 	SketchBytes  map[string]int
 	Reloads      uint64
 	ReloadFails  uint64
@@ -221,6 +224,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	for _, s := range e.shards {
 		st.Evaluations += s.evals.Load()
+		st.Late += s.late.Load()
 	}
 	e.mu.Unlock()
 	return st

@@ -338,3 +338,40 @@ func TestPacketAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per packet pair, want 0", allocs)
 	}
 }
+
+// TestLatePacketsLeftOut: a shard that runs packets two windows behind the
+// clock (which another shard moved on) does not count them, since their
+// window's slot now holds the next window, and counts them as late; a
+// packet of the window just ended still counts.
+func TestLatePacketsLeftOut(t *testing.T) {
+	r := newRig(t, `
+groups:
+  - name: g
+    interval: 10s
+    rules:
+      - alert: Attempts
+        kind: threshold
+        track: by_src
+        threshold: {event: attempt, above: 2}
+`)
+	other := r.eng.NewShard() // the shard ahead
+	ahead := capture.Packet{Timestamp: t0.Add(25 * time.Second), HasTCP: true, Flags: capture.ACK}
+	var ev acsm.Event
+	other.Packet(&ahead, &ev) // the clock is now in window 2
+	for i := range 3 {        // window 0: late
+		r.packet("10.0.0.1", uint16(1000+i), "198.18.0.1", 80, capture.SYN, time.Duration(i)*time.Second, 60)
+	}
+	if n := len(r.rec.firing("Attempts")); n != 0 {
+		t.Fatalf("%d alerts from packets two windows late", n)
+	}
+	r.sh.publish()
+	if late := r.eng.Stats().Late; late != 3 {
+		t.Fatalf("%d packets counted late, want 3", late)
+	}
+	for i := range 3 { // window 1: the previous window, still counted
+		r.packet("10.0.0.2", uint16(2000+i), "198.18.0.1", 80, capture.SYN, 10*time.Second+time.Duration(i)*time.Second, 60)
+	}
+	if n := len(r.rec.firing("Attempts")); n != 1 {
+		t.Fatalf("%d alerts from three attempts in the window before the clock's, want 1", n)
+	}
+}

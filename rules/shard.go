@@ -21,8 +21,10 @@ type Shard struct {
 	// instruction, several nanoseconds a packet), and their copies for
 	// other goroutines, published once a second of packet time, before
 	// the shard ticks, and at Finish.
-	nEvals, nPackets, nDups uint64
-	evals, packets, dups    atomic.Uint64
+	// nLate counts the packets a counting rule left out because their
+	// window's slot had been reused (windows.stale).
+	nEvals, nPackets, nDups, nLate uint64
+	evals, packets, dups, late     atomic.Uint64
 	// nextFlush is the packet time (ns) the front is next emptied into
 	// the manager, so that it learns of repeats within sweepEvery, and
 	// set refreshed; nextTick is the engine's, as last read.
@@ -63,6 +65,7 @@ func (s *Shard) publish() {
 	s.evals.Store(s.nEvals)
 	s.packets.Store(s.nPackets)
 	s.dups.Store(s.nDups)
+	s.late.Store(s.nLate)
 }
 
 // Duplicate counts a packet the dedup stage dropped (duplicates rules).
@@ -233,6 +236,10 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		return
 	}
 	w := st.win.index(x.t)
+	if st.win.stale(w) {
+		s.nLate++
+		return
+	}
 	sl := slot(w)
 	key := x.key(r.Track)
 	// A key that crossed the threshold in this window holds its alert for
@@ -295,7 +302,12 @@ func (s *Shard) changed(r *rule, x *packetCtx) {
 	case r.Threshold.Event == EventHalfOpen:
 		// An answer (or a reset) takes the flow out of the half-open count.
 		if x.ev.Prev == acsm.S0 && r.Match.matchesFlow(x) {
-			r.st.done[slot(r.st.win.index(x.t))].add(x.key(r.Track), 0, 1)
+			w := r.st.win.index(x.t)
+			if r.st.win.stale(w) {
+				s.nLate++
+				return
+			}
+			r.st.done[slot(w)].add(x.key(r.Track), 0, 1)
 		}
 	case r.Threshold.Event == EventConnState:
 		if r.Match.matches(x) {

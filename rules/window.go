@@ -65,6 +65,16 @@ func windowOf(t, size int64) int64 {
 	return i
 }
 
+// stale reports whether window i is two or more behind the clock: its
+// slot has been cleared for the window after the current one (slots), so a
+// count into it would land in that window. Only a shard that fell a window
+// behind the others sees one (the pipeline keeps its shards within a
+// fraction of a second of packet time of each other: engine.batchSpan).
+func (w *windows) stale(i int64) bool {
+	c := w.cur.Load()
+	return c != noWindow && i < c-1
+}
+
 // slot is the slot of window i.
 func slot(i int64) int { return int(((i % slots) + slots) % slots) }
 

@@ -189,6 +189,7 @@ func (c *rulesCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.eng.Stats()
 	constMetric(ch, "flowmon_rules_loaded", "Rules in effect.", false, "", "", float64(st.Rules))
 	constMetric(ch, "flowmon_rules_evaluations_total", "Rules tried on a packet.", true, "", "", float64(st.Evaluations))
+	constMetric(ch, "flowmon_rules_late_packets_total", "Packets a counting rule left out: their window was two or more behind the rules' clock, its counters already reused.", true, "", "", float64(st.Late))
 	for name, b := range st.SketchBytes {
 		constMetric(ch, "flowmon_rules_sketch_bytes", "Memory of a rule's per-key counters (three windows), fixed by its error.", false, "rule", name, float64(b))
 	}
