@@ -269,3 +269,36 @@ func TestOpenMissingFile(t *testing.T) {
 		t.Fatalf("err %v, want %q wrapping os.ErrNotExist", err, want)
 	}
 }
+
+// TestReaderLongRecords: records that fit the read buffer with their
+// header are sliced from it and longer ones copied out (up to libpcap's
+// 262,144 bytes); both read whole, in order, with their lengths, and a
+// long record cut short is damage that says where. A frame here is 54
+// bytes of headers and the payload.
+func TestReaderLongRecords(t *testing.T) {
+	var fs [][]byte
+	for _, payload := range []int{10, bufSize / 2, bufSize - 16 - 54, maxRecord - 54, 500} {
+		fs = append(fs, frame(t, eth(layers.EthernetTypeIPv4), ip4("10.0.0.1", "10.0.0.2", layers.IPProtocolTCP),
+			tcp(uint16(1000+len(fs)), 80, true, false), gopacket.Payload(make([]byte, payload))))
+	}
+	if n := len(fs[3]); n != maxRecord {
+		t.Fatalf("the longest frame is %d bytes, want %d", n, maxRecord)
+	}
+	data := pcapBytes(binary.LittleEndian, false, 1, fs)
+	got, st, err := readBytes(t, data)
+	if err != nil || len(got) != len(fs) || st.Decoded != uint64(len(fs)) {
+		t.Fatalf("read %d of %d packets (%d decoded), %v", len(got), len(fs), st.Decoded, err)
+	}
+	for i, p := range got {
+		if int(p.CapLen) != len(fs[i]) || p.Key.SrcPort != uint16(1000+i) {
+			t.Errorf("packet %d: caplen %d (want %d), source port %d", i, p.CapLen, len(fs[i]), p.Key.SrcPort)
+		}
+	}
+	cut := data[:len(data)-len(fs[4])-16-1000] // the longest record loses its last 1000 bytes
+	got, _, err = readBytes(t, cut)
+	var re *ReadError
+	if len(got) != 3 || !errors.As(err, &re) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut file: %d packets, %v", len(got), err)
+	}
+	t.Logf("cut file: %v", err)
+}
