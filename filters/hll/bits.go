@@ -146,7 +146,16 @@ func (s *BitSpread) Add(keyHash, itemHash uint64) (estimate float64, changed boo
 	if !changed {
 		return 0, false
 	}
-	return s.Estimate(keyHash), true
+	return s.least(&off), true
+}
+
+// least is the smallest linear count of the cells at off[:depth].
+func (s *BitSpread) least(off *[MaxDepth]uint64) float64 {
+	e := math.Inf(1)
+	for _, o := range off[:s.depth] {
+		e = min(e, s.lc[s.zeros(o)])
+	}
+	return e
 }
 
 // Estimate returns the estimated number of distinct items of the key
@@ -157,11 +166,7 @@ func (s *BitSpread) Add(keyHash, itemHash uint64) (estimate float64, changed boo
 func (s *BitSpread) Estimate(keyHash uint64) float64 {
 	var off [MaxDepth]uint64
 	s.cells(keyHash, &off)
-	e := math.Inf(1)
-	for _, o := range off[:s.depth] {
-		e = min(e, s.lc[s.zeros(o)])
-	}
-	return e
+	return s.least(&off)
 }
 
 // Reset zeroes every bit with atomic stores; it may run while other

@@ -132,12 +132,13 @@ func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
 // claim fetches slot j's lines for writing. A handed-off batch's lines
 // were last read on the worker's core: each store of the copy into them
 // waited for its line to be taken back from that core, the store buffer
-// filled, and the reader stalled (a third of its time on eth, in the
+// filled, and the reader stalled (a quarter of its time on eth, in the
 // first store of the next packet's read). Claimed a few packets ahead,
-// the lines are taken while the reader reads and decodes: two workers ran
-// eth in 0.87 of the wall time, raw64 in 0.85 and the flood in 0.94
-// (farm-bench -n 7-9, paired medians). One worker's batches stay on one
-// core and are not claimed.
+// the lines are taken while the reader reads and decodes. While the
+// shared machine showed that stall, two workers ran eth in 0.87 of the
+// wall time, raw64 in 0.85 and the flood in 0.94; in an hour when it did
+// not, 0.97-0.99 (farm-bench -n 7-9, paired medians). One worker's
+// batches stay on one core and are not claimed.
 func (b *batch) claim(j int) {
 	if j >= batchSize {
 		return
