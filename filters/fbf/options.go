@@ -3,6 +3,7 @@ package fbf
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/flowmon/flowmon/filters/bloom"
@@ -202,20 +203,60 @@ func (o Options) Shape() (m uint64, k int, err error) {
 // SizeFor returns the smallest constituent shape (m, k) whose steady-state
 // estimate of model md (future n, present and every past filter 2n, each
 // pair of neighbours sharing n) meets target with past filters and check c;
-// m is 0 if none fits under bloom.MaxBits.
+// m is 0 if none fits under bloom.MaxBits. The search evaluates the
+// filters' rates a thousand times or so, so its answers are kept: every
+// shard of a pipeline makes the same dedup filters, and a reload or a
+// snapshot's restore makes them again.
 func SizeFor(n uint64, past int, target float64, c CheckMode, md Model, blocked bool) (m uint64, k int) {
+	key := sizeKey{n, past, target, c, md, blocked}
+	sized.Lock()
+	defer sized.Unlock()
+	if s, ok := sized.shapes[key]; ok {
+		return s.m, s.k
+	}
+	m, k = sizeFor(n, past, target, c, md, blocked)
+	if len(sized.shapes) >= maxSized {
+		clear(sized.shapes) // configurations are few: this only bounds a caller that sweeps them
+	}
+	sized.shapes[key] = sizedShape{m, k}
+	return m, k
+}
+
+type sizeKey struct {
+	n       uint64
+	past    int
+	target  float64
+	c       CheckMode
+	md      Model
+	blocked bool
+}
+
+type sizedShape struct {
+	m uint64
+	k int
+}
+
+const maxSized = 256
+
+var sized = struct {
+	sync.Mutex
+	shapes map[sizeKey]sizedShape
+}{shapes: map[sizeKey]sizedShape{}}
+
+// sizeFor is SizeFor's search.
+func sizeFor(n uint64, past int, target float64, c CheckMode, md Model, blocked bool) (m uint64, k int) {
 	fut := make([]uint64, past+2)
 	for i := range fut {
 		fut[i] = n
 	}
 	ps := make([]float64, len(fut))
 	fits := func(m uint64, k int) bool {
-		for i := range ps {
-			l := 2 * n
-			if i == 0 {
-				l = n
-			}
-			ps[i] = filterFP(m, k, l, blocked)
+		// The future filter holds n, every other 2n: two rates, not
+		// past+2.
+		ps[0] = filterFP(m, k, n, blocked)
+		full := filterFP(m, k, 2*n, blocked)
+		for i := 1; i < len(ps); i++ {
+			ps[i] = full
 		}
 		if md == Independent || c == Simple {
 			return estimate(ps, c) <= target
