@@ -23,12 +23,6 @@ import (
 // depends on it but the order of the flow records, which in a live run
 // are written as the shards end their flows.
 
-// liveFlushAfter bounds how long (packet time) a packet waits in a
-// feeder's partial batch when traffic is light: the batch goes to the
-// stages once its first packet is this old, and whenever the source has
-// been idle for its poll timeout (capture.ErrNoPacket).
-const liveFlushAfter = 100 * time.Millisecond
-
 // kernelReadEvery is how often a live run reads the kernel's counts.
 const kernelReadEvery = time.Minute
 
@@ -215,13 +209,16 @@ func (f *feeder) run(ctx context.Context) error {
 }
 
 // add puts pk in the batch, as Pipeline.Packet does, and runs the batch
-// when it is full or its first packet has waited liveFlushAfter.
+// when it is full or its first packet has waited batchSpan (packet time),
+// so a packet on a light link is not held back; the batch also goes
+// whenever the source has been idle for its poll timeout
+// (capture.ErrNoPacket).
 func (f *feeder) add(pk *capture.Packet) {
 	now := pk.Timestamp.UnixNano()
 	if f.b.n == 0 {
 		f.batchStart = now
 	}
-	if f.b.add(pk, f.p.fingerprint(pk), 0) || now-f.batchStart >= int64(liveFlushAfter) {
+	if f.b.add(pk, f.p.fingerprint(pk), 0) || now-f.batchStart >= batchSpan {
 		f.s.run(&f.b)
 	}
 }

@@ -254,19 +254,21 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	}
 }
 
-// batchSpan bounds the packet time a worker shard's batch waits for the
-// rest of its packets. A batch goes to its worker when full, and on a
-// sparse trace 1024 packets of one shard span seconds (cip.pcap's: about
-// 14 s), while the other shard runs packets seconds later. The rules'
-// counters are shared by the shards in windows of packet time, so the late
-// shard's packets counted into a window slot the leading shard had already
-// recycled for a later window: a source of 67 distinct ports in a window
-// was estimated over 100 in some runs and not others. Every batchSpan of
-// packet time the partial batches go too, which keeps the shards within
-// about that of each other, plus the batches queued to a slower worker
-// (on a dense trace a few milliseconds of packets). A dense trace fills
-// its batches long before: eth and raw64 ran in 0.99 and 0.98 of the
-// wall time (farm-bench -n 7, paired).
+// batchSpan bounds the packet time a batch waits for the rest of its
+// packets. A live feeder runs its batch once the first packet has waited
+// this long, so a packet on a light link is not held back (feeder.add). A
+// replay's batch goes to its worker when full, and on a sparse trace 1024
+// packets of one shard span seconds (cip.pcap's: about 14 s) while the
+// other shard runs packets seconds later. The rules' counters are shared
+// by the shards in windows of packet time, so the late shard's packets
+// were counted into a window slot the leading shard had already recycled
+// for a later window: a source of 67 distinct ports in a window was
+// estimated over 100 in some runs and not others. So every batchSpan of
+// packet time the replay hands the partial batches over too, which keeps
+// the shards within about that of each other, plus the batches queued to
+// a slower worker (on a dense trace a few milliseconds of packets). A
+// dense trace fills its batches long before: eth and raw64 ran in 0.99
+// and 0.98 of the wall time (farm-bench -n 7, paired).
 const batchSpan = int64(100 * time.Millisecond)
 
 // handOver hands every worker shard its partial batch.
