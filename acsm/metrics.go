@@ -1,5 +1,7 @@
 package acsm
 
+import "sync/atomic"
+
 // publishEvery is how often (in packets) Observe copies its tally and the
 // backend's own counters to the atomics that Counts, Stats and the
 // collector read.
@@ -7,21 +9,13 @@ const publishEvery = 4096
 
 // publish copies the owner-side counters to atomics.
 func (t *Tracker) publish() {
-	o, c := &t.own, &t.c
-	c.packets.Store(o.packets)
-	c.skipped.Store(o.skipped)
-	c.newFlows.Store(o.newFlows)
-	c.unknown.Store(o.unknown)
-	for i, n := range o.ended {
-		c.ended[i].Store(n)
+	var pub [tallyFields]*atomic.Uint64
+	var own [tallyFields]*uint64
+	t.c.tallied(&pub)
+	t.own.fields(&own)
+	for i, x := range pub {
+		x.Store(*own[i])
 	}
-	for i, n := range o.anomalies {
-		c.anomalies[i].Store(n)
-	}
-	c.shChecks.Store(o.shChecks)
-	c.shFP.Store(o.shFP)
-	c.shFN.Store(o.shFN)
-	c.shWrong.Store(o.shWrong)
 	t.c.memory.Store(int64(t.st.memoryBytes()))
 	t.c.live.Store(t.st.live())
 	if t.shadow != nil {

@@ -146,6 +146,22 @@ type tally struct {
 	shChecks, shFP, shFN, shWrong       uint64
 }
 
+// tallyFields is the number of a tally's counts.
+const tallyFields = 4 + NumConnStates + numAnomalies + 4
+
+// fields lists the tally's counts in the order of counters.tallied.
+func (o *tally) fields(f *[tallyFields]*uint64) {
+	f[0], f[1], f[2], f[3] = &o.packets, &o.skipped, &o.newFlows, &o.unknown
+	i := 4
+	for k := range o.ended {
+		f[i], i = &o.ended[k], i+1
+	}
+	for k := range o.anomalies {
+		f[i], i = &o.anomalies[k], i+1
+	}
+	f[i], f[i+1], f[i+2], f[i+3] = &o.shChecks, &o.shFP, &o.shFN, &o.shWrong
+}
+
 // counters are what other goroutines read (Counts, Stats, Samples).
 type counters struct {
 	packets, skipped, newFlows, unknown atomic.Uint64

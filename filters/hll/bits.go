@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"sync/atomic"
-	"unsafe"
 )
 
 // Limits on a BitSpread's cells.
@@ -34,13 +32,9 @@ const (
 // probability 1 - 1/e. Safe for concurrent use without locks (bits are set
 // with atomic ORs); Add and Estimate allocate nothing.
 type BitSpread struct {
-	words     []atomic.Uint64 // depth·width cells of cellWords words, row after row
-	width     uint64
-	depth     int
-	cellWords uint64
-	p         uint      // log2 of the cell's bits
-	seed      uint64    // see SpreadOptions.Seed
-	lc        []float64 // lc[V]: the estimate of a cell with V zero bits
+	grid
+	p  uint      // log2 of the cell's bits
+	lc []float64 // lc[V]: the estimate of a cell with V zero bits
 }
 
 // NewBitSpread returns a BitSpread of depth rows of width cells of
@@ -58,15 +52,10 @@ func NewBitSpread(width, depth, cellBits int, seed uint64) (*BitSpread, error) {
 		return nil, fmt.Errorf("new bit spread: %d×%d cells of %d bits need more than %d bytes: %w",
 			width, depth, cellBits, uint64(MaxSpreadBytes), ErrInvalidOptions)
 	}
-	cw := uint64(cellBits / 64)
 	s := &BitSpread{
-		words:     make([]atomic.Uint64, uint64(width)*uint64(depth)*cw),
-		width:     uint64(width),
-		depth:     depth,
-		cellWords: cw,
-		p:         uint(bits.TrailingZeros(uint(cellBits))),
-		seed:      seed,
-		lc:        make([]float64, cellBits+1),
+		grid: newGrid(width, depth, uint64(cellBits/64), seed),
+		p:    uint(bits.TrailingZeros(uint(cellBits))),
+		lc:   make([]float64, cellBits+1),
 	}
 	b := float64(cellBits)
 	s.lc[0] = b * math.Log(2*b) // saturated: see Estimate
@@ -99,11 +88,6 @@ func CellBitsFor(n, relErr float64) int {
 		}
 	}
 	return 0
-}
-
-// cells fills off[:depth] with the key's cell in each row, as Spread's.
-func (s *BitSpread) cells(keyHash uint64, off *[MaxDepth]uint64) {
-	cellOffsets(keyHash, s.seed, s.width, s.depth, s.cellWords, off)
 }
 
 // bit returns the word of a cell and the bit within it of an item.
@@ -169,26 +153,5 @@ func (s *BitSpread) Estimate(keyHash uint64) float64 {
 	return s.least(&off)
 }
 
-// Reset zeroes every bit with atomic stores; it may run while other
-// goroutines Add (see the package doc on Spread's Reset).
-func (s *BitSpread) Reset() { clearWords(s.words) }
-
-// Clear zeroes every bit with one memory clear; it must not run while
-// another goroutine uses the sketch.
-func (s *BitSpread) Clear() {
-	if len(s.words) > 0 {
-		clear(unsafe.Slice((*uint64)(unsafe.Pointer(&s.words[0])), len(s.words)))
-	}
-}
-
-// Bytes is the memory of the bitmaps: width·depth·cellBits/8 bytes.
-func (s *BitSpread) Bytes() int { return 8 * len(s.words) }
-
 // CellBits is b, the bits of a cell.
 func (s *BitSpread) CellBits() int { return int(s.cellWords) * 64 }
-
-// Width is the cells per row.
-func (s *BitSpread) Width() int { return int(s.width) }
-
-// Depth is the number of rows.
-func (s *BitSpread) Depth() int { return s.depth }

@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync/atomic"
-	"unsafe"
-
-	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
 // Limits on a Spread's shape.
@@ -100,12 +96,8 @@ func (o SpreadOptions) shape() (w, d, p int, err error) {
 // without locks; Add and Estimate allocate nothing. Build one with
 // NewSpread, NewSpreadFor or NewSpreadWithOptions.
 type Spread struct {
-	words     []atomic.Uint64 // depth·width cells of cellWords words, row after row
-	width     uint64
-	depth     int
-	cellWords uint64
-	seed      uint64
-	sh        shape
+	grid
+	sh shape
 }
 
 // NewSpread returns a Spread of depth rows of width cells of
@@ -127,32 +119,7 @@ func NewSpreadWithOptions(o SpreadOptions) (*Spread, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new spread sketch: %w", err)
 	}
-	cw := uint64(1) << p / 8
-	return &Spread{
-		words:     make([]atomic.Uint64, uint64(w)*uint64(d)*cw),
-		width:     uint64(w),
-		depth:     d,
-		cellWords: cw,
-		seed:      o.Seed,
-		sh:        newShape(uint(p)),
-	}, nil
-}
-
-// cells fills off[:depth] with the key's cell in each row, as the index
-// of its first word: the same derivation as the cms package's counters.
-func (s *Spread) cells(keyHash uint64, off *[MaxDepth]uint64) {
-	cellOffsets(keyHash, s.seed, s.width, s.depth, s.cellWords, off)
-}
-
-// cellOffsets fills off[:depth] with the first word of the key's cell in
-// each row of a grid of depth rows of width cells of cellWords words.
-func cellOffsets(keyHash, seed, width uint64, depth int, cellWords uint64, off *[MaxDepth]uint64) {
-	h1 := hashmix.Mix(keyHash ^ seed)
-	row := uint64(0)
-	for r := range depth {
-		off[r] = (row + hashmix.Reduce(hashmix.Mix(h1+uint64(r+1)*hashmix.Golden), width)) * cellWords
-		row += width
-	}
+	return &Spread{grid: newGrid(w, d, uint64(1)<<p/8, o.Seed), sh: newShape(uint(p))}, nil
 }
 
 // Add adds the item itemHash to the key keyHash: the item's register in
@@ -207,24 +174,8 @@ func (s *Spread) Merge(o *Spread) error {
 	return nil
 }
 
-// Reset zeroes every register with atomic stores. It may run while other
-// goroutines Add: see the package doc.
-func (s *Spread) Reset() { clearWords(s.words) }
-
-// Bytes is the memory of the registers: width·depth·2^precision bytes.
-func (s *Spread) Bytes() int { return 8 * len(s.words) }
-
-// Width is the cells per row.
-func (s *Spread) Width() int { return int(s.width) }
-
-// Depth is the number of rows.
-func (s *Spread) Depth() int { return s.depth }
-
 // Precision is p: a cell has 2^p registers.
 func (s *Spread) Precision() int { return int(s.sh.p) }
-
-// Seed is the seed the key's cells were derived with.
-func (s *Spread) Seed() uint64 { return s.seed }
 
 // StdError is a cell's relative standard error 1.04/sqrt(2^p).
 func (s *Spread) StdError() float64 { return 1.04 / math.Sqrt(s.sh.m) }
@@ -254,13 +205,4 @@ func (s *Spread) MayExceed(keyHash uint64, n float64) bool {
 		}
 	}
 	return true
-}
-
-// Clear zeroes every register as Reset does, with one memory clear
-// instead of an atomic store per word, but it must not run while another
-// goroutine uses the sketch (see cms.Sketch.Clear).
-func (s *Spread) Clear() {
-	if len(s.words) > 0 {
-		clear(unsafe.Slice((*uint64)(unsafe.Pointer(&s.words[0])), len(s.words)))
-	}
 }

@@ -305,11 +305,7 @@ func (p *Pipeline) send(i int) {
 // syncLog hands the partial batches over, waits until every shard has
 // processed all it was given, and writes their records merged.
 func (p *Pipeline) syncLog() {
-	for i := range p.shards {
-		if p.cur[i].n > 0 {
-			p.send(i)
-		}
-	}
+	p.handOver()
 	for i, s := range p.shards {
 		s.waitProcessed(p.sent[i])
 	}
