@@ -11,7 +11,7 @@ const publishEvery = 4096
 func (t *Tracker) publish() {
 	var pub [tallyFields]*atomic.Uint64
 	var own [tallyFields]*uint64
-	t.c.tallied(&pub)
+	t.c.tallyOf.fields(&pub)
 	t.own.fields(&own)
 	for i, x := range pub {
 		x.Store(*own[i])

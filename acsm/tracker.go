@@ -139,18 +139,22 @@ type Tracker struct {
 // (an atomic add is a locked instruction, several nanoseconds a packet);
 // publish copies it to counters every publishEvery packets, at Flush and
 // before the state is saved.
-type tally struct {
-	packets, skipped, newFlows, unknown uint64
-	ended                               [NumConnStates]uint64
-	anomalies                           [numAnomalies]uint64
-	shChecks, shFP, shFN, shWrong       uint64
+type tally = tallyOf[uint64]
+
+// tallyOf holds Observe's counts, plain (tally) or atomic (counters, where
+// they are published).
+type tallyOf[T any] struct {
+	packets, skipped, newFlows, unknown T
+	ended                               [NumConnStates]T
+	anomalies                           [numAnomalies]T
+	shChecks, shFP, shFN, shWrong       T
 }
 
 // tallyFields is the number of a tally's counts.
 const tallyFields = 4 + NumConnStates + numAnomalies + 4
 
-// fields lists the tally's counts in the order of counters.tallied.
-func (o *tally) fields(f *[tallyFields]*uint64) {
+// fields lists the counts, in one order for both kinds.
+func (o *tallyOf[T]) fields(f *[tallyFields]*T) {
 	f[0], f[1], f[2], f[3] = &o.packets, &o.skipped, &o.newFlows, &o.unknown
 	i := 4
 	for k := range o.ended {
@@ -164,14 +168,11 @@ func (o *tally) fields(f *[tallyFields]*uint64) {
 
 // counters are what other goroutines read (Counts, Stats, Samples).
 type counters struct {
-	packets, skipped, newFlows, unknown atomic.Uint64
-	ended                               [NumConnStates]atomic.Uint64
-	anomalies                           [numAnomalies]atomic.Uint64
-	shChecks, shFP, shFN, shWrong       atomic.Uint64
-	memory, live, shadowLive            atomic.Int64
-	inserts, insertFails, updates       atomic.Uint64
-	deletes, dontKnow, decodeFails      atomic.Uint64
-	expired, shed                       atomic.Uint64
+	tallyOf[atomic.Uint64]
+	memory, live, shadowLive       atomic.Int64
+	inserts, insertFails, updates  atomic.Uint64
+	deletes, dontKnow, decodeFails atomic.Uint64
+	expired, shed                  atomic.Uint64
 }
 
 // New builds a Tracker. Its metrics are read with Samples (the engine

@@ -105,24 +105,10 @@ func (t *Tracker) stateParams() []snapshot.Param {
 // fields lists the counters in their state order.
 func (c *counters) fields() (u []*atomic.Uint64, i []*atomic.Int64) {
 	var tallied [tallyFields]*atomic.Uint64
-	c.tallied(&tallied)
+	c.tallyOf.fields(&tallied)
 	u = append(tallied[:], &c.inserts, &c.insertFails, &c.updates,
 		&c.deletes, &c.dontKnow, &c.decodeFails, &c.expired, &c.shed)
 	return u, []*atomic.Int64{&c.memory, &c.live, &c.shadowLive}
-}
-
-// tallied lists the counters a tally's counts are published to, in the
-// order of tally.fields.
-func (c *counters) tallied(f *[tallyFields]*atomic.Uint64) {
-	f[0], f[1], f[2], f[3] = &c.packets, &c.skipped, &c.newFlows, &c.unknown
-	i := 4
-	for k := range c.ended {
-		f[i], i = &c.ended[k], i+1
-	}
-	for k := range c.anomalies {
-		f[i], i = &c.anomalies[k], i+1
-	}
-	f[i], f[i+1], f[i+2], f[i+3] = &c.shChecks, &c.shFP, &c.shFN, &c.shWrong
 }
 
 // AppendState appends the tracker's state to b: every flow's stored value
@@ -218,7 +204,7 @@ func (c *counters) tally() tally {
 	var o tally
 	var pub [tallyFields]*atomic.Uint64
 	var own [tallyFields]*uint64
-	c.tallied(&pub)
+	c.tallyOf.fields(&pub)
 	o.fields(&own)
 	for i, x := range pub {
 		*own[i] = x.Load()
