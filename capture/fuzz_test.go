@@ -34,15 +34,14 @@ func addSeeds(f *testing.F) {
 	dir := filepath.Join("..", "..", "shared", "pcaps", "real") // seeds only when present
 	for _, name := range []string{"zeek/wikipedia.pcap", "zeek/tcp/truncated-header.pcap", "tcpreplay/test.pcap", "zeek/mixed-vlan-mpls.pcap", "zeek/tunnels/Teredo.pcap"} {
 		r, err := Open(filepath.Join(dir, name))
-		if err != nil {
+		if err != nil || r.pcap == nil {
 			continue
 		}
 		for range 40 {
-			data, ci, err := r.read()
+			data, err := r.pcap.next()
 			if err != nil {
 				break
 			}
-			_ = ci
 			idx := uint8(0)
 			if r.link == LinkRaw {
 				idx = 1

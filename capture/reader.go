@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -132,36 +133,53 @@ func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
 // the file, and a *ReadError when the file is damaged; every packet before
 // the damage has been returned by then.
 func (r *Reader) Next(p *Packet) error {
-	for {
-		if r.done != nil {
-			return r.done
+	for r.done == nil {
+		var (
+			data []byte
+			err  error
+			ts   time.Time
+			wire int
+			link = r.link
+		)
+		offset := int64(-1) // known before the read only for pcapng
+		if r.pcap != nil {
+			data, err = r.pcap.next()
+			ts, wire = r.pcap.ts, r.pcap.wire
+		} else {
+			offset = r.count.n.Load() - int64(r.buf.Buffered())
+			var ci gopacket.CaptureInfo
+			data, ci, err = r.readNg()
+			ts, wire, link = ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
-		offset := r.offset()
-		data, ci, err := r.read()
 		if err != nil {
-			if err == io.EOF {
-				r.done = io.EOF
-			} else {
-				r.done = &ReadError{Name: r.name, Offset: offset, Packets: r.stats.Packets, Err: err}
+			if offset < 0 {
+				// A classic pcap record that fails leaves off at its start.
+				offset = r.pcap.off + int64(r.pcap.pending)
 			}
-			return r.done
+			r.finish(offset, err)
+			break
 		}
-		link := r.link
-		if r.ng != nil {
-			link = r.ngLink(ci.InterfaceIndex)
-		}
-		reason := Decode(p, link, data, ci.Length, ci.Timestamp)
+		reason := Decode(p, link, data, wire, ts)
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {
 			return nil
 		}
 	}
+	return r.done
 }
 
-func (r *Reader) read() ([]byte, gopacket.CaptureInfo, error) {
-	if r.pcap != nil {
-		return r.pcap.next()
+// finish ends the reading: at io.EOF cleanly, at any other error with a
+// ReadError naming the record's offset.
+func (r *Reader) finish(offset int64, err error) {
+	if err == io.EOF {
+		r.done = io.EOF
+		return
 	}
+	r.done = &ReadError{Name: r.name, Offset: offset, Packets: r.stats.Packets, Err: err}
+}
+
+// readNg reads the next pcapng record.
+func (r *Reader) readNg() ([]byte, gopacket.CaptureInfo, error) {
 	data, ci, err := r.ng.ZeroCopyReadPacketData()
 	switch {
 	case err == io.EOF && r.count.err != nil && r.count.err != io.EOF:
@@ -183,14 +201,6 @@ func (r *Reader) ngLink(iface int) uint16 {
 		return 0xFFFF // no such interface: decodes as an unsupported link
 	}
 	return uint16(in.LinkType)
-}
-
-// offset is the position of the next record in the capture stream.
-func (r *Reader) offset() int64 {
-	if r.pcap != nil {
-		return r.pcap.off + int64(r.pcap.pending)
-	}
-	return r.count.n.Load() - int64(r.buf.Buffered())
 }
 
 // Stats returns the reader's counters. They change as Next is called.
