@@ -12,7 +12,8 @@
 //     AFPacket (afpacket*.go), one TPACKET_V3 ring per worker in a fanout
 //     group, read in place; PcapLive (pcaplive.go, -tags pcap), libpcap.
 //   - Reader (reader.go, pcapfile.go) reads classic pcap with its own reader
-//     (records are slices of the read buffer; either byte order, micro- or
+//     (records are slices of the read buffer, returned from a window on
+//     its buffered bytes without a call into it; either byte order, micro- or
 //     nanosecond timestamps, caplen above len as libpcap allows) and pcapng
 //     through gopacket's pcapgo; gzip is undone first, "-" is standard
 //     input. A damaged or truncated file yields every packet before the
