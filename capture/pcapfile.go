@@ -32,7 +32,7 @@ type pcapFile struct {
 	// (two Peeks and a Discard a packet before: raw64 ran in 0.966-0.986
 	// of their wall time, eth in 0.985; farm-bench -n 9, paired).
 	win []byte
-	off int64  // offset of the record after the pending one
+	off int64  // offset of the pending bytes: off+pending is the next record's
 	big []byte // records larger than the buffer
 }
 
