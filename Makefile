@@ -5,7 +5,7 @@ BIN     ?= bin/flowmon
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build test lint vet fmt-check bench fuzz-short generate e2e eval bench-replay bench-live clean
+.PHONY: all build test lint vet fmt-check bench fuzz-short generate e2e eval bench-replay bench-live pgo clean
 
 all: build test
 
@@ -70,6 +70,12 @@ bench-replay: build
 bench-live: build
 	$(GO) build -tags pcap -o bin/flowmon-pcap ./cmd/flowmon
 	scripts/bench-live.sh $(BIN) bin/flowmon-pcap
+
+# Refresh cmd/flowmon/default.pgo, the profile every build of flowmon is
+# optimized with (profile-guided optimization), from replays of generated
+# traces.
+pgo:
+	GO=$(GO) scripts/pgo.sh
 
 clean:
 	rm -rf bin bench.txt
