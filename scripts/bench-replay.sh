@@ -55,7 +55,11 @@ run_timeout=${RUN_TIMEOUT:-1800}
 if [ -n "${FLOWMON_COMMIT:-}" ]; then
 	commit="$FLOWMON_COMMIT (the binary given to the script, built from that commit)"
 else
-	commit="$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown) (the repository's; -dirty: the binary was built with uncommitted changes)"
+	commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
+	case $commit in
+	*-dirty) commit="$commit (the repository's; -dirty: the binary was built with uncommitted changes)" ;;
+	*) commit="$commit (the repository's, without uncommitted changes)" ;;
+	esac
 fi
 
 declare -A gen_args=(
