@@ -17,7 +17,7 @@ import (
 // held, or by the last shard to finish.
 func (e *Engine) endDupWindow(r *rule, t int64, final bool) {
 	w := r.st.win
-	i := w.index(t)
+	i, _ := w.at(t)
 	_, ended, gap, ok := w.advance(i)
 	if !ok && !final {
 		return

@@ -150,7 +150,7 @@ func (e *Engine) tick(t int64) {
 // the slot the next window will use.
 func (e *Engine) endWindow(r *rule, t int64) {
 	w := r.st.win
-	i := w.index(t)
+	i, _ := w.at(t)
 	moved, ended, gap, ok := w.advance(i)
 	if ok {
 		// A key above the threshold crossed it in the window (a crossing

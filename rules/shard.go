@@ -22,7 +22,7 @@ type Shard struct {
 	// other goroutines, published once a second of packet time, before
 	// the shard ticks, and at Finish.
 	// nLate counts the packets a counting rule left out because their
-	// window's slot had been reused (windows.stale).
+	// window's slot had been reused (windows.at).
 	nEvals, nPackets, nDups, nLate uint64
 	evals, packets, dups, late     atomic.Uint64
 	// nextFlush is the packet time (ns) the front is next emptied into
@@ -235,8 +235,8 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		}
 		return
 	}
-	w := st.win.index(x.t)
-	if st.win.stale(w) {
+	w, ok := st.win.at(x.t)
+	if !ok {
 		s.nLate++
 		return
 	}
@@ -302,8 +302,8 @@ func (s *Shard) changed(r *rule, x *packetCtx) {
 	case r.Threshold.Event == EventHalfOpen:
 		// An answer (or a reset) takes the flow out of the half-open count.
 		if x.ev.Prev == acsm.S0 && r.Match.matchesFlow(x) {
-			w := r.st.win.index(x.t)
-			if r.st.win.stale(w) {
+			w, ok := r.st.win.at(x.t)
+			if !ok {
 				s.nLate++
 				return
 			}

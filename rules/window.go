@@ -42,17 +42,25 @@ func newWindows(size int64) *windows {
 	return w
 }
 
-// index is the window holding packet time t (ns). Most packets fall in
-// the current window, checked with two comparisons: a 64-bit division
-// costs tens of cycles, and this runs for every packet a counting rule
-// sees.
-func (w *windows) index(t int64) int64 {
-	if c := w.cur.Load(); c != noWindow {
-		if start := c * w.size; t >= start && t < start+w.size {
-			return c
-		}
+// at is the window holding packet time t (ns), and whether a count may go
+// into it: false when it is two or more behind the clock, since its slot
+// has been cleared for the window after the current one (slots) and a
+// count would land in that window. Only a shard that fell a window behind
+// the others meets one (the pipeline keeps its shards within a fraction
+// of a second of packet time of each other: engine.batchSpan). Most
+// packets fall in the current window, checked with two comparisons: a
+// 64-bit division costs tens of cycles, and this runs for every packet a
+// counting rule sees.
+func (w *windows) at(t int64) (i int64, ok bool) {
+	c := w.cur.Load()
+	if c == noWindow {
+		return windowOf(t, w.size), true
 	}
-	return windowOf(t, w.size)
+	if start := c * w.size; t >= start && t < start+w.size {
+		return c, true
+	}
+	i = windowOf(t, w.size)
+	return i, i >= c-1
 }
 
 // windowOf is the index of the window of length size holding t, by
@@ -63,16 +71,6 @@ func windowOf(t, size int64) int64 {
 		i--
 	}
 	return i
-}
-
-// stale reports whether window i is two or more behind the clock: its
-// slot has been cleared for the window after the current one (slots), so a
-// count into it would land in that window. Only a shard that fell a window
-// behind the others sees one (the pipeline keeps its shards within a
-// fraction of a second of packet time of each other: engine.batchSpan).
-func (w *windows) stale(i int64) bool {
-	c := w.cur.Load()
-	return c != noWindow && i < c-1
 }
 
 // slot is the slot of window i.
