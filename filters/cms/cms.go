@@ -67,7 +67,7 @@ func (s *Sketch) index(h uint64, idx *[MaxDepth]uint64) uint64 {
 	h1 := hashmix.Mix(h ^ s.seed)
 	off := uint64(0)
 	for r := range s.depth {
-		idx[r] = off + hashmix.Reduce(hashmix.Mix(h1+uint64(r+1)*hashmix.Golden), s.width)
+		idx[r] = off + hashmix.Nth(h1, r, s.width)
 		off += s.width
 	}
 	return h1

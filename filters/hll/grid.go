@@ -35,7 +35,7 @@ func (g *grid) cells(keyHash uint64, off *[MaxDepth]uint64) {
 	h1 := hashmix.Mix(keyHash ^ g.seed)
 	row := uint64(0)
 	for r := range g.depth {
-		off[r] = (row + hashmix.Reduce(hashmix.Mix(h1+uint64(r+1)*hashmix.Golden), g.width)) * g.cellWords
+		off[r] = (row + hashmix.Nth(h1, r, g.width)) * g.cellWords
 		row += g.width
 	}
 }

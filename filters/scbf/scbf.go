@@ -38,7 +38,7 @@ func (f *Filter) probes(key uint64) uint64 { return hashmix.Mix(key ^ f.opts.See
 // index is the counter probe j of key (first hash h) reaches in s: in
 // partition j, at Reduce(Mix(h + (j+1)·Golden), cpf).
 func (s *sub) index(h uint64, j int) uint64 {
-	return uint64(j)*s.cpf + hashmix.Reduce(hashmix.Mix(h+uint64(j+1)*hashmix.Golden), s.cpf)
+	return uint64(j)*s.cpf + hashmix.Nth(h, j, s.cpf)
 }
 
 // contains reports whether all k counters of key (first hash h) are

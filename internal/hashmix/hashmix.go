@@ -51,3 +51,12 @@ func Pair(h, seed uint64) (h1, h2 uint64) {
 	h1, h2 = Split(h, seed)
 	return h1, h2 | 1
 }
+
+// Nth maps h onto [0, n) for the j-th (from 0) of several independent
+// indexes of one key: Reduce(Mix(h + (j+1)·Golden), n), the (j+1)th output
+// of SplitMix64 seeded with h. Count-min rows (cms, hll's grids) and a
+// scaling Bloom filter's partitions (scbf) take their index in row or
+// partition j from it, h being Mix(key ^ seed).
+func Nth(h uint64, j int, n uint64) uint64 {
+	return Reduce(Mix(h+uint64(j+1)*Golden), n)
+}

@@ -30,6 +30,9 @@ func TestPinned(t *testing.T) {
 	if got := Reduce(1<<63, 10); got != 5 {
 		t.Errorf("Reduce(2^63, 10) = %d, want 5", got)
 	}
+	if got := Nth(42, 2, 1000); got != 278 { // Reduce(Mix(42 + 3·Golden), 1000)
+		t.Errorf("Nth(42, 2, 1000) = %d, pinned 278", got)
+	}
 }
 
 // TestAvalanche: flipping one input bit flips each output bit with
