@@ -136,28 +136,26 @@ func (r *Reader) Next(p *Packet) error {
 	for r.done == nil {
 		var (
 			data []byte
-			err  error
 			ts   time.Time
 			wire int
 			link = r.link
 		)
-		offset := int64(-1) // known before the read only for pcapng
 		if r.pcap != nil {
-			data, err = r.pcap.next()
+			var err error
+			if data, err = r.pcap.next(); err != nil {
+				// A classic pcap record that fails leaves off at its start.
+				r.finish(r.pcap.off+int64(r.pcap.pending), err)
+				break
+			}
 			ts, wire = r.pcap.ts, r.pcap.wire
 		} else {
-			offset = r.count.n.Load() - int64(r.buf.Buffered())
-			var ci gopacket.CaptureInfo
-			data, ci, err = r.readNg()
-			ts, wire, link = ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
-		}
-		if err != nil {
-			if offset < 0 {
-				// A classic pcap record that fails leaves off at its start.
-				offset = r.pcap.off + int64(r.pcap.pending)
+			offset := r.count.n.Load() - int64(r.buf.Buffered())
+			d, ci, err := r.readNg()
+			if err != nil {
+				r.finish(offset, err)
+				break
 			}
-			r.finish(offset, err)
-			break
+			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
 		reason := Decode(p, link, data, wire, ts)
 		r.stats.Count(p, reason)
