@@ -161,8 +161,7 @@ func BlockedFPRate(m uint64, k int, n uint64) float64 {
 	// ms a dedup stage (each pipeline shard makes one); the recurrences
 	// differ from them by a few units in the last place over the ~200
 	// terms (TestBlockedFPRateRecurrence).
-	hi := int(lambda + 12*math.Sqrt(lambda) + 20)
-	lo := max(0, int(lambda-12*math.Sqrt(lambda)-20))
+	lo, hi := poissonSpan(lambda)
 	l1 := math.Log1p(-1.0 / BlockBits)
 	lg, _ := math.Lgamma(float64(lo) + 1)
 	w := math.Exp(float64(lo)*math.Log(lambda) - lambda - lg)
@@ -174,4 +173,12 @@ func BlockedFPRate(m uint64, k int, n uint64) float64 {
 		zero *= step
 	}
 	return min(s, 1)
+}
+
+// poissonSpan is the range of a Poisson(lambda) count whose terms
+// BlockedFPRate sums: the mean ± 12 standard deviations and 20; the
+// terms outside it weigh too little to change a rate.
+func poissonSpan(lambda float64) (lo, hi int) {
+	d := 12*math.Sqrt(lambda) + 20
+	return max(0, int(lambda-d)), int(lambda + d)
 }

@@ -15,8 +15,7 @@ func blockedFPRateTerms(m uint64, k int, n uint64) float64 {
 	if lambda == 0 {
 		return 0
 	}
-	hi := int(lambda + 12*math.Sqrt(lambda) + 20)
-	lo := max(0, int(lambda-12*math.Sqrt(lambda)-20))
+	lo, hi := poissonSpan(lambda)
 	var s float64
 	l1 := math.Log1p(-1.0 / BlockBits)
 	for i := lo; i <= hi; i++ {
