@@ -1,0 +1,123 @@
+package recent
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/flowmon/flowmon/internal/snapshot"
+)
+
+// State format, version 1 (little-endian):
+//
+//	"RCNT" 1           tag and version
+//	params             buckets, tick (ns), seed, and where a fixed key goes
+//	1                  whether the clock has started
+//	3 x 8              packet time (ns), sweep due from, sweep cursor
+//	8 x 8              live cells, inserted, overwritten, swept, and the
+//	                   published live, held, inserted, overwritten
+//	128 x 4            keys inserted in each of the last 128 ticks, by tag
+//	cells              buckets x 16 words x 4 bytes, as in memory (15
+//	                   cells and the bucket's cursor)
+//
+// A cell's tag is a tick of packet time, so the clock is part of the
+// state: with it a restored table forgets and sweeps the same cells at the
+// same packets as the original.
+const (
+	stateTag     = "RCNT"
+	stateVersion = 1
+	probeKey     = 0x9e3779b97f4a7c15
+)
+
+func (t *Table) stateParams() []snapshot.Param {
+	i, f := t.locate(probeKey)
+	return []snapshot.Param{
+		snapshot.P("buckets", t.nb), snapshot.P("tick_ns", t.tickNs), snapshot.P("seed", t.seed),
+		snapshot.P("hash", snapshot.Digest(i, uint64(f))),
+	}
+}
+
+// AppendState appends the table's state: its cells, its clock and its
+// counters, with the shape they belong to. At dedup's defaults (50,000
+// packets in 50 ms) it is 1 MB, the table's own size.
+func (t *Table) AppendState(b []byte) ([]byte, error) {
+	b = snapshot.AppendTag(b, stateTag, stateVersion)
+	b = snapshot.AppendParams(b, t.stateParams())
+	b = snapshot.AppendBool(b, t.started)
+	b = snapshot.AppendUint64s(b, []uint64{uint64(t.now), uint64(t.sweptAt), t.cursor,
+		t.live, t.inserted, t.overwritten, t.swept,
+		t.pub.live.Load(), t.pub.held.Load(), t.pub.inserted.Load(), t.pub.overwritten.Load()})
+	b = snapshot.AppendUint32s(b, t.perTick[:])
+	b = snapshot.Grow(b, 4*len(t.buckets[0])*len(t.buckets))
+	for i := range t.buckets {
+		for _, c := range &t.buckets[i] {
+			b = binary.LittleEndian.AppendUint32(b, c)
+		}
+	}
+	return b, nil
+}
+
+// RestoreState replaces the table's state with the one AppendState wrote
+// in b, from a table of the same shape (else an error wrapping
+// snapshot.ErrIncompatible names the parameter that differs; a malformed
+// state, snapshot.ErrDamaged). On error the table is unchanged.
+func (t *Table) RestoreState(b []byte) error {
+	d := snapshot.NewDecoder("recent table", b)
+	d.Tag(stateTag, stateVersion)
+	d.Params(t.stateParams())
+	started := d.Bool()
+	var n [11]uint64
+	d.Uint64s(n[:])
+	var perTick [1 << tagBits]uint32
+	d.Uint32s(perTick[:])
+	words := len(t.buckets[0])
+	cells := d.Bytes(len(t.buckets) * words * 4)
+	if err := d.Done(); err != nil {
+		return err
+	}
+	if n[2] >= t.nb {
+		d.Failf("sweep cursor %d past %d buckets", n[2], t.nb)
+		return d.Err()
+	}
+	var used uint64
+	for i := 0; i < len(cells); i += 4 {
+		c := binary.LittleEndian.Uint32(cells[i:])
+		if i/4%words == CellsPerBucket {
+			if c >= CellsPerBucket {
+				d.Failf("bucket %d: cursor %d past its %d cells", i/4/words, c, CellsPerBucket)
+				return d.Err()
+			}
+			continue
+		}
+		if c == 0 {
+			continue
+		}
+		if c>>tagBits == 0 {
+			d.Failf("cell %d: a tick without a fingerprint", i/4)
+			return d.Err()
+		}
+		used++
+	}
+	if used != n[3] {
+		d.Failf("%d cells used, the state says %d", used, n[3])
+		return d.Err()
+	}
+	for i := range t.buckets {
+		for j := range &t.buckets[i] {
+			t.buckets[i][j] = binary.LittleEndian.Uint32(cells[4*(i*words+j):])
+		}
+	}
+	t.started, t.now, t.sweptAt, t.cursor = started, int64(n[0]), int64(n[1]), n[2]
+	t.live, t.inserted, t.overwritten, t.swept = n[3], n[4], n[5], n[6]
+	t.pub.live.Store(n[7])
+	t.pub.held.Store(n[8])
+	t.pub.inserted.Store(n[9])
+	t.pub.overwritten.Store(n[10])
+	t.perTick = perTick
+	// The tick is worked out again from the clock at the next packet.
+	t.tagEnd = math.MinInt64
+	if started {
+		k := floorDiv(t.now, t.tickNs)
+		t.tickNo, t.tag, t.tagEnd = k, uint32(k)&tagMask, (k+1)*t.tickNs
+	}
+	return nil
+}
