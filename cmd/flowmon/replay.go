@@ -56,6 +56,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.IntVar(&s.Capacity, "capacity", s.Capacity, fmt.Sprintf("expected concurrent flows, 1..%d (sizes the ACSM and the flow counter)", engine.MaxCapacity))
 	fs.Float64Var(&s.P, "p", s.P, "target error rate of the ACSM, above 0 and below 1")
 	fs.DurationVar(&s.DedupWindow, "dedup-window", s.DedupWindow, fmt.Sprintf("how long a packet is remembered to drop its duplicates, up to %v", engine.MaxDedupWindow))
+	fs.StringVar(&s.Dedup, "dedup", s.Dedup, "how the dedup stage remembers packets: table (a table of their fingerprints, the default) or fbf (the paper's Forgetful Bloom Filter, slower)")
 	fs.BoolVar(&s.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
 	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", engine.MaxRetransWindow))
 	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", engine.MaxMaxFlows))

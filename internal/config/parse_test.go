@@ -81,7 +81,7 @@ func TestFull(t *testing.T) {
 		Pcap: Pcap{Snaplen: 1500, Promisc: false, Filter: "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n",
 			Timeout: 100 * time.Millisecond},
 		Pipeline: engine.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
-			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, RetransWindow: 2 * time.Second,
+			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
 			MaxFlows: 500000, Workers: 3},
 		Rules:    abs(t, "testdata/ref/rules.yaml"),
 		Alerting: abs(t, "testdata/ref/alerting.yaml"),

@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/filters/fbf"
 )
 
 // Verdict is the answer for one packet.
@@ -38,8 +36,8 @@ func (v Verdict) String() string {
 // Dedup is the duplicate-dropping stage. Build one per worker with New.
 type Dedup struct {
 	cfg  Config
-	dup  *fbf.FBF
-	retx *fbf.FBF // nil unless Retrans.Enabled
+	dup  window
+	retx window // nil unless Retrans.Enabled
 
 	packets, duplicates, retrans uint64
 	pub                          struct{ packets, duplicates, retrans atomic.Uint64 }
@@ -51,35 +49,18 @@ func New(c Config) (*Dedup, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("new dedup: %w", err)
 	}
-	dup, err := newFBF(c.Window, c.PacketsPerWindow, c.FPRate, c.Past, !c.Standard)
+	dup, err := newWindow(c, c.Window, c.PacketsPerWindow, c.FPRate)
 	if err != nil {
 		return nil, fmt.Errorf("new dedup: duplicate window: %w", err)
 	}
 	d := &Dedup{cfg: c, dup: dup}
 	if c.Retrans.Enabled {
 		r := c.Retrans
-		if d.retx, err = newFBF(r.Window, r.PacketsPerWindow, r.FPRate, c.Past, !c.Standard); err != nil {
+		if d.retx, err = newWindow(c, r.Window, r.PacketsPerWindow, r.FPRate); err != nil {
 			return nil, fmt.Errorf("new dedup: retransmission window: %w", err)
 		}
 	}
 	return d, nil
-}
-
-// newFBF sizes an FBF that remembers for at least window: t =
-// window/(N+1), and packetsPerWindow/(N+1) insertions per period.
-func newFBF(window time.Duration, packets uint64, fp float64, past int, blocked bool) (*fbf.FBF, error) {
-	per := (packets + uint64(past)) / uint64(past+1)
-	f, err := fbf.NewWithOptions(fbf.Options{
-		ElementsPerPeriod: max(per, 1),
-		FPRate:            fp,
-		Past:              past,
-		Refresh:           window / time.Duration(past+1),
-		Blocked:           blocked,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, ErrInvalidConfig)
-	}
-	return f, nil
 }
 
 // Config returns the configuration in effect (defaults filled).
@@ -214,8 +195,8 @@ func (d *Dedup) publishCounts() {
 // Stats is a snapshot for metrics.
 type Stats struct {
 	Packets, Duplicates, Retransmissions uint64
-	Window                               fbf.Stats
-	Retrans                              fbf.Stats // zero unless enabled
+	Window                               WindowStats
+	Retrans                              WindowStats // zero unless enabled
 	RetransEnabled                       bool
 }
 

@@ -21,23 +21,24 @@ import (
 func TestSPANDuplicates(t *testing.T) {
 	evs := stream(1, 400_000, 5000, 200_000, 0.02, 40*time.Millisecond)
 	for _, fp := range []float64{1e-3, 1e-6} {
-		for _, standard := range []bool{false, true} {
-			r, err := RunStream(Config{Window: 50 * time.Millisecond, PacketsPerWindow: 10_000, FPRate: fp, Standard: standard}, evs)
+		for _, st := range []struct{ fbf, standard bool }{{false, false}, {true, false}, {true, true}} {
+			fbf, standard := st.fbf, st.standard
+			r, err := RunStream(Config{Window: 50 * time.Millisecond, PacketsPerWindow: 10_000, FPRate: fp, FBF: fbf, Standard: standard}, evs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.CopiesKept != 0 {
-				t.Errorf("fp=%g standard=%t: %d groups kept a duplicate", fp, standard, r.CopiesKept)
+				t.Errorf("fp=%g fbf=%t standard=%t: %d groups kept a duplicate", fp, fbf, standard, r.CopiesKept)
 			}
 			mean := fp * float64(r.Unique)
 			if bound := mean + 5*math.Sqrt(mean) + 1; float64(r.UniqueDropped) > bound {
-				t.Errorf("fp=%g standard=%t: %d of %d unique packets dropped, bound %.1f", fp, standard, r.UniqueDropped, r.Unique, bound)
+				t.Errorf("fp=%g fbf=%t standard=%t: %d of %d unique packets dropped, bound %.1f", fp, fbf, standard, r.UniqueDropped, r.Unique, bound)
 			}
 			if kept := r.Packets - int(r.Duplicates); kept < r.Unique-r.UniqueDropped {
-				t.Errorf("fp=%g standard=%t: %d packets kept, fewer than one per group: %d", fp, standard, kept, r.Unique-r.UniqueDropped)
+				t.Errorf("fp=%g fbf=%t standard=%t: %d packets kept, fewer than one per group: %d", fp, fbf, standard, kept, r.Unique-r.UniqueDropped)
 			}
-			t.Logf("fp target %g standard=%t: %d packets, %d copies, %d unique; duplicates kept %d; unique dropped %d (%.2g); memory %d B; estimate %.3g",
-				fp, standard, r.Packets, r.Copies, r.Unique, r.CopiesKept, r.UniqueDropped, float64(r.UniqueDropped)/float64(r.Unique), r.MemoryBytes, r.EstimatedFPRate)
+			t.Logf("fp target %g fbf=%t standard=%t: %d packets, %d copies, %d unique; duplicates kept %d; unique dropped %d (%.2g); memory %d B; estimate %.3g",
+				fp, fbf, standard, r.Packets, r.Copies, r.Unique, r.CopiesKept, r.UniqueDropped, float64(r.UniqueDropped)/float64(r.Unique), r.MemoryBytes, r.EstimatedFPRate)
 		}
 	}
 }
@@ -176,24 +177,34 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestMetrics: the counters and the windows' gauges of both structures;
+// the FBF's own gauges only with the FBF, the table's forgetting only
+// with the table.
 func TestMetrics(t *testing.T) {
-	a, _ := New(Config{Retrans: RetransConfig{Enabled: true}})
-	b, _ := New(Config{})
-	p := pkt()
-	a.Check(&p)
-	a.Check(&p)
-	b.Check(&p)
-	a.Publish()
-	b.Publish()
-	got := map[string]float64{}
-	for _, m := range Metrics(a, b) {
-		got[m.Name+"/"+m.Window] = m.Value
-	}
-	if got[MetricPackets+"/"] != 3 || got[MetricDuplicates+"/"] != 1 {
-		t.Errorf("counters %v", got)
-	}
-	if got[MetricMemory+"/duplicate"] != float64(a.dup.MemoryBytes()+b.dup.MemoryBytes()) || got[MetricFilters+"/retransmission"] != 3 {
-		t.Errorf("window gauges %v", got)
+	for _, fbf := range []bool{false, true} {
+		a, _ := New(Config{FBF: fbf, Retrans: RetransConfig{Enabled: true}})
+		b, _ := New(Config{FBF: fbf})
+		p := pkt()
+		a.Check(&p)
+		a.Check(&p)
+		b.Check(&p)
+		a.Publish()
+		b.Publish()
+		got := map[string]float64{}
+		for _, m := range Metrics(a, b) {
+			got[m.Name+"/"+m.Window] = m.Value
+		}
+		if got[MetricPackets+"/"] != 3 || got[MetricDuplicates+"/"] != 1 {
+			t.Errorf("fbf=%v: counters %v", fbf, got)
+		}
+		if got[MetricMemory+"/duplicate"] != float64(a.dup.MemoryBytes()+b.dup.MemoryBytes()) || got[MetricFPP+"/duplicate"] <= 0 {
+			t.Errorf("fbf=%v: window gauges %v", fbf, got)
+		}
+		_, filters := got[MetricFilters+"/retransmission"]
+		_, forgot := got[MetricOverwritten+"/retransmission"]
+		if fbf && (got[MetricFilters+"/retransmission"] != 3 || forgot) || !fbf && (filters || !forgot) {
+			t.Errorf("fbf=%v: structure's gauges %v", fbf, got)
+		}
 	}
 }
 
@@ -311,32 +322,38 @@ func BenchmarkSeen(b *testing.B) {
 func mustAddr(s string) netipAddr { return mustParse(s) }
 
 // BenchmarkCheckPrint is the per-packet cost of the stage on unique packets
-// (the common case, and the costlier one: the FBF tests its filters and
-// inserts into two) at the default configuration: 1 Mpps against a 50 ms
-// window sized for it, the fingerprints computed beforehand.
+// (the common case, and the costlier one: a window inserts them) at the
+// default configuration, with the fingerprint table (the default) and
+// the paper's FBF (which tests its filters and inserts into two): 1 Mpps
+// against a 50 ms window sized for it, the fingerprints computed
+// beforehand.
 func BenchmarkCheckPrint(b *testing.B) {
-	d, err := New(Config{})
-	if err != nil {
-		b.Fatal(err)
+	for _, name := range []string{StructureTable, StructureFBF} {
+		b.Run(name, func(b *testing.B) {
+			d, err := New(Config{FBF: name == StructureFBF})
+			if err != nil {
+				b.Fatal(err)
+			}
+			const laps = 1 << 16
+			r := rand.New(rand.NewPCG(4, 4))
+			fps := make([]uint64, laps)
+			for i := range fps {
+				fps[i] = r.Uint64()
+			}
+			p := pkt()
+			start := p.Timestamp
+			var dups int
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if i&15 == 0 { // 1 Mpps in bursts of 16, without a time.Add per packet
+					p.Timestamp = start.Add(time.Duration(i) * time.Microsecond)
+				}
+				// XORing in the lap keeps every (random) fingerprint fresh.
+				if d.CheckPrint(&p, fps[i&(laps-1)]^uint64(i/laps)*0x9e3779b97f4a7c15) == Duplicate {
+					dups++
+				}
+			}
+			b.ReportMetric(float64(dups)/float64(b.N), "dups/op")
+		})
 	}
-	const laps = 1 << 16
-	r := rand.New(rand.NewPCG(4, 4))
-	fps := make([]uint64, laps)
-	for i := range fps {
-		fps[i] = r.Uint64()
-	}
-	p := pkt()
-	start := p.Timestamp
-	var dups int
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if i&15 == 0 { // 1 Mpps in bursts of 16, without a time.Add per packet
-			p.Timestamp = start.Add(time.Duration(i) * time.Microsecond)
-		}
-		// XORing in the lap keeps every (random) fingerprint fresh.
-		if d.CheckPrint(&p, fps[i&(laps-1)]^uint64(i/laps)*0x9e3779b97f4a7c15) == Duplicate {
-			dups++
-		}
-	}
-	b.ReportMetric(float64(dups)/float64(b.N), "dups/op")
 }

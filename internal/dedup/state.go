@@ -9,16 +9,20 @@ import (
 	"github.com/flowmon/flowmon/internal/snapshot"
 )
 
-// State format, version 1 (little-endian):
+// State format, version 2 (little-endian):
 //
-//	"DDUP" 1           tag and version
-//	params             the configuration (window, rate, error rates, N,
-//	                   payload bytes, layout, retransmission window) and a
-//	                   digest of the fingerprints of a fixed packet
+//	"DDUP" 2           tag and version
+//	params             the configuration (window, rate, error rates, the
+//	                   windows' structure, N, payload bytes, layout,
+//	                   retransmission window) and a digest of the
+//	                   fingerprints of a fixed packet
 //	3 x 8              packets, duplicates, retransmissions
 //	3 x 8              the same as last published (what Stats reads)
-//	8 + fbf            the duplicate window (fbf.FBF.AppendState)
-//	1 [8 + fbf]        whether a retransmission window follows, and it
+//	8 + window         the duplicate window (recent.Table.AppendState, or
+//	                   fbf.FBF.AppendState with Config.FBF)
+//	1 [8 + window]     whether a retransmission window follows, and it
+//
+// Version 1 held FBFs only, before the fingerprint table was the default.
 //
 // A restart usually takes longer than the 50 ms window, so the restored
 // duplicate window is mostly forgotten at the first packet; it is kept
@@ -26,7 +30,7 @@ import (
 // remembers seconds.
 const (
 	stateTag     = "DDUP"
-	stateVersion = 1
+	stateVersion = 2
 )
 
 // probePacket pins the fingerprint functions in the params: the filters
@@ -44,7 +48,7 @@ func (d *Dedup) stateParams() []snapshot.Param {
 	P := snapshot.P
 	ps := []snapshot.Param{
 		P("window", c.Window), P("packets_per_window", c.PacketsPerWindow), P("fp_rate", c.FPRate),
-		P("past", c.Past), P("payload_bytes", c.PayloadBytes), P("standard", c.Standard),
+		P("fbf", c.FBF), P("past", c.Past), P("payload_bytes", c.PayloadBytes), P("standard", c.Standard),
 		P("retrans", r.Enabled),
 	}
 	if r.Enabled {
@@ -59,8 +63,8 @@ func (d *Dedup) stateParams() []snapshot.Param {
 // Dedup restored from it with RestoreState classifies every later packet
 // as this one would. Owner goroutine only, as CheckPrint.
 //
-// At the defaults (50,000 packets per 50 ms, 1e-6) it is 0.72 MB, the
-// filters' size; in the engine each worker's Dedup is sized for its share.
+// At the defaults (50,000 packets per 50 ms, 1e-6) it is 1 MB, the
+// table's size; in the engine each worker's Dedup is sized for its share.
 func (d *Dedup) AppendState(b []byte) ([]byte, error) {
 	b = snapshot.AppendTag(b, stateTag, stateVersion)
 	b = snapshot.AppendParams(b, d.stateParams())

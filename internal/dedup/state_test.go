@@ -23,7 +23,8 @@ func stateTrace(t testing.TB) []capture.Packet {
 func stateConfigs() map[string]Config {
 	return map[string]Config{
 		"default": {},
-		"small":   {Window: 50 * time.Millisecond, PacketsPerWindow: 50, FPRate: 1e-2, Past: 2, Standard: true},
+		"small":   {Window: 50 * time.Millisecond, PacketsPerWindow: 50, FPRate: 1e-2, FBF: true, Past: 2, Standard: true},
+		"fbf":     {FBF: true},
 		"retrans": {PacketsPerWindow: 200, FPRate: 1e-3, Retrans: RetransConfig{Enabled: true, Window: 2 * time.Second, FPRate: 1e-2}},
 	}
 }
@@ -95,6 +96,7 @@ func TestRestoreRefuses(t *testing.T) {
 		{Config{Window: 100 * time.Millisecond}, "snapshot has window 50ms, configured 100ms"},
 		{Config{PacketsPerWindow: 25000}, "snapshot has packets_per_window 50000, configured 25000"},
 		{Config{Retrans: RetransConfig{Enabled: true}}, "snapshot has retrans false, configured true"},
+		{Config{FBF: true}, "snapshot has fbf false, configured true"},
 	} {
 		other, err := New(tc.cfg)
 		if err != nil {
@@ -134,7 +136,7 @@ func FuzzRestoreState(f *testing.F) {
 	ps := stateTrace(f)
 	cfgs := []Config{
 		{Window: 50 * time.Millisecond, PacketsPerWindow: 20, FPRate: 1e-2},
-		{Window: 50 * time.Millisecond, PacketsPerWindow: 20, FPRate: 1e-2, Past: 2, Standard: true,
+		{Window: 50 * time.Millisecond, PacketsPerWindow: 20, FPRate: 1e-2, FBF: true, Past: 2, Standard: true,
 			Retrans: RetransConfig{Enabled: true, Window: time.Second, PacketsPerWindow: 50}},
 	}
 	for k, cfg := range cfgs {

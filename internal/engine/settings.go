@@ -23,6 +23,7 @@ type Settings struct {
 	Capacity      int           `yaml:"capacity"`
 	P             float64       `yaml:"p"`
 	DedupWindow   time.Duration `yaml:"dedup-window"`
+	Dedup         string        `yaml:"dedup"`
 	NoDedup       bool          `yaml:"no-dedup"`
 	RetransWindow time.Duration `yaml:"retrans-window"`
 	MaxFlows      int           `yaml:"max-flows"`
@@ -52,6 +53,7 @@ func DefaultSettings() Settings {
 		Capacity:    c.ACSM.Capacity,
 		P:           c.ACSM.FPRate,
 		DedupWindow: c.Dedup.Window,
+		Dedup:       dedup.StructureTable,
 		MaxFlows:    c.MaxFlows,
 		Workers:     c.Workers,
 	}
@@ -111,6 +113,9 @@ func (s *Settings) Validate(given func(name string) bool) error {
 	if s.DedupWindow <= 0 || s.DedupWindow > MaxDedupWindow {
 		errs = append(errs, &SettingError{"dedup-window", s.DedupWindow.String(), fmt.Sprintf("must be above 0 and at most %v", MaxDedupWindow)})
 	}
+	if s.Dedup != dedup.StructureTable && s.Dedup != dedup.StructureFBF {
+		errs = append(errs, &SettingError{"dedup", q(s.Dedup), "must be table (a fingerprint table, the default) or fbf (the paper's Forgetful Bloom Filter)"})
+	}
 	if s.RetransWindow < 0 || s.RetransWindow > MaxRetransWindow {
 		errs = append(errs, &SettingError{"retrans-window", s.RetransWindow.String(), fmt.Sprintf("must be between 0 (off) and %v", MaxRetransWindow)})
 	}
@@ -143,7 +148,7 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 	if s.DecodeOnly {
 		why := "with {decode-only} (no stage runs)"
 		for _, n := range []string{"backend", "kbf-encoder", "kbf-layout", "machine", "capacity", "p",
-			"dedup-window", "no-dedup", "retrans-window", "max-flows", "workers"} {
+			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers"} {
 			errs = append(errs, useless(n, s.value(n), why))
 		}
 	}
@@ -154,7 +159,7 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 	if s.NoDedup {
 		why := "with {no-dedup} (the dedup stage is off)"
 		errs = append(errs, useless("dedup-window", s.value("dedup-window"), why),
-			useless("retrans-window", s.value("retrans-window"), why))
+			useless("dedup", s.value("dedup"), why), useless("retrans-window", s.value("retrans-window"), why))
 	}
 	var out []error
 	for _, err := range errs {
@@ -190,6 +195,7 @@ func (s *Settings) Config() (Config, error) {
 	a.Capacity, a.FPRate = s.Capacity, s.P
 	cfg.FlowCount.ExpectedFlows = uint64(s.Capacity)
 	cfg.Dedup.Window = s.DedupWindow
+	cfg.Dedup.FBF = s.Dedup == dedup.StructureFBF
 	cfg.NoDedup = s.NoDedup
 	if s.RetransWindow > 0 {
 		cfg.Dedup.Retrans = dedup.RetransConfig{Enabled: true, Window: s.RetransWindow}
@@ -217,6 +223,8 @@ func (s *Settings) value(name string) string {
 		return fmt.Sprint(s.P)
 	case "dedup-window":
 		return s.DedupWindow.String()
+	case "dedup":
+		return s.Dedup
 	case "no-dedup":
 		return fmt.Sprint(s.NoDedup)
 	case "retrans-window":

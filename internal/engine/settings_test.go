@@ -23,14 +23,14 @@ func TestSettingsConfig(t *testing.T) {
 		t.Errorf("default settings give %+v, DefaultConfig is %+v", cfg, d)
 	}
 	s := Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags", Capacity: 1000, P: 0.01,
-		DedupWindow: time.Second, RetransWindow: 2 * time.Second, MaxFlows: 5000, Workers: 3}
+		DedupWindow: time.Second, Dedup: "fbf", RetransWindow: 2 * time.Second, MaxFlows: 5000, Workers: 3}
 	cfg, err = s.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := cfg.ACSM
 	if a.Backend != acsm.BackendKBF || a.KBFEncoder != kbf.Greedy || a.KBFLayout != kbf.Blocked || a.Machine != acsm.MachineFlags ||
-		a.Capacity != 1000 || a.FPRate != 0.01 || cfg.FlowCount.ExpectedFlows != 1000 || cfg.Dedup.Window != time.Second ||
+		a.Capacity != 1000 || a.FPRate != 0.01 || cfg.FlowCount.ExpectedFlows != 1000 || cfg.Dedup.Window != time.Second || !cfg.Dedup.FBF ||
 		!cfg.Dedup.Retrans.Enabled || cfg.Dedup.Retrans.Window != 2*time.Second || cfg.MaxFlows != 5000 || cfg.Workers != 3 {
 		t.Errorf("settings %+v gave %+v", s, cfg)
 	}
