@@ -2,6 +2,7 @@ package dleft
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/flowmon/flowmon/acsm/backend"
 	"github.com/flowmon/flowmon/internal/snapshot"
@@ -67,13 +68,7 @@ func (t *Table) AppendState(b []byte) ([]byte, error) {
 		s.DecodeFailures, s.Expired, s.Shed, s.Duplicates, s.Swept} {
 		b = binary.LittleEndian.AppendUint64(b, x)
 	}
-	b = snapshot.Grow(b, 4*cellsPerBucket*len(t.buckets))
-	for i := range t.buckets {
-		for _, c := range &t.buckets[i] {
-			b = binary.LittleEndian.AppendUint32(b, c)
-		}
-	}
-	return b, nil
+	return snapshot.AppendUint32s(b, unsafe.Slice(&t.buckets[0][0], cellsPerBucket*len(t.buckets))), nil
 }
 
 // RestoreState replaces the table's state with the one AppendState wrote

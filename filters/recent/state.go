@@ -3,6 +3,7 @@ package recent
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/snapshot"
 )
@@ -47,13 +48,7 @@ func (t *Table) AppendState(b []byte) ([]byte, error) {
 		t.live, t.inserted, t.overwritten, t.swept,
 		t.pub.live.Load(), t.pub.held.Load(), t.pub.inserted.Load(), t.pub.overwritten.Load()})
 	b = snapshot.AppendUint32s(b, t.perTick[:])
-	b = snapshot.Grow(b, 4*len(t.buckets[0])*len(t.buckets))
-	for i := range t.buckets {
-		for _, c := range &t.buckets[i] {
-			b = binary.LittleEndian.AppendUint32(b, c)
-		}
-	}
-	return b, nil
+	return snapshot.AppendUint32s(b, unsafe.Slice(&t.buckets[0][0], len(t.buckets)*len(t.buckets[0]))), nil
 }
 
 // RestoreState replaces the table's state with the one AppendState wrote
