@@ -201,7 +201,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("fbf=%v: window gauges %v", fbf, got)
 		}
 		_, filters := got[MetricFilters+"/retransmission"]
-		_, forgot := got[MetricOverwritten+"/retransmission"]
+		_, forgot := got[MetricForgottenEarly+"/retransmission"]
 		if fbf && (got[MetricFilters+"/retransmission"] != 3 || forgot) || !fbf && (filters || !forgot) {
 			t.Errorf("fbf=%v: structure's gauges %v", fbf, got)
 		}

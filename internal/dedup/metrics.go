@@ -13,12 +13,12 @@ type Metric struct {
 
 // Metric names.
 const (
-	MetricPackets     = "flowmon_dedup_packets_total"
-	MetricDuplicates  = "flowmon_dedup_duplicates_total"
-	MetricRetrans     = "flowmon_dedup_retransmissions_total"
-	MetricFPP         = "flowmon_dedup_estimated_false_positive_ratio"
-	MetricMemory      = "flowmon_dedup_memory_bytes"
-	MetricOverwritten = "flowmon_dedup_forgotten_early_total"
+	MetricPackets        = "flowmon_dedup_packets_total"
+	MetricDuplicates     = "flowmon_dedup_duplicates_total"
+	MetricRetrans        = "flowmon_dedup_retransmissions_total"
+	MetricFPP            = "flowmon_dedup_estimated_false_positive_ratio"
+	MetricMemory         = "flowmon_dedup_memory_bytes"
+	MetricForgottenEarly = "flowmon_dedup_forgotten_early_total"
 	// The FBF's (Config.FBF).
 	MetricFilters   = "flowmon_dedup_filters"
 	MetricRefresh   = "flowmon_dedup_refresh_period_seconds"
@@ -69,7 +69,7 @@ func Metrics(ds ...*Dedup) []Metric {
 			Metric{MetricMemory, "Memory of the windows over all workers.", false, name, w[i].mem},
 		)
 		if !w[i].fbf {
-			out = append(out, Metric{MetricOverwritten, "Fingerprints the table forgot before their window ended (a bucket overwrote them while live): their duplicates would be kept.", true, name, w[i].overwritten})
+			out = append(out, Metric{MetricForgottenEarly, "Fingerprints the table forgot before their window ended (a bucket overwrote them while live): their duplicates would be kept.", true, name, w[i].overwritten})
 			continue
 		}
 		out = append(out,
