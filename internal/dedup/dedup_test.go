@@ -200,9 +200,12 @@ func TestMetrics(t *testing.T) {
 		if got[MetricMemory+"/duplicate"] != float64(a.dup.MemoryBytes()+b.dup.MemoryBytes()) || got[MetricFPP+"/duplicate"] <= 0 {
 			t.Errorf("fbf=%v: window gauges %v", fbf, got)
 		}
-		_, filters := got[MetricFilters+"/retransmission"]
-		_, forgot := got[MetricForgottenEarly+"/retransmission"]
-		if fbf && (got[MetricFilters+"/retransmission"] != 3 || forgot) || !fbf && (filters || !forgot) {
+		// The retransmission window is an FBF either way.
+		_, filters := got[MetricFilters+"/duplicate"]
+		_, forgot := got[MetricForgottenEarly+"/duplicate"]
+		_, forgotRetx := got[MetricForgottenEarly+"/retransmission"]
+		if fbf && (got[MetricFilters+"/duplicate"] != 6 || forgot) || !fbf && (filters || !forgot) ||
+			got[MetricFilters+"/retransmission"] != 3 || forgotRetx {
 			t.Errorf("fbf=%v: structure's gauges %v", fbf, got)
 		}
 	}
