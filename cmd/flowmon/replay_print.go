@@ -33,7 +33,11 @@ func printSummary(w io.Writer, s *engine.Summary) {
 	printCounts(w, "transport", s.Transport)
 	printCounts(w, "decode errors", s.DecodeErrors)
 	printCounts(w, "skipped", s.Skipped)
-	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)\n", s.UniquePackets, s.Duplicates, s.Retransmissions)
+	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)", s.UniquePackets, s.Duplicates, s.Retransmissions)
+	if s.DedupWindow != "" {
+		fmt.Fprintf(w, ", dedup window: %s", s.DedupWindow)
+	}
+	fmt.Fprintln(w)
 	printCounts(w, "conn states", s.ConnStates)
 	printCounts(w, "anomalies", s.Anomalies)
 	if a := s.ACSM; a != nil {

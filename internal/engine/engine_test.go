@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/internal/dedup"
 	"github.com/flowmon/flowmon/internal/gen"
 	"github.com/flowmon/flowmon/kbf"
 )
@@ -66,10 +67,17 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 	for _, c := range []struct {
 		backend acsm.BackendKind
 		layout  kbf.LayoutKind
-	}{{acsm.BackendExact, kbf.Standard}, {acsm.BackendKBF, kbf.Standard}, {acsm.BackendKBF, kbf.Blocked}} {
+		fbf     bool // the dedup window an FBF instead of the table
+	}{{acsm.BackendExact, kbf.Standard, false}, {acsm.BackendExact, kbf.Standard, true},
+		{acsm.BackendKBF, kbf.Standard, false}, {acsm.BackendKBF, kbf.Blocked, false}} {
 		backend := c.backend
-		t.Run(backend.String()+"/"+c.layout.String(), func(t *testing.T) {
+		window := dedup.StructureTable
+		if c.fbf {
+			window = dedup.StructureFBF
+		}
+		t.Run(backend.String()+"/"+c.layout.String()+"/"+window, func(t *testing.T) {
 			cfg := DefaultConfig()
+			cfg.Dedup.FBF = c.fbf
 			cfg.ACSM.Backend = backend
 			cfg.ACSM.KBFLayout = c.layout
 			cfg.ACSM.Capacity = 4096
@@ -107,7 +115,10 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 			if share < 0.999 {
 				t.Errorf("conn_state agreement %.4f < 0.999", share)
 			}
-			// Dedup makes packet counts exactly-once.
+			// Dedup makes packet counts exactly-once, with either window.
+			if s.DedupWindow != window {
+				t.Errorf("summary's dedup window %q, want %q", s.DedupWindow, window)
+			}
 			if countOK != len(truth) || s.Duplicates != dups {
 				t.Errorf("packet counts right for %d/%d flows, %d duplicates dropped (truth %d)", countOK, len(truth), s.Duplicates, dups)
 			}

@@ -404,6 +404,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		if sh.dedup != nil {
 			sh.dedup.Publish()
 			s.DedupMemoryBytes += sh.dedup.MemoryBytes()
+			s.DedupWindow = sh.dedup.Stats().Window.Structure
 		}
 		counts.add(sh.counts)
 		if p.carried {

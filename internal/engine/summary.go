@@ -35,6 +35,7 @@ type Summary struct {
 	Duplicates       uint64            `json:"duplicates"`
 	Retransmissions  uint64            `json:"retransmissions"`
 	DedupMemoryBytes uint64            `json:"dedup_memory_bytes"`
+	DedupWindow      string            `json:"dedup_window,omitempty"` // the duplicate window's structure: table or fbf (none without dedup)
 	ConnStates       map[string]uint64 `json:"conn_states"`
 	Anomalies        map[string]uint64 `json:"anomalies"`
 	ACSM             *ACSMSummary      `json:"acsm,omitempty"`
