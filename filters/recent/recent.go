@@ -104,14 +104,14 @@ type Table struct {
 	seed    uint64
 	tickNs  int64 // a quarter of the window
 
-	// The clock: the latest packet time (ns) and its tick's tag; the
-	// sweep's next bucket, the time it is due from, and the time one
-	// bucket's share of a sweep takes.
+	// The clock: the latest packet time (ns), its tick (whose low bits
+	// are the tag cells hold now) and when that tick ends; the sweep's
+	// next bucket, the time it is due from, and the time one bucket's
+	// share of a sweep takes.
 	started bool
 	now     int64
-	tag     uint32
-	tagEnd  int64 // when the tick of tag ends
-	tickNo  int64 // the tick of tag, whole
+	tickNo  int64
+	tickEnd int64
 	cursor  uint64
 	sweptAt int64
 	stepNs  int64
@@ -156,12 +156,19 @@ func (t *Table) locate(h uint64) (uint64, uint32) {
 
 // Prefetch starts loading h's bucket.
 func (t *Table) Prefetch(h uint64) {
-	b := unsafe.Pointer(&t.buckets[hashmix.Reduce(hashmix.Mix(h^t.seed), t.nb)])
+	i, _ := t.locate(h)
+	b := unsafe.Pointer(&t.buckets[i])
 	memhint.Prefetch2(b, b)
 }
 
 // held says whether cell c, in use, was written within the window.
-func (t *Table) held(c uint32) bool { return (t.tag-c)&tagMask <= ticksPerWindow }
+func (t *Table) held(c uint32) bool { return (t.tag()-c)&tagMask <= ticksPerWindow }
+
+// tag is the tick now as cells hold it.
+func (t *Table) tag() uint32 { return uint32(t.tickNo) & tagMask }
+
+// setTick makes tick k the clock's.
+func (t *Table) setTick(k int64) { t.tickNo, t.tickEnd = k, (k+1)*t.tickNs }
 
 // find says whether bucket b holds fingerprint f in a live cell.
 func (t *Table) find(b *bucket, f uint32) bool {
@@ -199,8 +206,8 @@ func (t *Table) TestAndAdd(h uint64, now int64) bool {
 	case t.held(old):
 		t.overwritten++
 	}
-	b[i] = f<<tagBits | t.tag
-	t.perTick[t.tag&tagMask]++
+	b[i] = f<<tagBits | t.tag()
+	t.perTick[t.tag()]++
 	if i++; i == CellsPerBucket {
 		i = 0
 	}
@@ -214,22 +221,20 @@ func (t *Table) TestAndAdd(h uint64, now int64) bool {
 // Advance moves the clock to now (ns; earlier times are ignored) and
 // sweeps the buckets due.
 func (t *Table) Advance(now int64) {
-	if t.started && now <= t.now {
+	if !t.started {
+		t.started, t.sweptAt = true, now
+		t.setTick(floorDiv(now, t.tickNs))
+	} else if now <= t.now {
 		return
 	}
-	if !t.started {
-		t.started, t.sweptAt, t.tagEnd = true, now, math.MinInt64
-	}
 	t.now = now
-	if now >= t.tagEnd {
-		// A division a tick, not a packet.
+	if now >= t.tickEnd {
+		// A division a tick, not a packet; the ticks passed count anew.
 		k := floorDiv(now, t.tickNs)
-		if t.tagEnd != math.MinInt64 {
-			for j := t.tickNo + 1; j <= min(k, t.tickNo+1<<tagBits); j++ {
-				t.perTick[j&tagMask] = 0
-			}
+		for j := t.tickNo + 1; j <= min(k, t.tickNo+1<<tagBits); j++ {
+			t.perTick[j&tagMask] = 0
 		}
-		t.tickNo, t.tag, t.tagEnd = k, uint32(k)&tagMask, (k+1)*t.tickNs
+		t.setTick(k)
 	}
 	el := now - t.sweptAt
 	if el < t.stepNs {
@@ -322,16 +327,17 @@ type Stats struct {
 // the table's load now: the cells held a bucket (the keys inserted within
 // the last five ticks), each matching a fingerprint with probability
 // 1/(2^25-1). Owner goroutine only.
-func (t *Table) EstimatedFPP() float64 {
-	return float64(t.heldCells()) / float64(t.nb) / float64(fpMask)
-}
+func (t *Table) EstimatedFPP() float64 { return t.fpp(t.heldCells()) }
+
+// fpp is the false-positive probability of a lookup with held cells held.
+func (t *Table) fpp(held uint64) float64 { return float64(held) / float64(t.nb) / float64(fpMask) }
 
 // heldCells estimates the cells held: the keys inserted within the last
 // ticksPerWindow+1 ticks, at most the cells in use.
 func (t *Table) heldCells() uint64 {
 	var n uint64
 	for a := range uint32(ticksPerWindow + 1) {
-		n += uint64(t.perTick[(t.tag-a)&tagMask])
+		n += uint64(t.perTick[(t.tag()-a)&tagMask])
 	}
 	return min(n, t.live)
 }
@@ -354,7 +360,7 @@ func (t *Table) Stats() Stats {
 		Held:        held,
 		Inserted:    t.pub.inserted.Load(),
 		Overwritten: t.pub.overwritten.Load(),
-		FPP:         float64(held) / float64(t.nb) / float64(fpMask),
+		FPP:         t.fpp(held),
 		MemoryBytes: t.MemoryBytes(),
 	}
 }

@@ -2,7 +2,6 @@ package recent
 
 import (
 	"encoding/binary"
-	"math"
 	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/snapshot"
@@ -108,11 +107,11 @@ func (t *Table) RestoreState(b []byte) error {
 	t.pub.inserted.Store(n[9])
 	t.pub.overwritten.Store(n[10])
 	t.perTick = perTick
-	// The tick is worked out again from the clock at the next packet.
-	t.tagEnd = math.MinInt64
+	// The tick is worked out again from the clock (Advance starts it
+	// for a clock not started).
+	t.tickNo, t.tickEnd = 0, 0
 	if started {
-		k := floorDiv(t.now, t.tickNs)
-		t.tickNo, t.tag, t.tagEnd = k, uint32(k)&tagMask, (k+1)*t.tickNs
+		t.setTick(floorDiv(t.now, t.tickNs))
 	}
 	return nil
 }
