@@ -300,8 +300,20 @@ func (t *flowTable) flushCount(idx uint32) {
 
 // flushCounts adds every flow's packets of the current window to the flow
 // counter: before the counter's window ends, and at the end of the run.
+// The metas are read in order, but the slots they point to and the
+// counter's buckets are anywhere: each is prefetched some flows ahead,
+// the buckets through the slots prefetched before.
 func (t *flowTable) flushCounts() {
+	const slotAhead, bucketAhead = 16, 8
 	for i := range t.meta {
+		if j := i + slotAhead; j < len(t.meta) && t.meta[j].hash != 0 {
+			t.prefetchSlot(t.meta[j].idx)
+		}
+		if j := i + bucketAhead; j < len(t.meta) && t.meta[j].hash != 0 && t.counter != nil {
+			if e := &t.slots[t.meta[j].idx]; e.win > 0 {
+				t.counter.Prefetch(e.hash)
+			}
+		}
 		if t.meta[i].hash != 0 {
 			t.flushCount(t.meta[i].idx)
 		}

@@ -62,9 +62,12 @@ type flowTable struct {
 	err    error
 }
 
-// endedFlow names an ended flow by its hash and uid seed: if the slot no
-// longer holds that flow (its 5-tuple started another, or the cap timed
-// it out), its record has been written.
+// endedFlow names an ended flow by its flow hash and uid seed: if the
+// slot no longer holds that flow (its 5-tuple started another, or the cap
+// timed it out), its record has been written. The hash is the flow's own,
+// not its slot tag, which it gives (slotTag), so that the flow counter's
+// buckets can be prefetched by it; a state written when this held the tag
+// reads the same, since slotTag keeps a tag as it is.
 type endedFlow struct {
 	hash, uid uint64
 	at        int64
@@ -168,7 +171,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	if t.nEnded == len(t.ended) {
 		t.flushOne() // the queue is full: the oldest goes out early
 	}
-	t.ended[(t.head+t.nEnded)%len(t.ended)] = endedFlow{hash: tag, uid: e.uid, at: now}
+	t.ended[(t.head+t.nEnded)%len(t.ended)] = endedFlow{hash: p.Hash, uid: e.uid, at: now}
 	t.nEnded++
 }
 
@@ -297,12 +300,17 @@ func (t *flowTable) flushOne() {
 	f := t.ended[t.head]
 	// The queue is in order: the flows a few places on go out at the next
 	// packets, ended seconds ago and out of cache by now; start loading
-	// their metas and, through the metas loaded before, their slots.
+	// their metas and, through the metas loaded before, their slots and
+	// the flow counter's buckets their window counts go to (remove).
 	if t.nEnded > 2*prefetchAhead {
 		t.prefetchHome(t.ended[(t.head+2*prefetchAhead)%len(t.ended)].hash)
-		t.prefetchFlow(t.ended[(t.head+prefetchAhead)%len(t.ended)].hash, false)
+		next := t.ended[(t.head+prefetchAhead)%len(t.ended)].hash
+		t.prefetchFlow(next, false)
+		if t.counter != nil {
+			t.counter.Prefetch(next)
+		}
 	}
-	if i := t.find(f.hash, f.uid); i >= 0 {
+	if i := t.find(slotTag(f.hash), f.uid); i >= 0 {
 		t.writeOnce(t.meta[i].idx)
 		t.remove(i) // its stragglers are in; the flow is done
 	}
