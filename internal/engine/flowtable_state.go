@@ -14,8 +14,11 @@ import (
 // A restore checks every index before using it, so a damaged state is
 // refused, never followed.
 
-// flowStateVersion changes when a struct below changes layout.
-const flowStateVersion = 1
+// flowStateVersion changes when a struct below changes layout or the
+// metas' count changes for a cap: 2 since the table is twice the cap (it
+// was 4/3 of it), so a state of version 1 is refused by its version, not
+// taken for a damaged one.
+const flowStateVersion = 2
 
 func (t *flowTable) appendState(b []byte) []byte {
 	u := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }

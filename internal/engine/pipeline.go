@@ -94,8 +94,8 @@ func DefaultConfig() Config {
 		ACSM: acsm.Config{Backend: acsm.BackendDLeft, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true, ShedNew: true,
 			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}, KBFEncoder: kbf.Sidon},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
-		// As many open flows as the ACSM is sized for: 100 bytes each,
-		// 26 MB (292 and 77 MB writing records: flowslots.go), which a
+		// As many open flows as the ACSM is sized for: 116 bytes each,
+		// 30 MB (308 and 81 MB writing records: flowslots.go), which a
 		// flood fills and no more.
 		MaxFlows: 1 << 18,
 		Workers:  runtime.GOMAXPROCS(0),
