@@ -66,8 +66,7 @@ type flowTable struct {
 // slot no longer holds that flow (its 5-tuple started another, or the cap
 // timed it out), its record has been written. The hash is the flow's own,
 // not its slot tag, which it gives (slotTag), so that the flow counter's
-// buckets can be prefetched by it; a state written when this held the tag
-// reads the same, since slotTag keeps a tag as it is.
+// buckets can be prefetched by it.
 type endedFlow struct {
 	hash, uid uint64
 	at        int64
