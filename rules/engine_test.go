@@ -9,6 +9,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/period"
 )
 
 // recorder is a memory sink with lookups by alert name.
@@ -161,7 +162,7 @@ func TestCrossedKeyNotCountedFurther(t *testing.T) {
 			at := time.Duration(w)*10*time.Second + time.Duration(i)*time.Millisecond
 			r.packet(fmt.Sprintf("203.0.%d.%d", i/250, i%250+1), uint16(1024+i+1000*w), victim.String(), 80, capture.SYN, at, 60)
 		}
-		win := windowOf(t0.Add(time.Duration(w)*10*time.Second).UnixNano(), rl.st.win.size)
+		win := period.Of(t0.Add(time.Duration(w)*10*time.Second).UnixNano(), rl.st.win.size)
 		if n := rl.st.counts[slot(win)].estimate(addrHash(victim)); n != 101 {
 			t.Errorf("window %d: the victim's count %v after 300 SYNs, want 101 (counted up to its crossing)", w, n)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/hashmix"
+	"github.com/flowmon/flowmon/internal/period"
 )
 
 // A volume rule tracked by flow counts every packet of every flow, and a
@@ -151,7 +152,7 @@ func (t *holdTable) count(h uint64, ts int64, n uint32) (after uint64, crossed b
 
 // roll moves the table to ts's window, emptied if it is another.
 func (t *holdTable) roll(ts int64) {
-	w := windowOf(ts, t.size)
+	w := period.Of(ts, t.size)
 	if start := w * t.size; start != t.start || t.span == 0 {
 		if t.n > 0 {
 			clear(t.slots[:])

@@ -3,6 +3,8 @@ package rules
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/flowmon/flowmon/internal/period"
 )
 
 // A counting rule counts per key in tumbling windows of packet time,
@@ -54,23 +56,13 @@ func newWindows(size int64) *windows {
 func (w *windows) at(t int64) (i int64, ok bool) {
 	c := w.cur.Load()
 	if c == noWindow {
-		return windowOf(t, w.size), true
+		return period.Of(t, w.size), true
 	}
 	if start := c * w.size; t >= start && t < start+w.size {
 		return c, true
 	}
-	i = windowOf(t, w.size)
+	i = period.Of(t, w.size)
 	return i, i >= c-1
-}
-
-// windowOf is the index of the window of length size holding t, by
-// division (rounding down, before the epoch too).
-func windowOf(t, size int64) int64 {
-	i := t / size
-	if t%size < 0 {
-		i--
-	}
-	return i
 }
 
 // slot is the slot of window i.

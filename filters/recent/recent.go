@@ -61,6 +61,7 @@ import (
 
 	"github.com/flowmon/flowmon/internal/hashmix"
 	"github.com/flowmon/flowmon/internal/memhint"
+	"github.com/flowmon/flowmon/internal/period"
 )
 
 const (
@@ -121,9 +122,9 @@ type Table struct {
 	// ones the sweep has not reached).
 	perTick [1 << tagBits]uint32
 
-	live                         uint64 // cells in use (expired ones not yet swept count)
-	inserted, overwritten, swept uint64
-	pub                          struct{ live, held, inserted, overwritten atomic.Uint64 }
+	live                  uint64 // cells in use (expired ones not yet swept count)
+	inserted, overwritten uint64
+	pub                   struct{ live, held, inserted, overwritten atomic.Uint64 }
 }
 
 // New builds a Table for o.
@@ -223,14 +224,14 @@ func (t *Table) TestAndAdd(h uint64, now int64) bool {
 func (t *Table) Advance(now int64) {
 	if !t.started {
 		t.started, t.sweptAt = true, now
-		t.setTick(floorDiv(now, t.tickNs))
+		t.setTick(period.Of(now, t.tickNs))
 	} else if now <= t.now {
 		return
 	}
 	t.now = now
 	if now >= t.tickEnd {
 		// A division a tick, not a packet; the ticks passed count anew.
-		k := floorDiv(now, t.tickNs)
+		k := period.Of(now, t.tickNs)
 		for j := t.tickNo + 1; j <= min(k, t.tickNo+1<<tagBits); j++ {
 			t.perTick[j&tagMask] = 0
 		}
@@ -267,7 +268,6 @@ func (t *Table) sweep(n uint64) {
 			t.cursor = 0
 		}
 	}
-	t.swept += n
 }
 
 // forgetAll empties every cell; the buckets' cursors stay.
@@ -276,15 +276,6 @@ func (t *Table) forgetAll() {
 		t.buckets[i] = bucket{CellsPerBucket: t.buckets[i][CellsPerBucket]}
 	}
 	t.live = 0
-	t.swept += t.nb
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b < 0 {
-		q--
-	}
-	return q
 }
 
 // Buckets is the number of buckets.

@@ -4,16 +4,17 @@ import (
 	"encoding/binary"
 	"unsafe"
 
+	"github.com/flowmon/flowmon/internal/period"
 	"github.com/flowmon/flowmon/internal/snapshot"
 )
 
-// State format, version 1 (little-endian):
+// State format, version 2 (little-endian):
 //
-//	"RCNT" 1           tag and version
+//	"RCNT" 2           tag and version
 //	params             buckets, tick (ns), seed, and where a fixed key goes
 //	1                  whether the clock has started
 //	3 x 8              packet time (ns), sweep due from, sweep cursor
-//	8 x 8              live cells, inserted, overwritten, swept, and the
+//	7 x 8              live cells, inserted, overwritten, and the
 //	                   published live, held, inserted, overwritten
 //	128 x 4            keys inserted in each of the last 128 ticks, by tag
 //	cells              buckets x 16 words x 4 bytes, as in memory (15
@@ -21,10 +22,11 @@ import (
 //
 // A cell's tag is a tick of packet time, so the clock is part of the
 // state: with it a restored table forgets and sweeps the same cells at the
-// same packets as the original.
+// same packets as the original. Version 1 also held a count of the
+// buckets swept, which nothing read.
 const (
 	stateTag     = "RCNT"
-	stateVersion = 1
+	stateVersion = 2
 	probeKey     = 0x9e3779b97f4a7c15
 )
 
@@ -44,7 +46,7 @@ func (t *Table) AppendState(b []byte) ([]byte, error) {
 	b = snapshot.AppendParams(b, t.stateParams())
 	b = snapshot.AppendBool(b, t.started)
 	b = snapshot.AppendUint64s(b, []uint64{uint64(t.now), uint64(t.sweptAt), t.cursor,
-		t.live, t.inserted, t.overwritten, t.swept,
+		t.live, t.inserted, t.overwritten,
 		t.pub.live.Load(), t.pub.held.Load(), t.pub.inserted.Load(), t.pub.overwritten.Load()})
 	b = snapshot.AppendUint32s(b, t.perTick[:])
 	return snapshot.AppendUint32s(b, unsafe.Slice(&t.buckets[0][0], len(t.buckets)*len(t.buckets[0]))), nil
@@ -59,7 +61,7 @@ func (t *Table) RestoreState(b []byte) error {
 	d.Tag(stateTag, stateVersion)
 	d.Params(t.stateParams())
 	started := d.Bool()
-	var n [11]uint64
+	var n [10]uint64
 	d.Uint64s(n[:])
 	var perTick [1 << tagBits]uint32
 	d.Uint32s(perTick[:])
@@ -101,17 +103,17 @@ func (t *Table) RestoreState(b []byte) error {
 		}
 	}
 	t.started, t.now, t.sweptAt, t.cursor = started, int64(n[0]), int64(n[1]), n[2]
-	t.live, t.inserted, t.overwritten, t.swept = n[3], n[4], n[5], n[6]
-	t.pub.live.Store(n[7])
-	t.pub.held.Store(n[8])
-	t.pub.inserted.Store(n[9])
-	t.pub.overwritten.Store(n[10])
+	t.live, t.inserted, t.overwritten = n[3], n[4], n[5]
+	t.pub.live.Store(n[6])
+	t.pub.held.Store(n[7])
+	t.pub.inserted.Store(n[8])
+	t.pub.overwritten.Store(n[9])
 	t.perTick = perTick
 	// The tick is worked out again from the clock (Advance starts it
 	// for a clock not started).
 	t.tickNo, t.tickEnd = 0, 0
 	if started {
-		t.setTick(floorDiv(t.now, t.tickNs))
+		t.setTick(period.Of(t.now, t.tickNs))
 	}
 	return nil
 }

@@ -20,10 +20,10 @@ type Config struct {
 	FPRate float64
 	// FBF selects the paper's Forgetful Bloom Filter (filters/fbf) for the
 	// duplicate window instead of the fingerprint table (filters/recent),
-	// which
-	// checks a packet in less than half the time (one cache line against
-	// three); Past and Standard shape the FBF. The table holds fingerprints of 25 bits, so it takes FPRate
-	// down to recent.FalsePositiveBound (4.5e-7); lower ones need the FBF.
+	// which checks a packet in less than half the time (one cache line
+	// against three); Past and Standard shape the FBF. The table holds
+	// fingerprints of 25 bits, so it takes FPRate down to
+	// recent.FalsePositiveBound (4.5e-7); lower ones need the FBF.
 	FBF bool
 	// Past is the FBF's N (default 1).
 	Past int

@@ -33,7 +33,6 @@ const (
 type WindowStats struct {
 	Structure    string  // StructureTable or StructureFBF
 	EstimatedFPP float64 // the false-positive estimate at publication
-	Inserted     uint64  // fingerprints inserted (found absent)
 	MemoryBytes  uint64
 	// The table's: cells overwritten while their fingerprint was still in
 	// the window (its duplicates, had they come, would have been missed).
@@ -88,14 +87,13 @@ func (w tableWindow) TestAndAdd(h uint64, now time.Time) bool {
 
 func (w tableWindow) Stats() WindowStats {
 	s := w.Table.Stats()
-	return WindowStats{Structure: StructureTable, EstimatedFPP: s.FPP, Inserted: s.Inserted,
-		MemoryBytes: s.MemoryBytes, Overwritten: s.Overwritten}
+	return WindowStats{Structure: StructureTable, EstimatedFPP: s.FPP, MemoryBytes: s.MemoryBytes,
+		Overwritten: s.Overwritten}
 }
 
 type fbfWindow struct{ *fbf.FBF }
 
 func (w fbfWindow) Stats() WindowStats {
 	s := w.FBF.Stats()
-	return WindowStats{Structure: StructureFBF, EstimatedFPP: s.EstimatedFPP, Inserted: s.Inserted,
-		MemoryBytes: s.MemoryBytes, FBF: s}
+	return WindowStats{Structure: StructureFBF, EstimatedFPP: s.EstimatedFPP, MemoryBytes: s.MemoryBytes, FBF: s}
 }
