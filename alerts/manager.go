@@ -78,6 +78,21 @@ type entry struct {
 	suppress time.Duration
 	pending  bool      // waiting for its `for`
 	lastSeen time.Time // latest occurrence
+	// windows are a counting rule's last two windows of crossing: the
+	// shards count into the current window and the one before it.
+	windows [2]int64
+}
+
+// counted reports whether o is a crossing in a window e has counted.
+func (e *entry) counted(o Occurrence) bool {
+	return o.Crossing && (o.Window == e.windows[0] || o.Window == e.windows[1])
+}
+
+// count notes o's window, if o is a crossing.
+func (e *entry) count(o Occurrence) {
+	if o.Crossing {
+		e.windows = [2]int64{e.windows[1], o.Window}
+	}
 }
 
 // NewManager returns a Manager delivering to sinks.
@@ -95,6 +110,15 @@ type Occurrence struct {
 	Suppress time.Duration // repeats inside fold into the firing alert
 	For      time.Duration // the condition must hold this long first
 	Now      time.Time     // packet time
+	// Crossing marks a counting rule's key going over its threshold in
+	// the rule's window of index Window. A key crosses once a window, so
+	// a second report of a window's crossing folds into nothing: shards
+	// count a destination's flows into shared counters, and one running
+	// behind the others may still add to the window that just ended,
+	// where a count that went down (half-open flows answered) can cross
+	// again.
+	Crossing bool
+	Window   int64
 }
 
 // Fold folds n occurrences of o.Hash into its alert if the alert fired
@@ -110,11 +134,15 @@ func (m *Manager) Fold(o Occurrence, n uint64) bool {
 func (m *Manager) fold(o Occurrence, n uint64) bool {
 	rc := m.rule(o.Rule, o.Severity)
 	if e := m.active[o.Hash]; e != nil {
+		if e.counted(o) {
+			return true
+		}
 		if e.pending {
 			return false
 		}
 		if o.Now.Sub(e.lastSeen) <= e.suppress {
 			e.alert.Count += n
+			e.count(o)
 			if o.Now.After(e.lastSeen) {
 				e.lastSeen = o.Now
 			}
@@ -153,7 +181,7 @@ func (m *Manager) Fire(o Occurrence, a Alert) bool {
 			m.send(a)
 			return true
 		}
-		e = &entry{alert: a, key: o.Key, rule: o.Rule, suppress: o.Suppress, pending: o.For > 0, lastSeen: o.Now}
+		e = &entry{alert: a, key: o.Key, rule: o.Rule, suppress: o.Suppress, pending: o.For > 0, lastSeen: o.Now, windows: [2]int64{o.Window, o.Window}}
 		e.alert.Count = max(a.Count, 1)
 		m.active[o.Hash] = e
 		if e.pending {
@@ -164,6 +192,7 @@ func (m *Manager) Fire(o Occurrence, a Alert) bool {
 		e.lastSeen = o.Now
 		e.alert.Value = max(e.alert.Value, a.Value)
 		e.alert.Count++
+		e.count(o)
 		if o.Now.Sub(e.alert.StartsAt) < o.For {
 			return false
 		}

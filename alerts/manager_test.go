@@ -47,6 +47,36 @@ func TestManagerFoldsAndResolves(t *testing.T) {
 	}
 }
 
+// TestManagerCountsACrossingOnceAWindow: a counting rule's crossings
+// fold one a window, whichever order the shards report them in: a second
+// report of a window (of the current one, or of the one before it from a
+// shard behind) counts nothing, also while the alert is pending.
+func TestManagerCountsACrossingOnceAWindow(t *testing.T) {
+	for _, pending := range []bool{false, true} {
+		s := NewMemory("mem")
+		m := NewManager(ManagerOptions{}, s)
+		cross := func(w int64, at time.Duration) {
+			o := occ(3, at)
+			o.Crossing, o.Window = true, w
+			if pending {
+				o.For = time.Hour
+			}
+			if !m.Fold(o, 1) {
+				m.Fire(o, alertAt(at))
+			}
+		}
+		cross(10, 0)
+		cross(10, time.Second) // again in window 10
+		cross(11, 10*time.Second)
+		cross(10, 10*time.Second) // window 10 from a shard behind
+		cross(11, 12*time.Second)
+		cross(12, 20*time.Second)
+		if n := m.active[3].alert.Count; n != 3 {
+			t.Errorf("pending %v: %d crossings counted in windows 10, 11 and 12, want 3", pending, n)
+		}
+	}
+}
+
 // TestManagerFor: an alert with for: 30s stays pending until it has held
 // that long, and a pending alert that stops is dropped unseen.
 func TestManagerFor(t *testing.T) {

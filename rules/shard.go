@@ -106,7 +106,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	for i, h := range s.holdAll {
 		if n := h.units(p.WireLen); !h.quiet(ev.Hash, t, n) {
 			if after, crossed := h.count(ev.Hash, t, n); crossed {
-				s.fire(set.holdAll[i], s.context(p, ev, t), ev.Hash, float64(after))
+				s.cross(set.holdAll[i], s.context(p, ev, t), ev.Hash, h.start/h.size, float64(after))
 			}
 		}
 	}
@@ -231,7 +231,7 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 	if r.holdIndex >= 0 {
 		h := s.holds[r.holdIndex]
 		if after, crossed := h.count(x.ev.Hash, x.t, h.units(x.wireLen)); crossed {
-			s.fire(r, x, x.ev.Hash, float64(after))
+			s.cross(r, x, x.ev.Hash, h.start/h.size, float64(after))
 		}
 		return
 	}
@@ -287,7 +287,7 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 	}
 	if before <= r.thresh && after > r.thresh {
 		mark.Store(over)
-		s.fire(r, x, key, after)
+		s.cross(r, x, key, w, after)
 	}
 }
 
@@ -316,19 +316,21 @@ func (s *Shard) changed(r *rule, x *packetCtx) {
 	}
 }
 
-// fire raises r's alert for key, unless it repeats one reported moments
-// ago (the front folds it).
+// cross raises counting rule r's alert for key, whose count went over
+// the threshold in window w. A key crosses once a window: no front, and
+// the manager learns of each crossing at once (window ends check it).
+func (s *Shard) cross(r *rule, x *packetCtx, key uint64, w int64, value float64) {
+	o := r.occurrence(alertHash(r.id, key), key, utc(x.t))
+	o.Crossing, o.Window = true, w
+	if !s.eng.mgr.Fold(o, 1) {
+		s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value))
+	}
+}
+
+// fire raises event rule r's alert for key, unless it repeats one
+// reported moments ago (the front folds it).
 func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 	h := alertHash(r.id, key)
-	if r.window() > 0 {
-		// A counting rule's key crosses once a window: no front, and the
-		// manager learns of each crossing at once (window ends check it).
-		o := r.occurrence(h, key, utc(x.t))
-		if !s.eng.mgr.Fold(o, 1) {
-			s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value))
-		}
-		return
-	}
 	fe := &s.front[h%frontSize]
 	if fe.h == h && fe.r == r && x.t < fe.until {
 		fe.n++
