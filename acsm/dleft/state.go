@@ -89,7 +89,8 @@ func (t *Table) RestoreState(b []byte) error {
 	for i := range st {
 		st[i] = d.U64()
 	}
-	cells := d.Bytes(len(t.buckets) * cellsPerBucket * 4)
+	cells := make([]uint32, len(t.buckets)*cellsPerBucket)
+	d.Uint32s(cells)
 	if err := d.Done(); err != nil {
 		return err
 	}
@@ -99,13 +100,12 @@ func (t *Table) RestoreState(b []byte) error {
 	}
 	// A used cell has a fingerprint (never 0); live counts the used cells.
 	var used uint64
-	for i := 0; i < len(cells); i += 4 {
-		c := binary.LittleEndian.Uint32(cells[i:])
+	for i, c := range cells {
 		if c == 0 {
 			continue
 		}
 		if c>>t.shift() == 0 {
-			d.Failf("cell %d: state without a fingerprint", i/4)
+			d.Failf("cell %d: state without a fingerprint", i)
 			return d.Err()
 		}
 		used++
@@ -114,11 +114,7 @@ func (t *Table) RestoreState(b []byte) error {
 		d.Failf("%d cells used, the state says %d", used, live)
 		return d.Err()
 	}
-	for i := range t.buckets {
-		for j := range &t.buckets[i] {
-			t.buckets[i][j] = binary.LittleEndian.Uint32(cells[4*(i*cellsPerBucket+j):])
-		}
-	}
+	copy(unsafe.Slice(&t.buckets[0][0], len(cells)), cells)
 	t.live = int(live)
 	t.tickNow = ticks
 	t.now, t.nextTick, t.sweptAt, t.cursor = now, nextTick, sweptAt, int(cursor)

@@ -1,7 +1,6 @@
 package recent
 
 import (
-	"encoding/binary"
 	"unsafe"
 
 	"github.com/flowmon/flowmon/internal/period"
@@ -66,7 +65,8 @@ func (t *Table) RestoreState(b []byte) error {
 	var perTick [1 << tagBits]uint32
 	d.Uint32s(perTick[:])
 	words := len(t.buckets[0])
-	cells := d.Bytes(len(t.buckets) * words * 4)
+	cells := make([]uint32, len(t.buckets)*words)
+	d.Uint32s(cells)
 	if err := d.Done(); err != nil {
 		return err
 	}
@@ -75,11 +75,10 @@ func (t *Table) RestoreState(b []byte) error {
 		return d.Err()
 	}
 	var used uint64
-	for i := 0; i < len(cells); i += 4 {
-		c := binary.LittleEndian.Uint32(cells[i:])
-		if i/4%words == CellsPerBucket {
+	for i, c := range cells {
+		if i%words == CellsPerBucket {
 			if c >= CellsPerBucket {
-				d.Failf("bucket %d: cursor %d past its %d cells", i/4/words, c, CellsPerBucket)
+				d.Failf("bucket %d: cursor %d past its %d cells", i/words, c, CellsPerBucket)
 				return d.Err()
 			}
 			continue
@@ -88,7 +87,7 @@ func (t *Table) RestoreState(b []byte) error {
 			continue
 		}
 		if c>>tagBits == 0 {
-			d.Failf("cell %d: a tick without a fingerprint", i/4)
+			d.Failf("cell %d: a tick without a fingerprint", i)
 			return d.Err()
 		}
 		used++
@@ -97,11 +96,7 @@ func (t *Table) RestoreState(b []byte) error {
 		d.Failf("%d cells used, the state says %d", used, n[3])
 		return d.Err()
 	}
-	for i := range t.buckets {
-		for j := range &t.buckets[i] {
-			t.buckets[i][j] = binary.LittleEndian.Uint32(cells[4*(i*words+j):])
-		}
-	}
+	copy(unsafe.Slice(&t.buckets[0][0], len(cells)), cells)
 	t.started, t.now, t.sweptAt, t.cursor = started, int64(n[0]), int64(n[1]), n[2]
 	t.live, t.inserted, t.overwritten = n[3], n[4], n[5]
 	t.pub.live.Store(n[6])
