@@ -49,7 +49,7 @@ func New(c Config) (*Dedup, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("new dedup: %w", err)
 	}
-	dup, err := newWindow(c, c.Window, c.PacketsPerWindow, c.FPRate)
+	dup, err := newWindow(c)
 	if err != nil {
 		return nil, fmt.Errorf("new dedup: duplicate window: %w", err)
 	}
@@ -59,11 +59,12 @@ func New(c Config) (*Dedup, error) {
 		// its looser target and longer window Bloom filters are the smaller
 		// structure (at the defaults, 3 s and 1e-4 at 1 Mpps, 25 MB against
 		// the table's 60 MB), and it sees only TCP segments with data.
-		r, rc := c.Retrans, c
-		rc.FBF = true
-		if d.retx, err = newWindow(rc, r.Window, r.PacketsPerWindow, r.FPRate); err != nil {
+		r := c.Retrans
+		f, err := newFBF(r.Window, r.PacketsPerWindow, r.FPRate, c.Past, !c.Standard)
+		if err != nil {
 			return nil, fmt.Errorf("new dedup: retransmission window: %w", err)
 		}
+		d.retx = fbfWindow{f}
 	}
 	return d, nil
 }

@@ -41,21 +41,21 @@ type WindowStats struct {
 	FBF fbf.Stats
 }
 
-// newWindow builds the window of one of the stage's windows: held for at
-// least span, packets fingerprints in it at the rate it is sized for,
-// wrongly found at a rate fp at most.
-func newWindow(c Config, span time.Duration, packets uint64, fp float64) (window, error) {
+// newWindow builds the duplicate window c asks for: held for at least
+// c.Window, sized for c.PacketsPerWindow fingerprints in it, wrongly found
+// at a rate c.FPRate at most.
+func newWindow(c Config) (window, error) {
 	if c.FBF {
-		f, err := newFBF(span, packets, fp, c.Past, !c.Standard)
+		f, err := newFBF(c.Window, c.PacketsPerWindow, c.FPRate, c.Past, !c.Standard)
 		if err != nil {
 			return nil, err
 		}
 		return fbfWindow{f}, nil
 	}
-	if b := recent.FalsePositiveBound(); fp < b {
-		return nil, fmt.Errorf("fp rate %g is below the fingerprint table's bound %.2g (use the FBF): %w", fp, b, ErrInvalidConfig)
+	if b := recent.FalsePositiveBound(); c.FPRate < b {
+		return nil, fmt.Errorf("fp rate %g is below the fingerprint table's bound %.2g (use the FBF): %w", c.FPRate, b, ErrInvalidConfig)
 	}
-	t, err := recent.New(recent.Options{Window: span, Expected: packets})
+	t, err := recent.New(recent.Options{Window: c.Window, Expected: c.PacketsPerWindow})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrInvalidConfig)
 	}
