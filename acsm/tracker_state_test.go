@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/gen/snapshottest"
 	"github.com/flowmon/flowmon/internal/snapshot"
-	"github.com/flowmon/flowmon/internal/snapshot/snapshottest"
 	"github.com/flowmon/flowmon/kbf"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/internal/netnstest"
 )
 

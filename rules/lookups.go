@@ -8,7 +8,7 @@ import (
 )
 
 // Lookups is what watchlist rules ask about a new flow's hosts: the
-// agent's watchlists, which live outside the rules (internal/watchlist)
+// agent's watchlists, which live outside the rules (pipeline/watchlist)
 // and are shared by the shards. Answers are approximate in a Bloom
 // filter's way: a false positive now and then, never a false negative.
 type Lookups interface {

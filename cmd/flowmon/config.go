@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/alerts"
-	"github.com/flowmon/flowmon/internal/config"
-	"github.com/flowmon/flowmon/internal/watchlist"
+	"github.com/flowmon/flowmon/pipeline/watchlist"
 	"github.com/flowmon/flowmon/rules"
 )
 

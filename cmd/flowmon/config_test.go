@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/config"
+	"github.com/flowmon/flowmon/agent/config"
 )
 
 // TestConfigCheck: every good file of the config package is valid and
@@ -16,7 +16,7 @@ import (
 // configuration; every bad one gives the parser's messages, each with
 // file:line:col, and exit 1; no file prints the defaults.
 func TestConfigCheck(t *testing.T) {
-	const dir = "../../internal/config/testdata/"
+	const dir = "../../agent/config/testdata/"
 	good, _ := filepath.Glob(dir + "*.good.yaml")
 	if len(good) == 0 {
 		t.Fatal("no good files")

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/dedup"
-	"github.com/flowmon/flowmon/internal/flowcount"
+	"github.com/flowmon/flowmon/pipeline/dedup"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
 )
 
 func init() {

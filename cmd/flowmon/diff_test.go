@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 const samplePcap = "../../pcaps/sample.pcap"
@@ -156,20 +156,20 @@ func TestDiffPeer(t *testing.T) {
 		{"both count duplicates", true, []string{"--no-dedup"}, 0, "packets here and not there: 0, there and not here: 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := engine.DefaultConfig()
+			cfg := pipeline.DefaultConfig()
 			cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
 			cfg.NoDedup = tc.agentNoDedup
-			pl, err := engine.NewPipeline(cfg)
+			pl, err := pipeline.NewPipeline(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := engine.Handler(pl)
+			h, err := pipeline.Handler(pl)
 			if err != nil {
 				t.Fatal(err)
 			}
 			srv := httptest.NewServer(h) // 127.0.0.1:0
 			defer srv.Close()
-			if _, err := engine.Replay(context.Background(), []string{samplePcap}, engine.ReplayOptions{Pipeline: pl}); err != nil {
+			if _, err := pipeline.Replay(context.Background(), []string{samplePcap}, pipeline.ReplayOptions{Pipeline: pl}); err != nil {
 				t.Fatal(err)
 			}
 			var o, e bytes.Buffer

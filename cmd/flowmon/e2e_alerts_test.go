@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/rules"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowmon/flowmon/acsm"
-	"github.com/flowmon/flowmon/acsm/acsmeval"
+	"github.com/flowmon/flowmon/eval/acsmeval"
 )
 
 func init() {

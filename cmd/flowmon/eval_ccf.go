@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flowmon/flowmon/filters/ccf/ccfeval"
+	"github.com/flowmon/flowmon/eval/ccfeval"
 )
 
 func init() {

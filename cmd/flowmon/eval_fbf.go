@@ -3,8 +3,8 @@ package main
 import (
 	"io"
 
-	"github.com/flowmon/flowmon/filters/fbf/fbfeval"
-	"github.com/flowmon/flowmon/internal/dedup"
+	"github.com/flowmon/flowmon/eval/dedupeval"
+	"github.com/flowmon/flowmon/eval/fbfeval"
 )
 
 func init() {
@@ -39,7 +39,7 @@ func runEvalFBF(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !*noDedup {
-		if err := dedup.Eval(w, cfg.Seed); err != nil {
+		if err := dedupeval.Eval(w, cfg.Seed); err != nil {
 			return err
 		}
 	}

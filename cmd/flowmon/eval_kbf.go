@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/flowmon/flowmon/kbf/kbfeval"
+	"github.com/flowmon/flowmon/eval/kbfeval"
 )
 
 func init() {

@@ -3,8 +3,8 @@ package main
 import (
 	"io"
 
-	"github.com/flowmon/flowmon/filters/cascade/cascadeeval"
-	"github.com/flowmon/flowmon/filters/qf/qfeval"
+	"github.com/flowmon/flowmon/eval/cascadeeval"
+	"github.com/flowmon/flowmon/eval/qfeval"
 )
 
 func init() {

@@ -4,7 +4,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/flowmon/flowmon/rules/ruleseval"
+	"github.com/flowmon/flowmon/eval/ruleseval"
 )
 
 func init() {

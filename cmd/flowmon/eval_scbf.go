@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/flowmon/flowmon/filters/scbf/scbfeval"
+	"github.com/flowmon/flowmon/eval/scbfeval"
 )
 
 func init() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 const sample = "../../pcaps/sample.pcap"
@@ -109,10 +109,10 @@ func TestSettingsAreReplayFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err, errb.String())
 	}
-	if def := engine.DefaultSettings(); !reflect.DeepEqual(f.settings, def) {
+	if def := pipeline.DefaultSettings(); !reflect.DeepEqual(f.settings, def) {
 		t.Errorf("replay without flags has settings %+v, the engine's defaults are %+v", f.settings, def)
 	}
-	typ := reflect.TypeFor[engine.Settings]()
+	typ := reflect.TypeFor[pipeline.Settings]()
 	for i := range typ.NumField() {
 		name := typ.Field(i).Tag.Get("yaml")
 		errb.Reset()

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 )
 
 // TestReplayHistoryHorizon: flowmon replay --history-horizon forgets by

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 type lockedBuffer struct {
@@ -30,7 +30,7 @@ func (l *lockedBuffer) String() string {
 // TestProgressBar draws the bar from a replay's published progress and
 // clears the line when stopped; a non-terminal gets none.
 func TestProgressBar(t *testing.T) {
-	var p engine.Progress
+	var p pipeline.Progress
 	p.Packets.Store(123456)
 	p.BytesRead.Store(50)
 	p.BytesAll.Store(200)

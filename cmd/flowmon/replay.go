@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/flowmon/flowmon/acsm"
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 func init() {
@@ -24,10 +24,10 @@ func init() {
 }
 
 // replayFlags is everything `flowmon replay` is told: the pipeline's
-// settings (engine.Settings, validated by the engine, as the agent's
+// settings (pipeline.Settings, validated by the engine, as the agent's
 // config file will be) and what this command does around them.
 type replayFlags struct {
-	settings   engine.Settings
+	settings   pipeline.Settings
 	json       bool
 	noProgress bool
 	flowsOut   string
@@ -43,7 +43,7 @@ type replayFlags struct {
 }
 
 func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
-	f := &replayFlags{settings: engine.DefaultSettings()}
+	f := &replayFlags{settings: pipeline.DefaultSettings()}
 	s := &f.settings
 	fs := newFlagSet("replay", "[flags] FILE...", stderr,
 		"\nReplays the files in order through the pipeline (dedup, ACSM, flow counts) and prints a summary.")
@@ -53,14 +53,14 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&s.KBFEncoder, "kbf-encoder", s.KBFEncoder, "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
 	fs.StringVar(&s.KBFLayout, "kbf-layout", s.KBFLayout, "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
 	fs.StringVar(&s.Machine, "machine", s.Machine, "state machine: zeek (conn_state) or flags (the paper's last-flags machine)")
-	fs.IntVar(&s.Capacity, "capacity", s.Capacity, fmt.Sprintf("expected concurrent flows, 1..%d (sizes the ACSM and the flow counter)", engine.MaxCapacity))
+	fs.IntVar(&s.Capacity, "capacity", s.Capacity, fmt.Sprintf("expected concurrent flows, 1..%d (sizes the ACSM and the flow counter)", pipeline.MaxCapacity))
 	fs.Float64Var(&s.P, "p", s.P, "target error rate of the ACSM, above 0 and below 1")
-	fs.DurationVar(&s.DedupWindow, "dedup-window", s.DedupWindow, fmt.Sprintf("how long a packet is remembered to drop its duplicates, up to %v", engine.MaxDedupWindow))
+	fs.DurationVar(&s.DedupWindow, "dedup-window", s.DedupWindow, fmt.Sprintf("how long a packet is remembered to drop its duplicates, up to %v", pipeline.MaxDedupWindow))
 	fs.StringVar(&s.Dedup, "dedup", s.Dedup, "how the dedup stage remembers packets: table (a table of their fingerprints, the default) or fbf (the paper's Forgetful Bloom Filter, slower)")
 	fs.BoolVar(&s.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
-	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", engine.MaxRetransWindow))
-	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", engine.MaxMaxFlows))
-	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", engine.MaxWorkers))
+	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", pipeline.MaxRetransWindow))
+	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", pipeline.MaxMaxFlows))
+	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", pipeline.MaxWorkers))
 	fs.BoolVar(&s.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
@@ -110,7 +110,7 @@ func settingsError(fs *flag.FlagSet, err error) error {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var se *engine.SettingError
+		var se *pipeline.SettingError
 		if errors.As(e, &se) {
 			usageError(fs, "%s", se.Spell("--"))
 		} else {
@@ -165,9 +165,9 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	opt := engine.ReplayOptions{Config: cfg}
+	opt := pipeline.ReplayOptions{Config: cfg}
 	if f.listen != "" {
-		if opt.Pipeline, err = engine.NewPipeline(cfg); err != nil {
+		if opt.Pipeline, err = pipeline.NewPipeline(cfg); err != nil {
 			return err
 		}
 		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, lk)
@@ -187,10 +187,10 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	var stopProgress func()
 	if !f.noProgress && isTerminal(stderr) {
-		opt.Progress = &engine.Progress{}
+		opt.Progress = &pipeline.Progress{}
 		stopProgress = drawProgress(stderr, opt.Progress)
 	}
-	s, err := engine.Replay(ctx, f.files, opt)
+	s, err := pipeline.Replay(ctx, f.files, opt)
 	if stopProgress != nil {
 		stopProgress()
 	}
@@ -207,7 +207,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	for _, w := range s.Warnings {
 		fmt.Fprintf(stderr, "flowmon replay: warning: %s\n", w)
 	}
-	if errors.Is(err, engine.ErrStopped) {
+	if errors.Is(err, pipeline.ErrStopped) {
 		return exitWith(130, err) // as a shell reports a command ended by SIGINT
 	}
 	return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 // The summary prints a packet rate only for runs of at least
@@ -19,7 +19,7 @@ const (
 	minRateSeconds = 0.5
 )
 
-func printSummary(w io.Writer, s *engine.Summary) {
+func printSummary(w io.Writer, s *pipeline.Summary) {
 	if s.Interface != "" {
 		fmt.Fprintf(w, "interface        %s\n", s.Interface)
 	} else {
@@ -91,7 +91,7 @@ func printSummary(w io.Writer, s *engine.Summary) {
 }
 
 // shadowLine spells the ACSM's own measured error against its target.
-func shadowLine(sh *engine.ShadowSummary) string {
+func shadowLine(sh *pipeline.ShadowSummary) string {
 	if sh.Checks == 0 {
 		return fmt.Sprintf("not measured (target %g; the exact backend has no shadow, or no sampled flow was seen)", sh.Target)
 	}
@@ -129,7 +129,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // drawProgress redraws one status line on w every 200 ms until stopped.
-func drawProgress(w io.Writer, p *engine.Progress) (stop func()) {
+func drawProgress(w io.Writer, p *pipeline.Progress) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

@@ -16,8 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/flowmon/flowmon/alerts"
-	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -153,12 +153,12 @@ func (t *ruleTest) run(dir string, newSet func() (*rules.Set, error)) ([]string,
 		return nil, err
 	}
 	rec := alerts.NewMemory("test")
-	cfg := engine.DefaultConfig()
+	cfg := pipeline.DefaultConfig()
 	if t.Workers > 0 {
 		cfg.Workers = t.Workers
 	}
 	cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
-	if _, err := engine.Replay(context.Background(), []string{trace}, engine.ReplayOptions{Config: cfg}); err != nil {
+	if _, err := pipeline.Replay(context.Background(), []string{trace}, pipeline.ReplayOptions{Config: cfg}); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	return compareAlerts(t.Alerts, rec.Firing()), nil

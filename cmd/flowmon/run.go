@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/config"
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 func init() {
@@ -157,7 +157,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		return err
 	}
 	defer closeInto(lk.close, &rerr)
-	pl, err := engine.NewLivePipeline(ecfg, srcs)
+	pl, err := pipeline.NewLivePipeline(ecfg, srcs)
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
 	}
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
-	opt := engine.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &engine.Progress{}}
+	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &pipeline.Progress{}}
 	if !f.noStatus && isTerminal(stderr) {
 		stop := drawStatus(stderr, pl, opt.Progress)
 		defer stop()
@@ -203,7 +203,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	ready.Store(true)
 	fmt.Fprintf(stderr, "flowmon run: capturing on %s (%s, %d workers); serving http://%s/metrics\n",
 		cfg.Interface, cfg.Source, len(srcs), srv.addr)
-	s, err := engine.RunLive(ctx, pl, opt)
+	s, err := pipeline.RunLive(ctx, pl, opt)
 	ready.Store(false)
 	if s == nil {
 		return err
@@ -251,10 +251,10 @@ func reloadOnHUP(ctx context.Context, what string, reload func() error, stderr i
 
 // restoreSnapshot takes over the state in path, or says why not and
 // leaves the pipeline empty.
-func restoreSnapshot(pl *engine.Pipeline, path string, maxAge time.Duration, stderr io.Writer) {
+func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, stderr io.Writer) {
 	r, err := pl.RestoreSnapshot(path, maxAge, time.Now())
 	switch {
-	case errors.Is(err, engine.ErrNoSnapshot):
+	case errors.Is(err, pipeline.ErrNoSnapshot):
 		fmt.Fprintf(stderr, "flowmon run: no snapshot at %s yet: starting empty\n", path)
 	case err != nil:
 		fmt.Fprintf(stderr, "flowmon run: not restoring the snapshot, starting empty: %v\n", err)

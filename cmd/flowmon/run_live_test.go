@@ -25,7 +25,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/internal/netnstest"
 )
 

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/config"
 )
 
 func openPcap(*config.Config) ([]capture.Source, error) {

@@ -3,8 +3,8 @@
 package main
 
 import (
+	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/config"
 )
 
 // openPcap opens the interface with libpcap: one handle, so one shard

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/engine"
+	"github.com/flowmon/flowmon/pipeline"
 )
 
 // statusEvery is how often the live status line is redrawn.
@@ -14,7 +14,7 @@ const statusEvery = 2 * time.Second
 // drawStatus redraws a one-line status of the live pipeline on w (a
 // terminal) every statusEvery until stop: the packet rate over the last
 // interval, the flows open, the kernel's drops and the alerts fired.
-func drawStatus(w io.Writer, pl *engine.Pipeline, p *engine.Progress) (stop func()) {
+func drawStatus(w io.Writer, pl *pipeline.Pipeline, p *pipeline.Progress) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

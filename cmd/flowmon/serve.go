@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/internal/watchlist"
+	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/pipeline/watchlist"
 )
 
 // metricsServer serves a pipeline's /metrics and /api/v1/ccf.
@@ -23,8 +23,8 @@ type metricsServer struct {
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
 // live agent: once capture runs); without, they answer 200. The
 // watchlists' API (watchlist.Path) and the lookups' metrics come from lk.
-func serveMetrics(addr string, pl *engine.Pipeline, reload func() error, ready func() bool, lk *lookups) (*metricsServer, error) {
-	ph, err := engine.Handler(pl, lookupsCollector{lk.wl, lk.hist})
+func serveMetrics(addr string, pl *pipeline.Pipeline, reload func() error, ready func() bool, lk *lookups) (*metricsServer, error) {
+	ph, err := pipeline.Handler(pl, lookupsCollector{lk.wl, lk.hist})
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flowmon/flowmon/internal/engine"
-	"github.com/flowmon/flowmon/internal/history"
-	"github.com/flowmon/flowmon/internal/watchlist"
 	"github.com/flowmon/flowmon/internal/yamlnode"
+	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/pipeline/hostpairs"
+	"github.com/flowmon/flowmon/pipeline/watchlist"
 )
 
 // watchlistFlags is --watchlist NAME=FILE, given once per list.
@@ -113,7 +113,7 @@ const (
 type historySpec struct {
 	dir     string // "" for none
 	horizon time.Duration
-	ram     uint64 // 0: history.DefaultOptions'
+	ram     uint64 // 0: hostpairs.DefaultOptions'
 }
 
 // flags sets s from --history-dir, --history-horizon and --history-ram.
@@ -130,8 +130,8 @@ func (s *historySpec) flags(fs *flag.FlagSet) {
 	})
 }
 
-func (s historySpec) options() history.Options {
-	o := history.DefaultOptions
+func (s historySpec) options() hostpairs.Options {
+	o := hostpairs.DefaultOptions
 	o.Horizon = s.horizon
 	if s.ram != 0 {
 		o.RAMBytes = s.ram
@@ -143,13 +143,13 @@ func (s historySpec) options() history.Options {
 // the flow history, as replay and run open them from their flags.
 type lookups struct {
 	wl   *watchlist.Set
-	hist *history.History // nil without a history directory
+	hist *hostpairs.History // nil without a history directory
 }
 
 // openLookups opens the watchlists (persisted in wlDir when set) and the
 // history (in hs.dir when set), gives the lists to the rules and the
 // history to the pipeline cfg.
-func openLookups(lists watchlistFlags, wlDir string, hs historySpec, al *alerting, cfg *engine.Config, stderr io.Writer) (*lookups, error) {
+func openLookups(lists watchlistFlags, wlDir string, hs historySpec, al *alerting, cfg *pipeline.Config, stderr io.Writer) (*lookups, error) {
 	wl, err := openWatchlists(lists, wlDir, stderr)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func openLookups(lists watchlistFlags, wlDir string, hs historySpec, al *alertin
 		return nil, err
 	}
 	if hs.dir != "" {
-		if lk.hist, err = history.Open(hs.dir, hs.options()); err != nil {
+		if lk.hist, err = hostpairs.Open(hs.dir, hs.options()); err != nil {
 			lk.close()
 			return nil, err
 		}
@@ -181,7 +181,7 @@ func (lk *lookups) close() error {
 
 // openFlowLog opens the flow log name (- for stdout; "" for none) into
 // cfg and returns what closes it.
-func openFlowLog(name string, stdout io.Writer, cfg *engine.Config) (func() error, error) {
+func openFlowLog(name string, stdout io.Writer, cfg *pipeline.Config) (func() error, error) {
 	if name == "" {
 		return func() error { return nil }, nil
 	}
@@ -216,7 +216,7 @@ var (
 // figures at scrape time (either may be nil).
 type lookupsCollector struct {
 	wl *watchlist.Set
-	h  *history.History
+	h  *hostpairs.History
 }
 
 func (c lookupsCollector) Describe(ch chan<- *prometheus.Desc) {

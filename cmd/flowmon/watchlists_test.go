@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 )
 
 // TestReplayWatchlistRule: flowmon replay --watchlist servers=FILE with a

@@ -1,6 +1,6 @@
 // Package goldentest checks the errors a file loader reports against a
 // golden file beside the input, for the packages whose bad test files
-// each name what is wrong (rules, internal/config).
+// each name what is wrong (rules, agent/config).
 package goldentest
 
 import (

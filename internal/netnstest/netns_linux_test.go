@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/gen"
+	"github.com/flowmon/flowmon/gen"
 	"golang.org/x/sys/unix"
 )
 

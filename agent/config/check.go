@@ -1,0 +1,203 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline"
+)
+
+// A problem is one broken rule, and the key it is about.
+type problem struct {
+	key, msg string
+	want     string // of a pipeline setting: what it may be, without its value
+}
+
+// Validate checks c as Parse and Set do, and returns every problem, each
+// an *Error naming its key, joined (errors.Join). It cannot say that a
+// setting does nothing with the others (pipeline.kbf-encoder with
+// another backend): only Parse and Set know what the operator gave.
+func (c Config) Validate() error {
+	var errs []error
+	for _, p := range c.check(nil) {
+		errs = append(errs, &Error{Key: p.key, Msg: p.msg})
+	}
+	return errors.Join(errs...)
+}
+
+// check returns what is wrong with c. given reports whether the operator
+// gave a key (nil: unknown), for the pipeline's settings that do nothing
+// with the others.
+func (c *Config) check(given func(key string) bool) []problem {
+	var ps []problem
+	add := func(key, format string, args ...any) {
+		ps = append(ps, problem{key: key, msg: fmt.Sprintf(format, args...)})
+	}
+	if c.Interface != "" && !ifaceName(c.Interface) {
+		add("interface", "%q is not an interface name (1 to %d bytes, not . or .., without '/', ':' or spaces)", c.Interface, capture.MaxIfaceName)
+	}
+	if c.Source != SourceAFPacket && c.Source != SourcePcap {
+		add("source", "%q must be %s or %s", c.Source, SourceAFPacket, SourcePcap)
+	}
+
+	ps = append(ps, checkAFPacket(&c.AFPacket)...)
+	if msg := checkFilter(c.AFPacket.Filter); msg != "" {
+		add("afpacket.filter", "%s", msg)
+	}
+
+	if n := c.Pcap.Snaplen; n < capture.MinSnaplen || n > capture.MaxSnaplen {
+		add("pcap.snaplen", "%d must be between %d and %d", n, capture.MinSnaplen, capture.MaxSnaplen)
+	}
+	if msg := checkFilter(c.Pcap.Filter); msg != "" {
+		add("pcap.filter", "%s", msg)
+	}
+	if t := c.Pcap.Timeout; t < capture.MinReadTimeout || t > capture.MaxReadTimeout {
+		add("pcap.timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(capture.MinReadTimeout), formatDuration(capture.MaxReadTimeout))
+	}
+
+	ps = append(ps, checkPipeline(&c.Pipeline, given)...)
+
+	ps = append(ps, checkWatchlists(c.Watchlists.Lists)...)
+	if t := c.History.Horizon; t < 0 {
+		add("history.horizon", "%s must be 0 (for ever) or more", formatDuration(t))
+	}
+	if n := c.History.RAM; n < MinHistoryRAM || int64(n) > MaxHistoryRAM {
+		add("history.ram", "%s must be between %s and %s", capture.FormatSize(int64(n)), capture.FormatSize(MinHistoryRAM), capture.FormatSize(MaxHistoryRAM))
+	}
+
+	if msg := checkListen(c.Listen); msg != "" {
+		add("listen", "%s", msg)
+	}
+	if t := c.Snapshot.MaxAge; t < MinMaxAge || t > MaxMaxAge {
+		add("snapshot.max-age", "%s must be between %s and %s", formatDuration(t), formatDuration(MinMaxAge), formatDuration(MaxMaxAge))
+	}
+	if c.User != "" && !userName(c.User) {
+		add("user", "%q is not a user name or uid (1 to %d letters, digits, '_', '-' or '.', not starting with '-')", c.User, MaxUserName)
+	}
+	if t := c.StopTimeout; t < MinStopTimeout || t > MaxStopTimeout {
+		add("stop-timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(MinStopTimeout), formatDuration(MaxStopTimeout))
+	}
+	return ps
+}
+
+// checkAFPacket runs capture's Validate on the ring's settings and names
+// them as the file does ("afpacket.block-count: 0 must be between 1 and
+// 65536"). The interface is checked on its own (interface), and the
+// filter, a string here, by checkFilter.
+func checkAFPacket(a *AFPacket) []problem {
+	err := capture.AFPacketConfig{BlockSize: a.BlockSize, BlockCount: a.BlockCount, FrameSize: a.FrameSize,
+		BlockTimeout: a.BlockTimeout, Fanout: a.Fanout}.Validate()
+	var ps []problem
+	for _, e := range unjoin(err) {
+		var se *capture.SettingError
+		switch {
+		case !errors.As(e, &se):
+			ps = append(ps, problem{key: "afpacket", msg: e.Error()})
+		case se.Key != "iface":
+			ps = append(ps, problem{key: "afpacket." + se.Key, msg: se.Msg})
+		}
+	}
+	return ps
+}
+
+// checkPipeline runs the engine's Validate and names its settings as the
+// file does ("pipeline.workers: 0 must be between 1 and 256").
+func checkPipeline(s *pipeline.Settings, given func(key string) bool) []problem {
+	var g func(string) bool
+	if given != nil {
+		g = func(name string) bool { return given("pipeline." + name) }
+	}
+	var ps []problem
+	for _, e := range unjoin(s.Validate(g)) {
+		var se *pipeline.SettingError
+		if errors.As(e, &se) {
+			ps = append(ps, problem{key: "pipeline." + se.Name, msg: se.Value + " " + unbrace(se.Want), want: unbrace(se.Want)})
+		} else {
+			ps = append(ps, problem{key: "pipeline", msg: e.Error()})
+		}
+	}
+	return ps
+}
+
+// unjoin returns the errors that err joins (errors.Join), err alone if
+// it joins none, nothing if it is nil.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// unbrace writes a SettingError's Want with its {names} bare: within the
+// pipeline mapping, the keys are the settings' names.
+func unbrace(s string) string {
+	return strings.NewReplacer("{", "", "}", "").Replace(s)
+}
+
+// checkListen says what is wrong with a host:port to listen on.
+func checkListen(s string) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			err = errors.New(ae.Err)
+		}
+		return fmt.Sprintf("%q must be host:port, e.g. 127.0.0.1:9100 or :9100 (%v)", s, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("%q: port %q must be a number from 0 to 65535", s, port)
+	}
+	if _, err := netip.ParseAddr(host); host != "" && err != nil && !hostName(host) {
+		return fmt.Sprintf("%q: host %q is neither an IP address nor a host name", s, host)
+	}
+	return ""
+}
+
+// hostName reports whether s is a DNS name: dot-separated labels of
+// letters, digits and '-', none starting or ending with '-'.
+func hostName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ifaceName reports whether Linux takes s as an interface's name
+// (dev_valid_name).
+func ifaceName(s string) bool {
+	if s == "" || len(s) > capture.MaxIfaceName || s == "." || s == ".." {
+		return false
+	}
+	return !strings.ContainsAny(s, "/: \t\n\v\f\r\x00")
+}
+
+// userName reports whether s is a portable user name or a uid.
+func userName(s string) bool {
+	if s == "" || len(s) > MaxUserName || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}

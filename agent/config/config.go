@@ -1,0 +1,150 @@
+package config
+
+import (
+	"time"
+
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline"
+)
+
+// Config is the agent's configuration: plain data, from Parse, Load or
+// Default, changed by Set. The comment of each field names its key in
+// the file.
+type Config struct {
+	Interface string            // interface: the interface to capture on; "" until given (flowmon run --iface)
+	Source    string            // source: SourceAFPacket (default) or SourcePcap
+	AFPacket  AFPacket          // afpacket: the AF_PACKET ring, when Source is afpacket
+	Pcap      Pcap              // pcap: the libpcap handle, when Source is pcap
+	Pipeline  pipeline.Settings // pipeline: the keys of pipeline.Settings, checked by its Validate
+	// Rules is the rules file (rules:): a path, RulesNone for no rules,
+	// or "" for the embedded default rules.
+	Rules string
+	// Alerting is the alert sinks file (alerting:), read by
+	// alerts.ParseConfig; "" for none.
+	Alerting   string
+	Watchlists Watchlists // watchlists: the lists watchlist rules ask about
+	History    History    // history: the flow history novelty rules ask
+	// Listen is the host:port of the HTTP server (listen:): /metrics,
+	// the API and /-/reload.
+	Listen   string
+	Snapshot Snapshot // snapshot: the flow state saved at exit and read at start
+	// FlowLog is the JSON-lines flow log (flow-log:): a path, "-" for
+	// standard output, "" for none.
+	FlowLog string
+	// User is who the agent becomes once its sockets are open (user:): a
+	// user name or a numeric uid; "" stays as started.
+	User string
+	// StopTimeout bounds the draining and the snapshot at SIGTERM
+	// (stop-timeout:).
+	StopTimeout time.Duration
+}
+
+// AFPacket is the TPACKET_V3 ring of an AF_PACKET socket: BlockCount
+// blocks of BlockSize bytes, which the kernel hands over when full or
+// after BlockTimeout. Its settings are capture.AFPacketConfig's, checked
+// by its Validate against its bounds (capture.AFPacketMinBlockSize, ...).
+type AFPacket struct {
+	BlockSize    int           // block-size: bytes, a power of two and a whole number of pages
+	BlockCount   int           // block-count
+	FrameSize    int           // frame-size: bytes, a multiple of 16, at most BlockSize
+	BlockTimeout time.Duration // block-timeout: how long a block may wait part full
+	Fanout       string        // fanout: how the workers' sockets share packets: capture.FanoutHash, FanoutCPU or FanoutLB
+	Promisc      bool          // promisc: promiscuous mode
+	Filter       string        // filter: a tcpdump expression, or tcpdump -ddd output (IsBPF, capture.ParseBPF); "" for none
+}
+
+// Pcap is a libpcap capture handle.
+type Pcap struct {
+	Snaplen int           // snaplen: bytes kept of each packet
+	Promisc bool          // promisc: promiscuous mode
+	Filter  string        // filter: as AFPacket.Filter
+	Timeout time.Duration // timeout: libpcap's read timeout
+}
+
+// Snapshot is where the flow state is saved at exit and read at start.
+type Snapshot struct {
+	Path   string        // path: "" for no snapshot
+	MaxAge time.Duration // max-age: an older snapshot is refused as stale
+}
+
+// Watchlists are the lists watchlist rules ask about (pipeline/watchlist)
+// and where their filters persist.
+type Watchlists struct {
+	// Dir is where each list's filter persists, DIR/NAME.wl, reopened at
+	// the next start without rebuilding (dir:); "" keeps them in memory.
+	Dir string
+	// Lists are the lists (lists:, each {name, file}), in the file's
+	// order; a --watchlist NAME=FILE flag sets NAME's file.
+	Lists []Watchlist
+}
+
+// A Watchlist is one list: the name watchlist rules and the API give it
+// (watchlist.CheckName) and its text file, one address or CIDR prefix a
+// line.
+type Watchlist struct {
+	Name string // name:
+	File string // file: a path, from the config file's directory
+}
+
+// History is the flow history (pipeline/hostpairs): every host pair seen,
+// in a Cascade Filter under a directory.
+type History struct {
+	Dir     string        // dir: "" for no history (novelty rules never fire)
+	Horizon time.Duration // horizon: how long a pair seen is remembered; 0 for ever
+	RAM     int           // ram: bytes of RAM for the filter's first level, a size
+}
+
+// The values of Source and Rules that mean something; AFPacket.Fanout's
+// are capture's (capture.FanoutHash, FanoutCPU, FanoutLB).
+const (
+	SourceAFPacket = "afpacket"
+	SourcePcap     = "pcap"
+
+	RulesNone = "none"
+)
+
+// The bounds of the settings, checked by Validate, Parse and Set; the
+// afpacket section's are capture's (capture.AFPacketMinBlockSize, ...),
+// and so are pcap.timeout's (capture.MinReadTimeout, MaxReadTimeout).
+const (
+	MinMaxAge      = time.Second
+	MaxMaxAge      = 24 * time.Hour
+	MinStopTimeout = time.Second
+	MaxStopTimeout = 5 * time.Minute
+	MaxUserName    = 32
+
+	MinHistoryRAM = 64 << 10
+	// MaxHistoryRAM is typed: it is past a 32-bit int.
+	MaxHistoryRAM int64 = 1 << 40
+	// DefaultHistoryRAM is pipeline/hostpairs's DefaultOptions.RAMBytes.
+	DefaultHistoryRAM = 16 << 20
+)
+
+// Default returns the configuration with no file and no flag: an
+// AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
+// pipeline, the embedded default rules, no watchlists and no flow
+// history, metrics on 127.0.0.1:9100.
+func Default() Config {
+	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
+	return Config{
+		Source: SourceAFPacket,
+		AFPacket: AFPacket{
+			BlockSize:    ring.BlockSize,
+			BlockCount:   ring.BlockCount,
+			FrameSize:    ring.FrameSize,
+			BlockTimeout: ring.BlockTimeout,
+			Fanout:       ring.Fanout,
+			Promisc:      true,
+		},
+		Pcap: Pcap{
+			Snaplen: capture.MaxSnaplen,
+			Promisc: true,
+			Timeout: ring.BlockTimeout,
+		},
+		Pipeline:    pipeline.DefaultSettings(),
+		History:     History{RAM: DefaultHistoryRAM},
+		Listen:      "127.0.0.1:9100",
+		Snapshot:    Snapshot{MaxAge: 10 * time.Minute},
+		StopTimeout: 10 * time.Second,
+	}
+}

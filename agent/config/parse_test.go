@@ -1,0 +1,189 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/goldentest"
+	"github.com/flowmon/flowmon/pipeline"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.bad.yaml.golden from the parser's output")
+
+func abs(t testing.TB, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestGoodFiles loads every testdata/*.good.yaml; each is valid, and
+// its effective configuration reads back to it.
+func TestGoodFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	if len(files) < 4 {
+		t.Fatalf("testdata/*.good.yaml: %d files", len(files))
+	}
+	for _, f := range files {
+		c, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: parsed but Validate says %v", f, err)
+		}
+		roundTrip(t, f, c)
+	}
+}
+
+// roundTrip checks that c's effective configuration parses back to c,
+// from another directory too (its paths are absolute).
+func roundTrip(t *testing.T, what string, c Config) {
+	t.Helper()
+	out, err := c.Effective()
+	if err != nil {
+		t.Errorf("%s: Effective: %v", what, err)
+		return
+	}
+	for _, name := range []string{"effective.yaml", "/elsewhere/effective.yaml"} {
+		back, err := Parse(name, out)
+		if err != nil {
+			t.Errorf("%s: effective configuration does not parse: %v\n%s", what, err, out)
+			continue
+		}
+		if !reflect.DeepEqual(back, c) {
+			t.Errorf("%s: effective configuration reads back as\n%+v\nwant\n%+v\n%s", what, back, c, out)
+		}
+	}
+}
+
+// TestFull: every key of full.good.yaml lands in its field, relative
+// paths from the file's directory.
+func TestFull(t *testing.T) {
+	c, err := Load("testdata/full.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Interface: "enp3s0f1",
+		Source:    SourcePcap,
+		AFPacket: AFPacket{BlockSize: 4 << 20, BlockCount: 128, FrameSize: 4096, BlockTimeout: 50 * time.Millisecond,
+			Fanout: capture.FanoutCPU, Promisc: false, Filter: "tcp port 443 or udp"},
+		Pcap: Pcap{Snaplen: 1500, Promisc: false, Filter: "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n",
+			Timeout: 100 * time.Millisecond},
+		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
+			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
+			MaxFlows: 500000, Workers: 3},
+		Rules:    abs(t, "testdata/ref/rules.yaml"),
+		Alerting: abs(t, "testdata/ref/alerting.yaml"),
+		Watchlists: Watchlists{Dir: "/var/lib/flowmon/watchlists", Lists: []Watchlist{
+			{Name: "blocked", File: abs(t, "testdata/ref/blocked.txt")}, {Name: "scanners.v6", File: abs(t, "testdata/ref/scanners.txt")}}},
+		History:     History{Dir: abs(t, "history"), Horizon: 720 * time.Hour, RAM: 64 << 20},
+		Listen:      "[::1]:9200",
+		Snapshot:    Snapshot{Path: "/var/lib/flowmon/state.snap", MaxAge: 90 * time.Minute},
+		FlowLog:     abs(t, "testdata/flows.jsonl"),
+		User:        "flowmon",
+		StopTimeout: 30 * time.Second,
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", c, want)
+	}
+	// All but the two that exclude the others.
+	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-2 {
+		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-2, changed)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	c, err := Load("testdata/sizes.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.AFPacket
+	if a.BlockSize != 256<<10 || a.BlockCount != 16384 || a.FrameSize != 256 || a.BlockTimeout != 20*time.Millisecond {
+		t.Errorf("afpacket %+v", a)
+	}
+	if c.Pcap.Timeout != 20*time.Millisecond || c.Pcap.Snaplen != capture.MaxSnaplen || c.Snapshot != Default().Snapshot {
+		t.Errorf("pcap %+v, snapshot %+v", c.Pcap, c.Snapshot)
+	}
+}
+
+// TestEmpty: no file, an empty file, a null document and a file of
+// comments are all the defaults.
+func TestEmpty(t *testing.T) {
+	for _, data := range []string{"", "\n", "# nothing\n", "~\n", "---\n", "null\n", "watchlists:\n  lists:\n", "watchlists: {lists: []}\n"} {
+		c, err := Parse("empty.yaml", []byte(data))
+		if err != nil || !reflect.DeepEqual(c, Default()) {
+			t.Errorf("Parse(%q) = %+v, %v; want the defaults", data, c, err)
+		}
+	}
+	c, err := Load("")
+	if err != nil || !reflect.DeepEqual(c, Default()) {
+		t.Errorf("Load(\"\") = %+v, %v; want the defaults", c, err)
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	roundTrip(t, "defaults", Default())
+	if _, err := Load("testdata/no-such.yaml"); !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrInvalid) {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestBadFiles checks that every testdata/*.bad.yaml is refused with
+// exactly the messages in its .golden file: each names file:line:col and
+// the key, and all of a file's errors come at once.
+func TestBadFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.bad.yaml")
+	}
+	for _, f := range files {
+		c, err := Load(f)
+		if err == nil {
+			t.Errorf("%s: parsed without error", f)
+			continue
+		}
+		if !reflect.DeepEqual(c, Config{}) {
+			t.Errorf("%s: a configuration with the error: %+v", f, c)
+		}
+		var e *Error
+		if !errors.As(err, &e) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: error %T is not *Error: %v", f, err, err)
+		}
+		goldentest.CheckErrors(t, f, err, *update)
+	}
+}
+
+// FuzzParse: nothing a file holds makes Parse panic; its errors are
+// *Error; what it accepts is valid and reads back from its effective
+// configuration.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse("/fuzz/flowmon.yaml", b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error without ErrInvalid: %v", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("parsed but invalid: %v", err)
+		}
+		roundTrip(t, "fuzz", c)
+	})
+}

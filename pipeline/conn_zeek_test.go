@@ -1,0 +1,273 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/internal/sharedpcaps"
+)
+
+// zeekRow is one connection of groundtruth/zeek_conn.tsv. Fields the
+// baseline does not print are "-" or empty there and -1 here.
+type zeekRow struct {
+	trace, test             string
+	origH, respH            string // empty when the baseline printed no addresses
+	origP, respP            int
+	proto, state, history   string
+	origPkts, respPkts      int64
+	origBytes, respBytes    int64
+	missed                  int64
+	hasHistory, hasEndpoint bool
+}
+
+// zeekFilteredTests ran Zeek with a BPF filter: their conn.logs list only
+// some connections (groundtruth/README.md), so they are left out.
+var zeekFilteredTests = []string{"core/pcap/dynamic-filter", "read-trace-with-filter", "request-analyzer"}
+
+func readZeekConn(t *testing.T, dir string) []zeekRow {
+	f, err := os.Open(filepath.Join(dir, "groundtruth", "zeek_conn.tsv"))
+	if err != nil {
+		t.Skipf("no Zeek baselines: %v", err)
+	}
+	defer f.Close()
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	var rows []zeekRow
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for first := true; sc.Scan(); first = false {
+		c := strings.Split(sc.Text(), "\t")
+		if first || len(c) < 19 {
+			continue
+		}
+		if slices.ContainsFunc(zeekFilteredTests, func(s string) bool { return strings.Contains(c[1], s) }) {
+			continue
+		}
+		// The same trace under several tests gives the same rows: count
+		// each connection once.
+		k := c[0] + "\t" + strings.Join(c[6:], "\t")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		r := zeekRow{trace: c[0], test: c[1], origH: c[6], respH: c[8], proto: c[10], state: c[12],
+			history: c[13], origPkts: num(c[14]), respPkts: num(c[15]), origBytes: num(c[16]),
+			respBytes: num(c[17]), missed: num(c[18])}
+		r.origP, r.respP = int(num(c[7])), int(num(c[9]))
+		r.hasHistory = r.history != ""
+		if r.history == "-" {
+			r.history = ""
+		}
+		r.hasEndpoint = r.origH != "" && r.respH != ""
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// connAgreement counts, per field, baseline values compared and matched.
+type connAgreement struct {
+	compared, matched map[string]int
+	diffs             map[string][]string
+}
+
+func (a *connAgreement) check(field, where string, zeek, got any) {
+	a.compared[field]++
+	if fmt.Sprint(zeek) == fmt.Sprint(got) {
+		a.matched[field]++
+		return
+	}
+	a.diffs[field] = append(a.diffs[field], fmt.Sprintf("%s: zeek %v, flowmon %v", where, zeek, got))
+}
+
+// TestConnFieldsMatchZeek replays every capture that has Zeek conn.log
+// baselines (and that flowmon reads) and compares, per connection, the
+// conn.log fields flowmon computes. Connections are matched by 5-tuple
+// and orientation; a baseline without addresses matches the trace's only
+// flow of its protocol. The floors are the agreement measured when the
+// fields were written (history.go), so a change that loses agreement
+// fails; the disagreements are logged with their reasons' categories in
+// the commit that set the floors.
+func TestConnFieldsMatchZeek(t *testing.T) {
+	dir := sharedpcaps.Dir(t)
+	rows := readZeekConn(t, dir)
+	byTrace := map[string][]zeekRow{}
+	var traces []string
+	for _, r := range rows {
+		if byTrace[r.trace] == nil {
+			traces = append(traces, r.trace)
+		}
+		byTrace[r.trace] = append(byTrace[r.trace], r)
+	}
+	a := connAgreement{compared: map[string]int{}, matched: map[string]int{}, diffs: map[string][]string{}}
+	var unread, unmatched, flipped []string
+	for _, trace := range traces {
+		recs, ok := replayRecords(t, filepath.Join(dir, trace))
+		if !ok {
+			unread = append(unread, trace)
+			continue
+		}
+		used := make([]bool, len(recs))
+		for _, r := range byTrace[trace] {
+			where := fmt.Sprintf("%s %s %s:%d>%s:%d", trace, r.proto, r.origH, r.origP, r.respH, r.respP)
+			rec, rev := matchRecord(recs, used, r)
+			if rec == nil {
+				unmatched = append(unmatched, where)
+				continue
+			}
+			a.compared["orientation"]++
+			if rev {
+				flipped = append(flipped, where)
+			} else {
+				a.matched["orientation"]++
+			}
+			if r.hasHistory {
+				a.check("history", where, r.history, rec.History)
+			}
+			op, rp, ob, rb := rec.OrigPkts, rec.RespPkts, rec.OrigBytes, rec.RespBytes
+			if rev {
+				op, rp, ob, rb = rp, op, rb, ob
+			}
+			for _, f := range []struct {
+				name      string
+				zeek      int64
+				flowmon   uint64
+				byHistory bool
+			}{
+				{"orig_pkts", r.origPkts, op, false}, {"resp_pkts", r.respPkts, rp, false},
+				{"orig_bytes", r.origBytes, ob, false}, {"resp_bytes", r.respBytes, rb, false},
+				{"missed_bytes", r.missed, rec.MissedBytes, false},
+			} {
+				if f.zeek >= 0 {
+					a.check(f.name, where, f.zeek, f.flowmon)
+				}
+			}
+		}
+	}
+	t.Logf("%d baseline connections in %d traces; %d traces flowmon does not read: %v",
+		len(rows), len(traces), len(unread), unread)
+	t.Logf("%d connections not in flowmon's records (tunnelled inner flows flowmon does not decapsulate, or split differently): %v",
+		len(unmatched), unmatched)
+	t.Logf("%d connections matched in the opposite orientation: %v", len(flipped), flipped)
+	// Measured: orientation 89/90, history 83/90, orig_pkts 85/90,
+	// resp_pkts 87/90, orig_bytes 70/73, resp_bytes 70/73, missed_bytes
+	// 90/90 (of 137 baseline connections, 47 are tunnelled inner flows or
+	// on link types flowmon does not decode). What is left: packets Zeek
+	// drops for bad checksums (flowmon verifies none), an application
+	// analyzer's 'X' letter, a flow Zeek stopped tracking early
+	// (GridFTP), a UDP flow Zeek flips mid-way, IP fragments Zeek
+	// reassembles.
+	floors := map[string]float64{
+		"orientation": 0.98, "history": 0.92, "orig_pkts": 0.94, "resp_pkts": 0.96,
+		"orig_bytes": 0.95, "resp_bytes": 0.95, "missed_bytes": 1,
+	}
+	if a.compared["history"] < 85 {
+		t.Errorf("only %d connections compared (85 expected): matching broke?", a.compared["history"])
+	}
+	for _, f := range slices.Sorted(func(yield func(string) bool) {
+		for k := range floors {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		n, m := a.compared[f], a.matched[f]
+		ratio := 0.0
+		if n > 0 {
+			ratio = float64(m) / float64(n)
+		}
+		t.Logf("%-12s %3d/%3d match (%.1f%%)", f, m, n, 100*ratio)
+		for _, d := range a.diffs[f] {
+			t.Logf("    %s", d)
+		}
+		if ratio < floors[f] {
+			t.Errorf("%s: %d/%d match, below the floor %.2f", f, m, n, floors[f])
+		}
+	}
+}
+
+// replayRecords replays one capture with the exact backend (the fields
+// under test should not depend on the ACSM's approximation) and returns
+// its flow records; false when flowmon does not read the file.
+func replayRecords(t *testing.T, path string) ([]FlowRecord, bool) {
+	cfg := DefaultConfig()
+	cfg.ACSM.Backend = acsm.BackendExact
+	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 4096, 4096
+	cfg.Workers = 1
+	cfg.Dedup.PacketsPerWindow = 1024
+	var log bytes.Buffer
+	cfg.FlowLog = &log
+	s, err := Replay(context.Background(), []string{path}, ReplayOptions{Config: cfg})
+	if s == nil || (err != nil && s.Packets == 0) {
+		return nil, false
+	}
+	return readJSONLines[FlowRecord](t, log.Bytes()), true
+}
+
+// zeekProto is the proto column Zeek writes for the generator's truth's
+// proto: "icmp" for ICMPv6 too.
+func zeekProto(p string) string {
+	if p == "icmp6" {
+		return "icmp"
+	}
+	return p
+}
+
+// matchRecord finds the record of a baseline connection, in its
+// orientation or (rev) the opposite one: the first not used yet, in the
+// order written, as Zeek's rows for a reused 5-tuple come in order.
+func matchRecord(recs []FlowRecord, used []bool, r zeekRow) (rec *FlowRecord, rev bool) {
+	if !r.hasEndpoint {
+		only := -1
+		for i := range recs {
+			if recs[i].Proto == r.proto {
+				if only >= 0 {
+					return nil, false
+				}
+				only = i
+			}
+		}
+		if only < 0 {
+			return nil, false
+		}
+		used[only] = true
+		return &recs[only], false
+	}
+	oh, err1 := netip.ParseAddr(r.origH)
+	rh, err2 := netip.ParseAddr(r.respH)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	for _, want := range []bool{false, true} {
+		for i := range recs {
+			x := &recs[i]
+			if used[i] || x.Proto != r.proto {
+				continue
+			}
+			a, ap, b, bp := x.OrigH, int(x.OrigP), x.RespH, int(x.RespP)
+			if want {
+				a, ap, b, bp = b, bp, a, ap
+			}
+			if a == oh && ap == r.origP && b == rh && bp == r.respP {
+				used[i] = true
+				return x, want
+			}
+		}
+	}
+	return nil, false
+}

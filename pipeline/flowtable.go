@@ -1,0 +1,424 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
+)
+
+// flowTable is the replay's exact view of its open flows: first and last
+// packet time and packets each way, for the flow records, the flow count
+// and conn_states by flow. Like Zeek's connection table it holds the flows
+// that are open: an ended flow leaves once its record is written, an open
+// one when it has been idle past its timeout (its record then carries the
+// state it had), and the table never holds more than maxFlows: at the cap
+// a flow close to its timeout is timed out early. So memory follows the
+// configured capacity, not the trace's length or a flood.
+//
+// The flows live in a fixed open-addressing table (flowslots.go). Idle
+// flows are found by a clock hand that passes a few slots at every packet
+// and the whole table at least once per sweepEvery of packet time; a flow
+// met past its deadline before the hand gets to it is timed out then. At
+// the cap, the flow with the earliest deadline among a sample of
+// evictSample goes. So each packet costs O(1) amortized, and which flow
+// goes when depends only on the packets and their times: the flow log is
+// the same from run to run.
+type flowTable struct {
+	mem      *offHeap // meta, slots, recs, free and ended
+	meta     []slotMeta
+	slots    []flowSlot
+	recs     []recordFields     // beside slots, the same index; nil without a flow log
+	counter  *flowcount.Counter // counts each flow's packets per window (flushCount)
+	free     []uint32           // released slots, reused last first
+	fresh    uint32             // slots[fresh:] have never been used
+	count    int                // flows held
+	distinct uint64             // flows started (records, as Zeek counts connections)
+	states   map[string]uint64  // flows by final conn_state (filled by finish)
+	byState  [256]uint64        // flows by final conn_state, while running
+	evicted  uint64             // open flows timed out by the table
+	atCap    uint64             // of which timed out early at the cap
+	shedSYNs uint64             // flows not entered at the cap (shed)
+	maxFlows int
+	idleNew  int64 // timeout (ns) of a flow in S0, SH, SHR or unknown
+	idleEst  int64 // timeout of the others
+	// The clock: hand is the next slot it looks at; lastNow the latest
+	// packet time, and frac the part of a slot it owes for the time since.
+	hand    int
+	lastNow int64
+	frac    int64
+	// ended flows wait linger (packet time) for their stragglers before
+	// their record is written, oldest first: a ring of capacity maxFlows.
+	ended  []endedFlow
+	head   int // ended[head] is the oldest
+	nEnded int
+	linger int64
+	enc    *json.Encoder
+	err    error
+}
+
+// endedFlow names an ended flow by its flow hash and uid seed: if the
+// slot no longer holds that flow (its 5-tuple started another, or the cap
+// timed it out), its record has been written. The hash is the flow's own,
+// not its slot tag, which it gives (slotTag), so that the flow counter's
+// buckets can be prefetched by it.
+type endedFlow struct {
+	hash, uid uint64
+	at        int64
+}
+
+// recordLinger is how long after its end a flow's record waits for the
+// flow's last packets (the ACK of the last FIN). Zeek waits longer (its
+// tcp_close_delay is 5 s) because it also reassembles; counting needs less.
+const recordLinger = 2 * time.Second
+
+// sweepEvery is the longest (packet time) the clock takes to pass every
+// slot; sweepStep how many slots it passes at every packet at least.
+const (
+	sweepEvery = 10 * time.Second
+	sweepStep  = 2
+)
+
+func newFlowTable(w io.Writer, counter *flowcount.Counter, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
+	maxFlows = max(maxFlows, 1)
+	n := slotCount(maxFlows)
+	mem := &offHeap{}
+	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n), slots: offHeapSlice[flowSlot](mem, maxFlows),
+		free:  offHeapSlice[uint32](mem, maxFlows)[:0],
+		ended: offHeapSlice[endedFlow](mem, maxFlows), states: map[string]uint64{}, linger: int64(recordLinger),
+		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64, counter: counter}
+	mem.freeWith(t)
+	if w != nil {
+		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
+		t.recs = offHeapSlice[recordFields](mem, maxFlows)
+	}
+	return t
+}
+
+// packet records one packet and the ACSM's event for it.
+func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
+	now := p.Timestamp.UnixNano()
+	t.flushEnded(now)
+	t.tick(now)
+	tag, k := slotTag(p.Hash), packKey(&p.Key)
+	i, found := t.lookup(tag, &k)
+	var idx uint32
+	var e *flowSlot
+	if found {
+		idx = t.meta[i].idx
+		e = &t.slots[idx]
+	}
+	switch {
+	case !found:
+		if t.count >= t.maxFlows && ev.New && opensHandshake(p) {
+			t.shed(p, ev)
+			return
+		}
+		if t.count >= t.maxFlows {
+			t.atCap++
+			t.timeOut(t.victim(tag))
+			i = t.freeSlot(tag)
+		}
+		idx, e = t.start(i, tag, &k, p, now)
+	case e.ended && ev.New:
+		// The 5-tuple is reused after its flow ended: a new flow. The
+		// old one's record goes out now; its queue entry is then skipped.
+		t.writeOnce(idx)
+		idx, e = t.start(i, tag, &k, p, now)
+	case now >= t.meta[i].deadline:
+		// Idle past its timeout before the clock came by: the flow is
+		// over and this packet starts another in its slot.
+		t.expire(idx)
+		idx, e = t.start(i, tag, &k, p, now)
+	}
+	origIsDst := e.origIsDst
+	e.win++
+	if t.recs != nil {
+		// The orientation as the backend answered; when it could not
+		// tell, the flow keeps the one it had (a new flow: its sender
+		// originates).
+		r := &t.recs[idx]
+		first := r.pkts[0]+r.pkts[1] == 0
+		switch {
+		case ev.Result != acsm.Unknown:
+			origIsDst = ev.OrigIsDst
+		case first:
+			origIsDst = p.Reversed
+		}
+		r.conn.observe(p, origIsDst, first)
+		r.last = now
+		r.pkts[b2i(p.Reversed)]++
+	}
+	if e.ended {
+		return // a straggler after the end (the last ACK)
+	}
+	// The state as the backend answered it at the flow's latest packet: an
+	// open flow's record carries it, even if the flow has aged out since.
+	e.state, e.origIsDst = ev.State, origIsDst
+	if !ev.Ended {
+		t.meta[i].deadline = now + t.timeout(e.state)
+		return
+	}
+	e.ended = true
+	t.meta[i].deadline = maxTime // the ended queue writes it
+	t.byState[ev.State]++
+	if t.nEnded == len(t.ended) {
+		t.flushOne() // the queue is full: the oldest goes out early
+	}
+	t.ended[(t.head+t.nEnded)%len(t.ended)] = endedFlow{hash: p.Hash, uid: e.uid, at: now}
+	t.nEnded++
+}
+
+// opensHandshake reports whether p is a TCP SYN without ACK: the first
+// packet of a handshake, and all a spoofed SYN flood sends.
+func opensHandshake(p *capture.Packet) bool {
+	return p.HasTCP && p.Flags&(capture.SYN|capture.ACK) == capture.SYN
+}
+
+// shed counts a new flow that the table, at its cap, does not enter: one
+// whose first packet is a SYN. Under a flood of spoofed SYNs each is such
+// a flow, and taking a slot for it would time out another flow early to
+// hold one that will never send again; so at the cap a handshake gets a
+// slot only at its next packet (the SYN-ACK, or the SYN sent again),
+// which the ACSM, holding the flow's state from its SYN, answers as not
+// new. The SYN still counts: in the flow counter at once (a prefetch
+// brought its buckets in, prefetchFlow; a full window's filter drops it
+// unlooked, Counter.AddNew), and in the flows and conn_states
+// at its state (S0), as the record it would have had. A flow that then
+// goes on is written from that next packet, its SYN left out of its
+// record's packets and history, and counts again there, as a flow timed
+// out and resumed does.
+func (t *flowTable) shed(p *capture.Packet, ev *acsm.Event) {
+	t.shedSYNs++
+	t.distinct++
+	t.byState[ev.State]++
+	if t.counter != nil {
+		t.counter.AddNew(p.Hash, 1)
+	}
+}
+
+// start enters a new flow at its first packet in slot i, empty or holding
+// a flow whose record is written (whose flowSlot it takes over), and
+// returns its flowSlot and the slot's index.
+func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) (uint32, *flowSlot) {
+	idx := t.meta[i].idx
+	if t.meta[i].hash == 0 {
+		t.count++
+		if n := len(t.free); n > 0 {
+			idx, t.free = t.free[n-1], t.free[:n-1]
+		} else {
+			idx = t.fresh
+			t.fresh++
+		}
+	}
+	if t.meta[i].hash != 0 {
+		t.flushCount(idx) // the flow whose slot this one takes over
+	}
+	t.meta[i] = slotMeta{hash: tag, deadline: maxTime, idx: idx}
+	e := &t.slots[idx]
+	*e = flowSlot{key: *k, uid: uidSeed(p), hash: p.Hash}
+	if t.recs != nil {
+		t.recs[idx] = recordFields{first: now}
+	}
+	t.distinct++
+	return idx, e
+}
+
+// timeout is the idle timeout of a flow in state s: as the ACSM's tiers,
+// a handshake still open or one side only times out fast, a flow both
+// sides spoke in slowly.
+func (t *flowTable) timeout(s acsm.ConnState) int64 {
+	switch s {
+	case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
+		return t.idleNew
+	}
+	return t.idleEst
+}
+
+// timeOut writes the record of the flow in slot i and removes it: an open
+// flow timed out, or at the cap any flow.
+func (t *flowTable) timeOut(i int) {
+	t.expire(t.meta[i].idx)
+	t.remove(i)
+}
+
+// expire writes the record of the flow in flowSlot idx, which leaves
+// before its end or linger is over.
+func (t *flowTable) expire(idx uint32) {
+	if e := &t.slots[idx]; !e.ended {
+		t.byState[e.state]++
+		t.evicted++
+	}
+	t.writeOnce(idx)
+}
+
+// tick moves the clock hand: sweepStep slots, and more as packet time
+// passes, so that it goes round the table at least every sweepEvery.
+// Flows past their deadline are timed out as it passes them.
+func (t *flowTable) tick(now int64) {
+	n := int64(len(t.meta))
+	steps := int64(sweepStep)
+	if now > t.lastNow {
+		if t.lastNow != math.MinInt64 {
+			if dt := now - t.lastNow; dt >= int64(sweepEvery) {
+				steps = n
+			} else {
+				t.frac += dt * n
+				steps += t.frac / int64(sweepEvery)
+				t.frac %= int64(sweepEvery)
+			}
+		}
+		t.lastNow = now
+	}
+	for steps = min(steps, n); steps > 0; steps-- {
+		m := &t.meta[t.hand]
+		if m.hash != 0 && now >= m.deadline {
+			t.timeOut(t.hand) // another flow may move into the slot: look again
+			continue
+		}
+		t.hand = t.next(t.hand)
+	}
+}
+
+// flushEnded writes the records of flows that ended more than linger
+// before now.
+func (t *flowTable) flushEnded(now int64) {
+	for t.nEnded > 0 && now-t.ended[t.head].at >= t.linger {
+		t.flushOne()
+	}
+}
+
+// flushOne writes the oldest ended flow's record and removes the flow, if
+// its slot still holds it.
+func (t *flowTable) flushOne() {
+	f := t.ended[t.head]
+	// The queue is in order: the flows a few places on go out at the next
+	// packets, ended seconds ago and out of cache by now; start loading
+	// their metas and, through the metas loaded before, their slots and
+	// the flow counter's buckets their window counts go to (remove).
+	if t.nEnded > 2*prefetchAhead {
+		t.prefetchHome(t.ended[(t.head+2*prefetchAhead)%len(t.ended)].hash)
+		next := t.ended[(t.head+prefetchAhead)%len(t.ended)].hash
+		t.prefetchFlow(next, false)
+		if t.counter != nil {
+			t.counter.Prefetch(next)
+		}
+	}
+	if i := t.find(slotTag(f.hash), f.uid); i >= 0 {
+		t.writeOnce(t.meta[i].idx)
+		t.remove(i) // its stragglers are in; the flow is done
+	}
+	if t.head++; t.head == len(t.ended) {
+		t.head = 0
+	}
+	t.nEnded--
+}
+
+func (t *flowTable) writeOnce(idx uint32) {
+	if e := &t.slots[idx]; !e.written {
+		e.written = true
+		t.write(idx)
+	}
+}
+
+// finish writes a record for every flow still open, in the table's order
+// (which the packets decide), with its latest state, and frees the table.
+func (t *flowTable) finish() error {
+	for t.nEnded > 0 {
+		t.flushOne()
+	}
+	t.flushCounts()
+	for i := range t.meta {
+		if t.meta[i].hash == 0 {
+			continue
+		}
+		if idx := t.meta[i].idx; !t.slots[idx].ended {
+			t.byState[t.slots[idx].state]++
+			t.writeOnce(idx)
+		}
+	}
+	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
+	t.mem.free()
+	t.publishStates()
+	return t.err
+}
+
+// publishStates adds the flows counted by final conn_state to states.
+func (t *flowTable) publishStates() {
+	for s, n := range t.byState {
+		if n > 0 {
+			t.states[acsm.ConnState(s).String()] += n
+		}
+	}
+	t.byState = [256]uint64{}
+}
+
+// FlowRecord is one line of the flow log: Zeek's conn.log field names for
+// the fields Zeek has, in conn.log's order. Bytes, history and
+// missed_bytes follow Zeek's rules (history.go); history is empty where
+// Zeek's is unset ("-"), as for ICMP.
+type FlowRecord struct {
+	TS          float64    `json:"ts"`
+	UID         string     `json:"uid"`
+	OrigH       netip.Addr `json:"id.orig_h"`
+	OrigP       uint16     `json:"id.orig_p"`
+	RespH       netip.Addr `json:"id.resp_h"`
+	RespP       uint16     `json:"id.resp_p"`
+	Proto       string     `json:"proto"`
+	Duration    float64    `json:"duration"`
+	OrigBytes   uint64     `json:"orig_bytes"`
+	RespBytes   uint64     `json:"resp_bytes"`
+	ConnState   string     `json:"conn_state"`
+	MissedBytes uint64     `json:"missed_bytes"`
+	History     string     `json:"history"`
+	OrigPkts    uint64     `json:"orig_pkts"`
+	OrigIPBytes uint64     `json:"orig_ip_bytes"`
+	RespPkts    uint64     `json:"resp_pkts"`
+	RespIPBytes uint64     `json:"resp_ip_bytes"`
+}
+
+// connProto is conn.log's proto: Zeek's transport_proto, which has icmp
+// for ICMPv6 too and unknown_transport for what is not TCP, UDP or ICMP.
+func connProto(p uint8) string {
+	switch p {
+	case capture.ProtoTCP, capture.ProtoUDP, capture.ProtoICMP:
+		return capture.ProtoName(p)
+	case capture.ProtoICMPv6:
+		return "icmp"
+	}
+	return "unknown_transport"
+}
+
+func (t *flowTable) write(idx uint32) {
+	if t.recs == nil || t.err != nil {
+		return
+	}
+	e, rec := &t.slots[idx], &t.recs[idx]
+	k, st, origIsDst := e.key.key(), e.state, e.origIsDst
+	c := &rec.conn
+	o, rs := &c.side[0], &c.side[1]
+	r := FlowRecord{
+		TS:       float64(rec.first) / 1e9,
+		UID:      formatUID(e.uid),
+		Duration: time.Duration(rec.last - rec.first).Seconds(),
+		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
+		Proto:       connProto(k.Proto),
+		ConnState:   st.String(),
+		MissedBytes: uint64(o.missed) + uint64(rs.missed),
+		History:     c.history(),
+		OrigPkts:    rec.pkts[0], RespPkts: rec.pkts[1],
+	}
+	if origIsDst {
+		r.OrigH, r.OrigP, r.RespH, r.RespP = k.Dst, k.DstPort, k.Src, k.SrcPort
+		r.OrigPkts, r.RespPkts = rec.pkts[1], rec.pkts[0]
+		o, rs = rs, o
+	}
+	r.OrigBytes, r.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
+	r.OrigIPBytes, r.RespIPBytes = o.ipBytes, rs.ipBytes
+	t.err = t.enc.Encode(&r)
+}

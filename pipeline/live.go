@@ -1,0 +1,335 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowmon/flowmon/capture"
+)
+
+// A live pipeline has one source per shard. AF_PACKET's fanout has already
+// split the traffic by flow over one socket per worker (the kernel's flow
+// hash is symmetric, so both directions of a flow reach one socket, and a
+// packet's duplicates with it), so each socket feeds its shard on a
+// goroutine of its own: no packet crosses goroutines, where a replay's
+// single reader hands every packet over (Pipeline.Packet). Which shard
+// holds a flow is the kernel's choice instead of shardOf's; no result
+// depends on it but the order of the flow records, which in a live run
+// are written as the shards end their flows.
+
+// kernelReadEvery is how often a live run reads the kernel's counts.
+const kernelReadEvery = time.Minute
+
+// NewLivePipeline builds a pipeline whose shard i is fed by srcs[i] on a
+// goroutine of its own when RunLive runs it; cfg.Workers is ignored (one
+// shard per source). Each source must deliver every packet of its flows,
+// both directions: a shard sees only its own source.
+func NewLivePipeline(cfg Config, srcs []capture.Source) (*Pipeline, error) {
+	if len(srcs) == 0 {
+		return nil, errors.New("build live pipeline: no source")
+	}
+	if cfg.DecodeOnly {
+		return nil, errors.New("build live pipeline: decode-only is for replays")
+	}
+	p, err := newPipeline(cfg, srcs)
+	if err != nil {
+		return nil, err
+	}
+	p.liveStats = make([]capture.Stats, len(srcs))
+	return p, nil
+}
+
+// LiveOptions configure RunLive.
+type LiveOptions struct {
+	Progress *Progress // may be nil: packets read, summed over the sources
+	// Snapshot, when set, is where the pipeline's state is written when
+	// the run stops (snapshot.go): the flows still open are then carried
+	// in it rather than reported as ended.
+	Snapshot string
+}
+
+// RunLive runs pl (NewLivePipeline) until ctx is done or every source has
+// ended, and returns the summary: the same keys as a replay's, the
+// capture counts summed over the sources, and the kernel's counts for
+// sources that keep them. A source that fails ends the run with its
+// error, after the others have stopped; the summary holds everything
+// read. RunLive does not close the sources.
+func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, error) {
+	if pl.live == nil {
+		return nil, errors.New("run live: not a live pipeline (NewLivePipeline)")
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	feeders := make([]*feeder, len(pl.live))
+	var wg sync.WaitGroup
+	for i := range pl.live {
+		f := &feeder{p: pl, i: i, src: pl.live[i], s: pl.shards[i], prog: opt.Progress}
+		feeders[i] = f
+		wg.Go(func() {
+			if err := f.run(ctx); err != nil {
+				f.err = err
+				cancel(err) // one source failing stops the others
+			}
+		})
+	}
+	// Read the kernel's counts now and then while running: libpcap's are
+	// 32 bits, widened only if read before they wrap (71 minutes at
+	// 1 Mpps); a scrape reads them too, but a run need not be scraped.
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(kernelReadEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				pl.KernelStats()
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	s := &Summary{}
+	var err error
+	var st capture.Stats
+	for _, f := range feeders {
+		st.Add(f.src.Stats())
+		if f.err != nil && err == nil {
+			err = fmt.Errorf("capture on source %d: %w", f.i, f.err)
+		}
+		if !f.first.IsZero() && (s.TraceStart.IsZero() || f.first.Before(s.TraceStart)) {
+			s.TraceStart = f.first
+		}
+		if f.last.After(s.TraceEnd) {
+			s.TraceEnd = f.last
+		}
+	}
+	if err != nil {
+		s.ReadError = err.Error()
+	}
+	s.fill(&st)
+	pl.publish(&st) // the feeders have stopped: their shards publish here
+	if ks, ok := pl.KernelStats(); ok {
+		s.KernelPackets, s.KernelDrops = &ks.Packets, &ks.Drops
+	}
+	s.RestoredFlows = pl.restored
+	if opt.Snapshot != "" {
+		carried, serr := pl.SaveSnapshot(opt.Snapshot, s.TraceEnd)
+		if serr != nil {
+			err = errors.Join(err, serr)
+		} else {
+			s.SnapshotFlows = &carried
+		}
+	}
+	if ferr := pl.Finish(s, s.TraceEnd); ferr != nil && err == nil {
+		err = ferr
+	}
+	s.timed(start)
+	return s, err
+}
+
+// feeder reads one source into its shard, on its own goroutine.
+type feeder struct {
+	p    *Pipeline
+	i    int
+	src  capture.Source
+	s    *shard
+	b    batch
+	prog *Progress
+
+	first, last time.Time // packet times seen
+	batchStart  int64     // packet time of the batch's first packet
+	err         error
+}
+
+// liveDrain bounds how long a stopping feeder goes on reading what the
+// kernel had already put in its ring: it stops at the first poll that
+// finds the ring empty, or after this long under traffic that does not
+// pause.
+const liveDrain = 500 * time.Millisecond
+
+func (f *feeder) run(ctx context.Context) error {
+	var pk capture.Packet
+	var counted uint64   // packets added to prog
+	var stopBy time.Time // once ctx is done: when to stop draining
+	stop := func() bool {
+		if ctx.Err() == nil {
+			return false
+		}
+		if stopBy.IsZero() {
+			stopBy = time.Now().Add(liveDrain)
+		}
+		return time.Now().After(stopBy)
+	}
+	for {
+		err := f.src.Next(&pk)
+		switch {
+		case err == nil:
+		case errors.Is(err, capture.ErrNoPacket):
+			f.flush()
+			if now := time.Now(); now.After(f.last) {
+				f.s.idle(now)
+			}
+			counted = f.publish(counted)
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			f.flush()
+			f.publish(counted)
+			return nil
+		default:
+			f.flush()
+			f.publish(counted)
+			return err
+		}
+		if f.first.IsZero() {
+			f.first = pk.Timestamp
+		}
+		if pk.Timestamp.After(f.last) {
+			f.last = pk.Timestamp
+		}
+		f.add(&pk)
+		if f.b.n == 0 { // the batch went to the stages
+			counted = f.publish(counted)
+			if stop() {
+				return nil
+			}
+		}
+	}
+}
+
+// add puts pk in the batch, as Pipeline.Packet does, and runs the batch
+// when it is full or its first packet has waited batchSpan (packet time),
+// so a packet on a light link is not held back; the batch also goes
+// whenever the source has been idle for its poll timeout
+// (capture.ErrNoPacket).
+func (f *feeder) add(pk *capture.Packet) {
+	now := pk.Timestamp.UnixNano()
+	if f.b.n == 0 {
+		f.batchStart = now
+	}
+	if f.b.add(pk, f.p.fingerprint(pk), 0) || now-f.batchStart >= batchSpan {
+		f.s.run(&f.b)
+	}
+}
+
+func (f *feeder) flush() {
+	if f.b.n > 0 {
+		f.s.run(&f.b)
+	}
+}
+
+// publish copies the shard's and the source's counters for the metrics
+// and adds the packets read since counted to the progress; it returns
+// the packets read.
+func (f *feeder) publish(counted uint64) uint64 {
+	f.s.publish(0)
+	st := f.src.Stats()
+	f.p.pub.mu.Lock()
+	f.p.liveStats[f.i] = *st
+	f.p.pub.capture = capture.Stats{}
+	for i := range f.p.liveStats {
+		f.p.pub.capture.Add(&f.p.liveStats[i])
+	}
+	f.p.pub.mu.Unlock()
+	if f.prog != nil {
+		f.prog.Packets.Add(st.Packets - counted)
+	}
+	return st.Packets
+}
+
+// KernelStats sums the kernel's counts over the sources that keep them
+// (kernelCounter); ok is false when none does.
+func (p *Pipeline) KernelStats() (ks capture.KernelStats, ok bool) {
+	p.kernelMu.Lock()
+	defer p.kernelMu.Unlock()
+	for _, src := range p.live {
+		kc, isKC := src.(kernelCounter)
+		if !isKC {
+			continue
+		}
+		s, err := kc.KernelStats()
+		if err != nil {
+			continue
+		}
+		ks.Packets += s.Packets
+		ks.Drops += s.Drops
+		ok = true
+	}
+	return ks, ok
+}
+
+// lockedWriter serialises the live shards' flow records into one writer:
+// each record is one Write (json.Encoder), so records never interleave.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// kernelCounter is a live source whose kernel keeps counts of the packets
+// it passed and dropped (AF_PACKET, libpcap).
+type kernelCounter interface {
+	KernelStats() (capture.KernelStats, error)
+}
+
+var (
+	descKernelPackets = prometheus.NewDesc("flowmon_capture_kernel_packets_total",
+		"Packets the kernel handed the capture sockets (AF_PACKET's PACKET_STATISTICS, libpcap's received), dropped ones included.", nil, nil)
+	descKernelDrops = prometheus.NewDesc("flowmon_capture_kernel_drops_total",
+		"Packets the kernel dropped because a capture ring was full: flowmon did not keep up.", nil, nil)
+)
+
+// kernelCollector exports a live pipeline's kernel counts at scrape time.
+type kernelCollector struct{ p *Pipeline }
+
+func (c kernelCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descKernelPackets
+	ch <- descKernelDrops
+}
+
+func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
+	ks, ok := c.p.KernelStats()
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descKernelPackets, prometheus.CounterValue, float64(ks.Packets))
+	ch <- prometheus.MustNewConstMetric(descKernelDrops, prometheus.CounterValue, float64(ks.Drops))
+}
+
+// Status is a running live pipeline's figures for its status line.
+type Status struct {
+	OpenFlows uint64 // flows in the shards' tables, as last published
+	Alerts    uint64 // alerts fired
+	Kernel    capture.KernelStats
+}
+
+// Status reads the live figures; any goroutine may call it.
+func (p *Pipeline) Status() Status {
+	var st Status
+	for _, s := range p.shards {
+		st.OpenFlows += s.flowTableCounts().open
+	}
+	if p.rules != nil {
+		for _, rc := range p.rules.Manager().Stats().ByRule {
+			st.Alerts += rc.Fired
+		}
+	}
+	st.Kernel, _ = p.KernelStats()
+	return st
+}

@@ -1,0 +1,461 @@
+package pipeline
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/kbf"
+	"github.com/flowmon/flowmon/pipeline/dedup"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/rules"
+)
+
+// Config configures the stages of a pipeline.
+type Config struct {
+	// Dedup drops capture duplicates before anything counts (NoDedup turns
+	// the stage off). Each shard runs its own, sized for its share of
+	// PacketsPerWindow (dedup.Config.Share).
+	Dedup   dedup.Config
+	NoDedup bool
+	// ACSM tracks every flow's TCP state; Capacity is split over the
+	// workers.
+	ACSM acsm.Config
+	// FlowCount counts packets per flow per window.
+	FlowCount flowcount.Options
+	// MaxFlows bounds the replay's table of open flows (records and
+	// counts); past it the longest-idle flows are timed out early.
+	MaxFlows int
+	// Workers is the number of goroutines the per-flow stages are sharded
+	// over by flow hash (0 or 1: all on the reading goroutine). Results do
+	// not depend on it, except the order of the flow records; for a given
+	// number of workers the flow log is byte-identical from run to run
+	// (recordlog.go).
+	Workers int
+	// DecodeOnly runs no stage at all: the replay reads, decodes and
+	// counts packets by type (flows and conn_states stay empty). It
+	// measures the packet path's floor.
+	DecodeOnly bool
+	// FlowLog, when set, receives one JSON line per flow: when it ends,
+	// and for flows still open at the end of the replay.
+	FlowLog io.Writer
+	// Consumers build, for each shard, what sees every packet with its
+	// ACSM event (consumer.go): rules and exporters attach here.
+	Consumers []NewConsumer
+	// Rules, when set, evaluates detection rules on every shard (a
+	// consumer of each) and delivers alerts through its manager; the
+	// summary counts them and the metrics export them.
+	Rules *rules.Engine
+	// History, when set, records the host pair of every new flow, and
+	// the consumers that ask (rules' novelty rules, SetNovelty) learn
+	// whether the pair was new.
+	History History
+}
+
+// History is the flow history: the host pairs seen, over a horizon
+// longer than memory holds (pipeline/hostpairs, Cascade Filters). Novel
+// records that src (the originator) and dst were seen together at now,
+// the packet's time (a replay forgets as the live run did), and reports
+// whether they had not been within the history's horizon; the shards
+// call it at once, and it must not wait on a disk write.
+type History interface {
+	Novel(src, dst netip.Addr, now time.Time) bool
+}
+
+// DefaultConfig is what `flowmon replay` runs without flags.
+func DefaultConfig() Config {
+	return Config{
+		Dedup: dedup.DefaultConfig(),
+		// KeepEnded: a flow's last ACK after both FINs must not start a
+		// new flow (Zeek keeps a closed connection until it times out).
+		// The closed tier then holds every ended flow for its timeout, so
+		// that timeout is Zeek's short close delay scale (10 s), not
+		// Suricata's 120 s, which would keep two minutes of ended flows.
+		// dleft: one probe of two prefetched lines a packet, aging in the
+		// cell, 5 bytes a flow; it measured best of the backends in speed,
+		// memory and error (docs/results/acsm-dleft.md): 1/4 of exact's
+		// bytes, 1/36 of kbf's, and 1 wrong flow in 100,000. kbf, the
+		// paper's structure, stays selectable with Sidon codes: same memory
+		// and error as the greedy codes (docs/results/kbf.md), and a
+		// replay runs 1.28x faster with them.
+		// ShedNew: under a flood of new flows, idle half-open state makes
+		// room for new flows and established flows stay (flood_test.go).
+		ACSM: acsm.Config{Backend: acsm.BackendDLeft, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true, ShedNew: true,
+			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}, KBFEncoder: kbf.Sidon},
+		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
+		// As many open flows as the ACSM is sized for: 116 bytes each,
+		// 30 MB (308 and 81 MB writing records: flowslots.go), which a
+		// flood fills and no more.
+		MaxFlows: 1 << 18,
+		Workers:  runtime.GOMAXPROCS(0),
+	}
+}
+
+// Pipeline hands packets to the shard that owns the packet's flow, which
+// drops duplicates (dedup) and runs the per-flow stages. The calling
+// goroutine, which holds the payload, computes only the dedup fingerprint.
+// Packet, Finish and the publishing belong to one goroutine.
+type Pipeline struct {
+	// fpBytes is the payload bytes the dedup fingerprint reads (-1: no
+	// dedup stage).
+	fpBytes int
+	shards  []*shard
+	cur     []*batch // per shard, the batch being filled
+	sent    []uint64 // per shard, batches handed over
+	seq     uint64   // packets handed to the shards
+	// handAt is the packet time (ns) at which the worker shards' partial
+	// batches are handed over (see batchSpan).
+	handAt int64
+	log    *bufio.Writer
+	logErr error
+	// logs are the worker shards' record logs, merged into log when seq
+	// reaches nextSync (nil with one shard or no flow log).
+	logs     []*recordLog
+	nextSync uint64
+
+	pub   published
+	rules *rules.Engine
+	// live are the sources of a live pipeline, source i feeding shard i
+	// (nil when the pipeline is fed by Packet).
+	live       []capture.Source
+	liveStats  []capture.Stats // each source's counts, as last published (under pub.mu)
+	logMu      sync.Mutex      // serialises the live shards' records
+	kernelMu   sync.Mutex      // serialises reading the kernel's counts (they reset on read)
+	decodeOnly bool
+	acsm       acsm.Config // as configured, for the summary's target and warnings
+
+	cfg      Config                      // as built (the snapshot's params)
+	newShard func(i int) (*shard, error) // builds shard i empty
+	// carried is set once a snapshot holds the open flows: Finish then
+	// leaves them to the next run (snapshot.go).
+	carried  bool
+	restored *uint64 // open flows taken over from a snapshot
+}
+
+// NewPipeline builds the stages from cfg.
+func NewPipeline(cfg Config) (*Pipeline, error) { return newPipeline(cfg, nil) }
+
+// newPipeline builds the stages from cfg: fed by Packet from one
+// goroutine, or, with live sources, one shard per source, each fed by its
+// own goroutine (live.go).
+func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, rules: cfg.Rules, live: live}
+	if live != nil {
+		cfg.Workers = len(live)
+	}
+	if cfg.DecodeOnly {
+		return p, nil
+	}
+	if cfg.Rules != nil {
+		eng := cfg.Rules
+		cfg.Consumers = append(cfg.Consumers[:len(cfg.Consumers):len(cfg.Consumers)], func(int, int) (Consumer, error) {
+			return eng.NewShard(), nil
+		})
+	}
+	if !cfg.NoDedup {
+		dc := cfg.Dedup.WithDefaults()
+		if err := dc.Validate(); err != nil {
+			return nil, fmt.Errorf("build dedup stage: %w", err)
+		}
+		p.fpBytes = dc.PayloadBytes
+	}
+	if cfg.FlowLog != nil {
+		p.log = bufio.NewWriterSize(cfg.FlowLog, 1<<16)
+	}
+	workers := max(cfg.Workers, 1)
+	logs := make([]io.Writer, workers)
+	for i := range logs {
+		switch {
+		case p.log == nil:
+		case workers == 1:
+			logs[i] = p.log // one shard on this goroutine: records in the order written
+		case live != nil:
+			logs[i] = &lockedWriter{w: p.log, mu: &p.logMu} // records as the shards write them
+		default:
+			l := &recordLog{}
+			p.logs = append(p.logs, l)
+			logs[i] = l
+		}
+	}
+	p.cfg = cfg
+	p.newShard = func(i int) (*shard, error) { return newShard(cfg, i, workers, logs[i]) }
+	p.shards = make([]*shard, workers)
+	if err := p.rebuild(); err != nil {
+		return nil, err
+	}
+	if live != nil {
+		return p, nil // each feeder has its own batch (live.go)
+	}
+	p.nextSync = logSyncEvery
+	p.handAt = math.MinInt64
+	p.cur = make([]*batch, workers)
+	p.sent = make([]uint64, workers)
+	for i, s := range p.shards {
+		if workers == 1 {
+			p.cur[i] = new(batch) // runs inline (send), on this goroutine
+			continue
+		}
+		s.start()
+		p.cur[i] = <-s.free
+	}
+	return p, nil
+}
+
+// rebuild builds every shard anew, empty.
+func (p *Pipeline) rebuild() error {
+	for i := range p.shards {
+		s, err := p.newShard(i)
+		if err != nil {
+			return err
+		}
+		p.shards[i] = s
+	}
+	return nil
+}
+
+// Packet runs one decoded packet through the stages. Here it only gets its
+// dedup fingerprint, the one step that reads the payload; the packet is
+// then copied into its shard's batch (without its payload, which points
+// into the reader's buffer and which no per-flow stage reads) with the
+// fingerprint beside it. A full batch goes to the shard, which drops the
+// duplicates and runs the per-flow stages on the batch with their memory
+// prefetched ahead (shard.run): with one worker on this goroutine, with
+// more on the shards' own.
+func (p *Pipeline) Packet(pk *capture.Packet) {
+	if p.decodeOnly {
+		return
+	}
+	i := 0
+	if len(p.shards) > 1 {
+		i = shardOf(pk.Hash, len(p.shards))
+		if t := pk.Timestamp.UnixNano(); t >= p.handAt {
+			p.handOver()
+			p.handAt = t + batchSpan
+		}
+	}
+	full := p.cur[i].add(pk, p.fingerprint(pk), p.seq)
+	p.seq++
+	if full {
+		p.send(i)
+	}
+	if p.seq == p.nextSync && p.logs != nil {
+		p.syncLog()
+	}
+}
+
+// batchSpan bounds the packet time a batch waits for the rest of its
+// packets. A live feeder runs its batch once the first packet has waited
+// this long, so a packet on a light link is not held back (feeder.add). A
+// replay's batch goes to its worker when full, and on a sparse trace 1024
+// packets of one shard span seconds (cip.pcap's: about 14 s) while the
+// other shard runs packets seconds later. The rules' counters are shared
+// by the shards in windows of packet time, so the late shard's packets
+// were counted into a window slot the leading shard had already recycled
+// for a later window: a source of 67 distinct ports in a window was
+// estimated over 100 in some runs and not others. So every batchSpan of
+// packet time the replay hands the partial batches over too, which keeps
+// the shards within about that of each other, plus the batches queued to
+// a slower worker (on a dense trace a few milliseconds of packets). A
+// dense trace fills its batches long before: eth and raw64 ran in 0.99
+// and 0.98 of the wall time (farm-bench -n 7, paired).
+const batchSpan = int64(100 * time.Millisecond)
+
+// handOver hands every worker shard its partial batch.
+func (p *Pipeline) handOver() {
+	for i := range p.shards {
+		if p.cur[i].n > 0 {
+			p.send(i)
+		}
+	}
+}
+
+// fingerprint is pk's dedup fingerprint, the one step that reads the
+// payload (0 without a dedup stage).
+func (p *Pipeline) fingerprint(pk *capture.Packet) uint64 {
+	if p.fpBytes < 0 {
+		return 0
+	}
+	return dedup.Fingerprint(pk, p.fpBytes)
+}
+
+// send hands shard i its batch and takes an empty one; an inline shard
+// runs the batch here and keeps it.
+func (p *Pipeline) send(i int) {
+	s := p.shards[i]
+	p.sent[i]++
+	if s.in == nil {
+		s.run(p.cur[i])
+		return
+	}
+	s.in <- p.cur[i]
+	p.cur[i] = <-s.free
+}
+
+// syncLog hands the partial batches over, waits until every shard has
+// processed all it was given, and writes their records merged.
+func (p *Pipeline) syncLog() {
+	p.handOver()
+	for i, s := range p.shards {
+		s.waitProcessed(p.sent[i])
+	}
+	p.mergeLog()
+	p.nextSync += logSyncEvery
+}
+
+func (p *Pipeline) mergeLog() {
+	if err := mergeRecords(p.log, p.logs); err != nil && p.logErr == nil {
+		p.logErr = err
+	}
+}
+
+// drain hands the partial batches over and waits for the workers.
+func (p *Pipeline) drain() {
+	if p.cur == nil {
+		return
+	}
+	for i, s := range p.shards {
+		if p.cur[i].n > 0 {
+			p.send(i)
+		}
+		if s.in != nil {
+			close(s.in)
+			<-s.done
+		}
+	}
+	p.cur = nil
+}
+
+// Register registers the pipeline's metrics on reg.
+func (p *Pipeline) Register(reg prometheus.Registerer) error {
+	if p.decodeOnly {
+		return fmt.Errorf("register pipeline metrics: a decode-only pipeline has none")
+	}
+	if err := reg.Register(&collector{pub: &p.pub, shards: p.shards}); err != nil {
+		return fmt.Errorf("register pipeline metrics: %w", err)
+	}
+	if err := reg.Register(&stageCollector{shards: p.shards}); err != nil {
+		return fmt.Errorf("register stage metrics: %w", err)
+	}
+	if p.live != nil {
+		if err := reg.Register(kernelCollector{p}); err != nil {
+			return fmt.Errorf("register kernel metrics: %w", err)
+		}
+	}
+	if p.rules != nil {
+		if err := reg.Register(&rulesCollector{eng: p.rules}); err != nil {
+			return fmt.Errorf("register rules metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// CCFHandler serves the merge of the shards' last complete flow-count
+// windows (GET /api/v1/ccf).
+func (p *Pipeline) CCFHandler() http.Handler {
+	cs := make([]*flowcount.Counter, len(p.shards))
+	for i, s := range p.shards {
+		cs[i] = s.counter
+	}
+	return flowcount.Handler(cs...)
+}
+
+// publish copies the counters metrics read; st is the capture counts so far.
+func (p *Pipeline) publish(st *capture.Stats) {
+	p.pub.mu.Lock()
+	p.pub.capture = *st
+	p.pub.mu.Unlock()
+	// Worker shards publish after each batch; the dedup stages publish
+	// their counts themselves every 1024 packets.
+	for _, s := range p.shards {
+		if s.in == nil {
+			s.publish(0)
+		}
+	}
+}
+
+// Finish waits for the workers, writes the records of the flows still
+// open, and fills the summary's stage keys. end is the trace's last
+// packet time.
+func (p *Pipeline) Finish(s *Summary, end time.Time) error {
+	if p.decodeOnly {
+		return nil
+	}
+	p.drain()
+	s.ConnStates = map[string]uint64{}
+	s.Anomalies = map[string]uint64{}
+	var err error
+	var ac *ACSMSummary
+	for _, l := range p.logs {
+		l.seq = finishSeq
+	}
+	var counts dedupCounts
+	for _, sh := range p.shards {
+		if sh.dedup != nil {
+			sh.dedup.Publish()
+			s.DedupMemoryBytes += sh.dedup.MemoryBytes()
+			s.DedupWindow = sh.dedup.Stats().Window.Structure
+		}
+		counts.add(sh.counts)
+		if p.carried {
+			sh.flows.carry()
+		} else if ferr := sh.flows.finish(); ferr != nil && err == nil {
+			err = ferr
+		}
+		for k, v := range sh.flows.states {
+			s.ConnStates[k] += v
+		}
+		s.Flows += sh.flows.distinct
+		s.FlowsTimedOut += sh.flows.evicted
+		s.FlowsAtCap += sh.flows.atCap
+		s.FlowsShed += sh.flows.shedSYNs
+		for _, c := range sh.consumers {
+			if cerr := c.Finish(end); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		sh.tracker.Flush(end) // ages to the trace's end and publishes its counters
+		sh.counter.Flush()    // the last, partial window becomes the served one
+		sh.publish(0)
+		c := sh.tracker.Counts()
+		for k, v := range c.Anomalies {
+			s.Anomalies[k] += v
+		}
+		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
+	}
+	if p.log != nil {
+		if p.logs != nil {
+			p.mergeLog()
+		}
+		if ferr := p.log.Flush(); err == nil {
+			err = cmp.Or(p.logErr, ferr)
+		}
+	}
+	if ac != nil {
+		ac.Shadow.Target = p.acsm.FPRate
+	}
+	s.ACSM = ac
+	s.warn(p.acsm.Capacity)
+	s.Workers = len(p.shards)
+	s.UniquePackets = counts.unique
+	s.Duplicates = counts.duplicates
+	s.Retransmissions = counts.retransmissions
+	if p.rules != nil {
+		s.Alerts = map[string]uint64{}
+		for name, rc := range p.rules.Manager().Stats().ByRule {
+			s.Alerts[name] = rc.Fired
+			s.AlertsSuppressed += rc.Suppressed
+		}
+	}
+	return err
+}

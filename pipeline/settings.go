@@ -1,0 +1,240 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/kbf"
+	"github.com/flowmon/flowmon/pipeline/dedup"
+)
+
+// Settings are the pipeline's settings as an operator gives them: each
+// field is one flag of `flowmon replay` and one key of the agent's config
+// file, under the name in its tag. Validate checks them, once for both;
+// Config turns valid settings into the stages' configuration.
+type Settings struct {
+	Backend       string        `yaml:"backend"`
+	KBFEncoder    string        `yaml:"kbf-encoder"`
+	KBFLayout     string        `yaml:"kbf-layout"`
+	Machine       string        `yaml:"machine"`
+	Capacity      int           `yaml:"capacity"`
+	P             float64       `yaml:"p"`
+	DedupWindow   time.Duration `yaml:"dedup-window"`
+	Dedup         string        `yaml:"dedup"`
+	NoDedup       bool          `yaml:"no-dedup"`
+	RetransWindow time.Duration `yaml:"retrans-window"`
+	MaxFlows      int           `yaml:"max-flows"`
+	Workers       int           `yaml:"workers"`
+	DecodeOnly    bool          `yaml:"decode-only"`
+}
+
+// Bounds of the numeric settings. The sizes bound memory (the ACSM and
+// the flow table are sized from them up front), so a typo cannot ask for
+// a terabyte; the windows bound how long packets are remembered.
+const (
+	MaxCapacity      = 1 << 26 // 67M concurrent flows: ~4 GB of kbf at p = 0.001
+	MaxMaxFlows      = 1 << 26
+	MaxWorkers       = 256
+	MaxDedupWindow   = 10 * time.Second
+	MaxRetransWindow = time.Minute
+)
+
+// DefaultSettings are what `flowmon replay` runs without flags.
+func DefaultSettings() Settings {
+	c := DefaultConfig()
+	return Settings{
+		Backend:     c.ACSM.Backend.String(),
+		KBFEncoder:  c.ACSM.KBFEncoder.String(),
+		KBFLayout:   c.ACSM.KBFLayout.String(),
+		Machine:     c.ACSM.Machine.String(),
+		Capacity:    c.ACSM.Capacity,
+		P:           c.ACSM.FPRate,
+		DedupWindow: c.Dedup.Window,
+		Dedup:       dedup.StructureTable,
+		MaxFlows:    c.MaxFlows,
+		Workers:     c.Workers,
+	}
+}
+
+// A SettingError says which setting is wrong, its value, and what it may
+// be. Name is the setting's name (a flag without its dashes, a config
+// file's key): the caller adds where it came from. Want may name other
+// settings as {name}.
+type SettingError struct {
+	Name  string
+	Value string
+	Want  string
+}
+
+func (e *SettingError) Error() string { return e.Spell("") }
+
+// Spell writes the error with prefix before every setting's name: "--"
+// for flags, "" for a config file's keys.
+func (e *SettingError) Spell(prefix string) string {
+	want := e.Want
+	for {
+		i := strings.IndexByte(want, '{')
+		j := strings.IndexByte(want, '}')
+		if i < 0 || j < i {
+			break
+		}
+		want = want[:i] + prefix + want[i+1:j] + want[j+1:]
+	}
+	return fmt.Sprintf("%s%s %s: %s", prefix, e.Name, e.Value, want)
+}
+
+// Validate checks every setting and returns all the errors found, each a
+// *SettingError, joined (errors.Join; errors.As finds the first). given reports whether the operator set a setting (a
+// flag on the command line, a key in the file): a setting given that
+// does nothing with the others is an error, not silently ignored.
+func (s *Settings) Validate(given func(name string) bool) error {
+	var errs []error
+	if _, err := acsm.ParseBackend(s.Backend); err != nil || s.Backend == "" {
+		errs = append(errs, &SettingError{"backend", q(s.Backend), "must be " + acsm.BackendNames()})
+	}
+	if _, err := kbf.ParseEncoder(s.KBFEncoder); err != nil {
+		errs = append(errs, &SettingError{"kbf-encoder", q(s.KBFEncoder), "must be sidon or greedy"})
+	}
+	if _, err := kbf.ParseLayout(s.KBFLayout); err != nil {
+		errs = append(errs, &SettingError{"kbf-layout", q(s.KBFLayout), "must be standard or blocked"})
+	}
+	if _, err := acsm.ParseMachine(s.Machine); err != nil || s.Machine == "" {
+		errs = append(errs, &SettingError{"machine", q(s.Machine), "must be zeek or flags"})
+	}
+	if s.Capacity < 1 || s.Capacity > MaxCapacity {
+		errs = append(errs, &SettingError{"capacity", fmt.Sprint(s.Capacity), fmt.Sprintf("must be between 1 and %d (expected concurrent flows)", MaxCapacity)})
+	}
+	if !(s.P > 0 && s.P < 1) {
+		errs = append(errs, &SettingError{"p", fmt.Sprint(s.P), "must be above 0 and below 1 (the ACSM's target error rate)"})
+	}
+	if s.DedupWindow <= 0 || s.DedupWindow > MaxDedupWindow {
+		errs = append(errs, &SettingError{"dedup-window", s.DedupWindow.String(), fmt.Sprintf("must be above 0 and at most %v", MaxDedupWindow)})
+	}
+	if s.Dedup != dedup.StructureTable && s.Dedup != dedup.StructureFBF {
+		errs = append(errs, &SettingError{"dedup", q(s.Dedup), "must be table (a fingerprint table, the default) or fbf (the paper's Forgetful Bloom Filter)"})
+	}
+	if s.RetransWindow < 0 || s.RetransWindow > MaxRetransWindow {
+		errs = append(errs, &SettingError{"retrans-window", s.RetransWindow.String(), fmt.Sprintf("must be between 0 (off) and %v", MaxRetransWindow)})
+	}
+	if s.MaxFlows < 1 || s.MaxFlows > MaxMaxFlows {
+		errs = append(errs, &SettingError{"max-flows", fmt.Sprint(s.MaxFlows), fmt.Sprintf("must be between 1 and %d", MaxMaxFlows)})
+	}
+	if s.Workers < 1 || s.Workers > MaxWorkers {
+		errs = append(errs, &SettingError{"workers", fmt.Sprint(s.Workers), fmt.Sprintf("must be between 1 and %d", MaxWorkers)})
+	}
+	if len(errs) == 0 {
+		errs = s.checkUseless(given)
+	}
+	return errors.Join(errs...)
+}
+
+// checkUseless rejects settings given that the others make do nothing.
+// It runs on valid values only: "does nothing with backend foo" would
+// only confuse.
+func (s *Settings) checkUseless(given func(string) bool) []error {
+	if given == nil {
+		return nil
+	}
+	useless := func(name, value, why string) error {
+		if given(name) {
+			return &SettingError{name, value, "does nothing " + why}
+		}
+		return nil
+	}
+	var errs []error
+	if s.DecodeOnly {
+		why := "with {decode-only} (no stage runs)"
+		for _, n := range []string{"backend", "kbf-encoder", "kbf-layout", "machine", "capacity", "p",
+			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers"} {
+			errs = append(errs, useless(n, s.value(n), why))
+		}
+	}
+	if s.Backend != acsm.BackendKBF.String() {
+		why := "with {backend} " + s.Backend + " (it sets the kbf backend)"
+		errs = append(errs, useless("kbf-encoder", s.KBFEncoder, why), useless("kbf-layout", s.KBFLayout, why))
+	}
+	if s.NoDedup {
+		why := "with {no-dedup} (the dedup stage is off)"
+		errs = append(errs, useless("dedup-window", s.value("dedup-window"), why),
+			useless("dedup", s.value("dedup"), why), useless("retrans-window", s.value("retrans-window"), why))
+	}
+	var out []error
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// Config returns the stages' configuration for valid settings (Validate
+// first: Config returns its error otherwise).
+func (s *Settings) Config() (Config, error) {
+	if err := s.Validate(nil); err != nil {
+		return Config{}, err
+	}
+	cfg := DefaultConfig()
+	var err error
+	a := &cfg.ACSM
+	a.Backend, err = acsm.ParseBackend(s.Backend)
+	if err == nil {
+		a.KBFEncoder, err = kbf.ParseEncoder(s.KBFEncoder)
+	}
+	if err == nil {
+		a.KBFLayout, err = kbf.ParseLayout(s.KBFLayout)
+	}
+	if err == nil {
+		a.Machine, err = acsm.ParseMachine(s.Machine)
+	}
+	if err != nil {
+		return Config{}, errors.Join(errors.New("settings passed Validate but not parsing"), err)
+	}
+	a.Capacity, a.FPRate = s.Capacity, s.P
+	cfg.FlowCount.ExpectedFlows = uint64(s.Capacity)
+	cfg.Dedup.Window = s.DedupWindow
+	cfg.Dedup.FBF = s.Dedup == dedup.StructureFBF
+	cfg.NoDedup = s.NoDedup
+	if s.RetransWindow > 0 {
+		cfg.Dedup.Retrans = dedup.RetransConfig{Enabled: true, Window: s.RetransWindow}
+	}
+	cfg.MaxFlows, cfg.Workers, cfg.DecodeOnly = s.MaxFlows, s.Workers, s.DecodeOnly
+	return cfg, nil
+}
+
+func q(s string) string { return fmt.Sprintf("%q", s) }
+
+// value spells the setting named name as a flag takes it.
+func (s *Settings) value(name string) string {
+	switch name {
+	case "backend":
+		return s.Backend
+	case "kbf-encoder":
+		return s.KBFEncoder
+	case "kbf-layout":
+		return s.KBFLayout
+	case "machine":
+		return s.Machine
+	case "capacity":
+		return fmt.Sprint(s.Capacity)
+	case "p":
+		return fmt.Sprint(s.P)
+	case "dedup-window":
+		return s.DedupWindow.String()
+	case "dedup":
+		return s.Dedup
+	case "no-dedup":
+		return fmt.Sprint(s.NoDedup)
+	case "retrans-window":
+		return s.RetransWindow.String()
+	case "max-flows":
+		return fmt.Sprint(s.MaxFlows)
+	case "workers":
+		return fmt.Sprint(s.Workers)
+	case "decode-only":
+		return fmt.Sprint(s.DecodeOnly)
+	}
+	return ""
+}

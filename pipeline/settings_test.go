@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/kbf"
+)
+
+// TestSettingsConfig: valid settings reach the stages' configuration
+// field by field, and the defaults give DefaultConfig.
+func TestSettingsConfig(t *testing.T) {
+	def := DefaultSettings()
+	cfg, err := def.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultConfig()
+	if !reflect.DeepEqual(cfg.ACSM, d.ACSM) || cfg.MaxFlows != d.MaxFlows || cfg.Workers != d.Workers || cfg.Dedup != d.Dedup || cfg.FlowCount != d.FlowCount {
+		t.Errorf("default settings give %+v, DefaultConfig is %+v", cfg, d)
+	}
+	s := Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags", Capacity: 1000, P: 0.01,
+		DedupWindow: time.Second, Dedup: "fbf", RetransWindow: 2 * time.Second, MaxFlows: 5000, Workers: 3}
+	cfg, err = s.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.ACSM
+	if a.Backend != acsm.BackendKBF || a.KBFEncoder != kbf.Greedy || a.KBFLayout != kbf.Blocked || a.Machine != acsm.MachineFlags ||
+		a.Capacity != 1000 || a.FPRate != 0.01 || cfg.FlowCount.ExpectedFlows != 1000 || cfg.Dedup.Window != time.Second || !cfg.Dedup.FBF ||
+		!cfg.Dedup.Retrans.Enabled || cfg.Dedup.Retrans.Window != 2*time.Second || cfg.MaxFlows != 5000 || cfg.Workers != 3 {
+		t.Errorf("settings %+v gave %+v", s, cfg)
+	}
+}
+
+// TestSettingErrorNamesTheSetting: a config file's error names its key
+// bare, a flag's with dashes, each with the value and the allowed range.
+func TestSettingErrorNamesTheSetting(t *testing.T) {
+	s := DefaultSettings()
+	s.Capacity = 0
+	_, err := s.Config()
+	var se *SettingError
+	if !errors.As(err, &se) {
+		t.Fatalf("capacity 0: %v, want a *SettingError", err)
+	}
+	if got, want := se.Error(), "capacity 0: must be between 1 and 67108864 (expected concurrent flows)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	s = DefaultSettings()
+	s.Backend, s.KBFLayout = "fcf", "blocked"
+	err = s.Validate(func(n string) bool { return n == "kbf-layout" || n == "backend" })
+	if !errors.As(err, &se) {
+		t.Fatalf("kbf-layout with fcf: %v", err)
+	}
+	if got, want := se.Spell("--"), "--kbf-layout blocked: does nothing with --backend fcf (it sets the kbf backend)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := se.Error(), "kbf-layout blocked: does nothing with backend fcf (it sets the kbf backend)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// Not given, the default layout is no error.
+	if err := s.Validate(func(n string) bool { return n == "backend" }); err != nil {
+		t.Errorf("backend fcf alone: %v", err)
+	}
+}

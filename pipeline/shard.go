@@ -1,0 +1,361 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/memhint"
+	"github.com/flowmon/flowmon/pipeline/dedup"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
+)
+
+// shard owns the per-flow stages for the flows whose hash selects it: its
+// dedup (a packet's duplicates have its flow hash, so they come here too),
+// ACSM, flow counter and flow table. A shard is driven by one goroutine
+// (its worker, or the reader when there is one shard), so nothing in it
+// takes a lock on the packet path.
+type shard struct {
+	dedup   *dedup.Dedup // nil with Config.NoDedup
+	tracker *acsm.Tracker
+	counter *flowcount.Counter
+	flows   *flowTable
+	// consumers see every packet after the stages above (consumer.go).
+	consumers []Consumer
+	// dupConsumers are the consumers that also see the duplicates dedup
+	// drops (DuplicateConsumer).
+	dupConsumers []DuplicateConsumer
+	// history records new flows' host pairs; novel is its answer for the
+	// packet being processed, which consumers read (SetNovelty).
+	history History
+	novel   bool
+	// ev is the ACSM's event for the packet being processed: a field, not
+	// a local, since the consumers' interface calls would make a local
+	// escape to the heap, one allocation a packet.
+	ev acsm.Event
+
+	in   chan *batch // nil for an inline shard
+	free chan *batch
+	done chan struct{}
+	// log holds the flow records for the pipeline's merge (a worker
+	// shard with a flow log; nil otherwise).
+	log *recordLog
+
+	// counts of the packets the shard admitted, dropped as duplicates and
+	// marked as retransmissions (owner only; pub has the published copy).
+	counts dedupCounts
+
+	mu        sync.Mutex // guards fc, pub, ft and batches, published after each batch
+	processed sync.Cond  // signalled when batches grows
+	batches   uint64     // batches processed
+	fc        flowcount.Stats
+	pub       dedupCounts
+	ft        flowTableCounts
+}
+
+// flowTableCounts are what the metrics show of a flow table as it runs
+// (its cap, fixed when it is made, they read from the table).
+type flowTableCounts struct{ open, atCap, shed uint64 }
+
+func (c *flowTableCounts) add(o flowTableCounts) {
+	c.open += o.open
+	c.atCap += o.atCap
+	c.shed += o.shed
+}
+
+// dedupCounts are a shard's packet counts; the pipeline's are their sums.
+type dedupCounts struct{ unique, duplicates, retransmissions uint64 }
+
+func (c *dedupCounts) add(o dedupCounts) {
+	c.unique += o.unique
+	c.duplicates += o.duplicates
+	c.retransmissions += o.retransmissions
+}
+
+// batchSize packets go to a worker in one channel send, so the hand-over
+// costs a few nanoseconds per packet. With two workers and the reader on
+// two cores, 1024 ran raw64 in 2.92 s against 3.45 s with 256 (median of
+// three interleaved runs each; fewer wake-ups and goroutine switches), and
+// one worker as fast (5.08 s against 5.01).
+const batchSize = 1024
+
+// batchRing is how many batches a worker shard cycles through (its
+// reader fills one while the worker runs another; the free ones wait in
+// order of release). A batch's lines were last read by the worker's core
+// when the reader writes them again: before the reader claimed them ahead
+// of its copy (batch.claim), only a ring big enough for them to leave that
+// core's cache kept the copy from waiting (6 batches took the reader's
+// copy to 4 times its one-worker time; 16 cost 2.9 MB a shard). With
+// the claim, 8 ran eth in 0.95 and raw64 in 0.97 of 16's wall time, 4 and
+// 6 were slower (1.03-1.05, 1.0), and 8 holds 1.5 MB a shard (farm-bench
+// -n 7, paired medians).
+const batchRing = 8
+
+// prefetchAhead is how many packets ahead of the one it processes a
+// worker prefetches the tracker's memory for, so that the lookups' cache
+// misses overlap (kbf's QueryBatch does the same within one filter).
+const prefetchAhead = 4
+
+type batch struct {
+	pkts [batchSize]capture.Packet
+	seq  [batchSize]uint64 // each packet's number in the pipeline (recordlog.go)
+	fp   [batchSize]uint64 // each packet's dedup fingerprint (0 without dedup)
+	n    int
+	// handoff is set for a worker shard's batches, filled on the reader's
+	// core and run on the worker's: see claim.
+	handoff bool
+}
+
+// claimAhead is how many packets ahead of its copy the reader claims a
+// handed-off batch's lines (claim).
+const claimAhead = 8
+
+// add copies pk into the batch without its payload (it points into the
+// source's buffer, and no per-flow stage reads it), with its dedup
+// fingerprint and its number in the pipeline; it reports whether the
+// batch is full.
+func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
+	if b.handoff {
+		b.claim(b.n + claimAhead)
+	}
+	b.pkts[b.n] = *pk
+	b.pkts[b.n].Payload = nil
+	b.fp[b.n], b.seq[b.n] = fp, seq
+	b.n++
+	return b.n == batchSize
+}
+
+// claim fetches slot j's lines for writing. A handed-off batch's lines
+// were last read on the worker's core: each store of the copy into them
+// waited for its line to be taken back from that core, the store buffer
+// filled, and the reader stalled (a quarter of its time on eth, in the
+// first store of the next packet's read). Claimed a few packets ahead,
+// the lines are taken while the reader reads and decodes. While the
+// shared machine showed that stall, two workers ran eth in 0.87 of the
+// wall time, raw64 in 0.85 and the flood in 0.94; in an hour when it did
+// not, 0.97-0.99 (farm-bench -n 7-9, paired medians). One worker's
+// batches stay on one core and are not claimed.
+func (b *batch) claim(j int) {
+	if j >= batchSize {
+		return
+	}
+	// A Packet (168 bytes) spans three or four lines, and consecutive
+	// slots' first three cover every line; fp and seq hold eight slots a
+	// line.
+	a := unsafe.Pointer(&b.pkts[j])
+	memhint.PrefetchW2(a, unsafe.Add(a, 64))
+	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Pointer(&b.fp[j]))
+	if j%8 == 0 {
+		memhint.PrefetchW2(unsafe.Pointer(&b.seq[j]), unsafe.Pointer(&b.seq[j]))
+	}
+}
+
+func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
+	ac := cfg.ACSM
+	ac.Capacity = max(1, (ac.Capacity+workers-1)/workers)
+	fo := cfg.FlowCount
+	// Every shard's filter has the full shape: peers compare one window
+	// filter with another, and the handler merges the shards' filters,
+	// which needs equal shapes. The shards hold disjoint flows, so the
+	// merge has the load of one.
+	s := &shard{history: cfg.History}
+	s.processed.L = &s.mu
+	s.log, _ = log.(*recordLog)
+	var err error
+	if !cfg.NoDedup {
+		// Sized for this shard's share of the packet rate.
+		if s.dedup, err = dedup.New(cfg.Dedup.Share(workers)); err != nil {
+			return nil, fmt.Errorf("build dedup stage: %w", err)
+		}
+	}
+	if s.tracker, err = acsm.New(ac); err != nil {
+		return nil, fmt.Errorf("build acsm stage: %w", err)
+	}
+	if s.counter, err = flowcount.New(fo); err != nil {
+		return nil, fmt.Errorf("build flow counter: %w", err)
+	}
+	to := ac.Timeouts.WithDefaults()
+	s.flows = newFlowTable(log, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	for _, nc := range cfg.Consumers {
+		c, err := nc(index, workers)
+		if err != nil {
+			return nil, fmt.Errorf("build consumer of shard %d: %w", index, err)
+		}
+		s.consumers = append(s.consumers, c)
+		if n, ok := c.(interface{ SetNovelty(func() bool) }); ok && s.history != nil {
+			n.SetNovelty(func() bool { return s.novel })
+		}
+		if d, ok := c.(DuplicateConsumer); ok {
+			s.dupConsumers = append(s.dupConsumers, d)
+		}
+	}
+	return s, nil
+}
+
+// admit runs p, whose dedup fingerprint is fp, through the shard's dedup
+// and counts it; it reports false for a duplicate to drop.
+func (s *shard) admit(p *capture.Packet, fp uint64) bool {
+	if s.dedup != nil {
+		switch s.dedup.CheckPrint(p, fp) {
+		case dedup.Duplicate:
+			s.counts.duplicates++
+			for _, c := range s.dupConsumers {
+				c.Duplicate(p)
+			}
+			return false
+		case dedup.Retransmission:
+			s.counts.retransmissions++
+		}
+	}
+	s.counts.unique++
+	return true
+}
+
+// packet runs an admitted packet through the per-flow stages.
+func (s *shard) packet(p *capture.Packet) {
+	ev := &s.ev
+	s.tracker.ObserveInto(p, ev)
+	s.rotate(p.Timestamp)
+	s.flows.packet(p, ev) // counts the packet in its flow's slot
+	if ev.New && s.history != nil {
+		o := ev.Originator()
+		s.novel = s.history.Novel(o.Src, o.Dst, p.Timestamp)
+	}
+	for _, c := range s.consumers {
+		c.Packet(p, ev)
+	}
+}
+
+// rotate ends the flow counter's window when now is past it: the flows'
+// packets in it go to the counter first (the flow table holds them,
+// flowSlot.win).
+func (s *shard) rotate(now time.Time) {
+	if s.counter.Due(now) {
+		s.flows.flushCounts()
+		s.counter.Rotate(now)
+	}
+}
+
+// idle moves the shard's clock to now when no packet came for a while
+// (a live source's idle poll; the kernel stamps packets with the same
+// wall clock): what a packet at now would have set off happens, so a
+// quiet link still gets its flow records written, its idle flows timed
+// out and its flow-count windows ended.
+func (s *shard) idle(now time.Time) {
+	s.rotate(now)
+	n := now.UnixNano()
+	s.flows.flushEnded(n)
+	s.flows.tick(n)
+}
+
+// start runs the shard on its own goroutine, fed through in.
+func (s *shard) start() {
+	s.in = make(chan *batch, 4)
+	s.free = make(chan *batch, batchRing)
+	for range cap(s.free) {
+		s.free <- &batch{handoff: true}
+	}
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		for b := range s.in {
+			s.run(b)
+			s.publish(1)
+			s.free <- b
+		}
+	}()
+}
+
+// run processes a batch and empties it. The stages' memory for a packet is
+// requested before the packet is processed, so that the cache misses of
+// several flows are in flight at once instead of one after the other: the
+// flow table's metas 2*prefetchAhead packets ahead, then, prefetchAhead
+// packets ahead, what the metas point to (the flow's slot) and the other
+// stages' lines.
+func (s *shard) run(b *batch) {
+	for i := range min(b.n, 2*prefetchAhead) {
+		s.flows.prefetchHome(b.pkts[i].Hash)
+	}
+	for i := range min(b.n, prefetchAhead) {
+		s.prefetch(&b.pkts[i], b.fp[i])
+	}
+	for i := range b.n {
+		if j := i + 2*prefetchAhead; j < b.n {
+			s.flows.prefetchHome(b.pkts[j].Hash)
+		}
+		if j := i + prefetchAhead; j < b.n {
+			s.prefetch(&b.pkts[j], b.fp[j])
+		}
+		if !s.admit(&b.pkts[i], b.fp[i]) {
+			continue
+		}
+		if s.log != nil {
+			s.log.seq = b.seq[i]
+		}
+		s.packet(&b.pkts[i])
+	}
+	b.n = 0
+}
+
+// prefetch starts loading what the stages will read for p, whose dedup
+// fingerprint is fp.
+func (s *shard) prefetch(p *capture.Packet, fp uint64) {
+	if s.dedup != nil {
+		s.dedup.Prefetch(fp)
+	}
+	s.tracker.Prefetch(p.Hash)
+	s.flows.prefetchFlow(p.Hash, opensHandshake(p))
+}
+
+// publish copies the counters the metrics read, and counts done more
+// processed batches for waitProcessed (a worker publishes after each).
+func (s *shard) publish(done uint64) {
+	st := s.counter.Stats()
+	s.mu.Lock()
+	s.fc = st
+	s.pub = s.counts
+	s.ft = flowTableCounts{open: uint64(s.flows.count), atCap: s.flows.atCap, shed: s.flows.shedSYNs}
+	s.batches += done
+	if done > 0 {
+		s.processed.Signal()
+	}
+	s.mu.Unlock()
+}
+
+// waitProcessed returns once the shard has processed n batches.
+func (s *shard) waitProcessed(n uint64) {
+	s.mu.Lock()
+	for s.batches < n {
+		s.processed.Wait()
+	}
+	s.mu.Unlock()
+}
+
+// publishedCounts returns the counts as of the shard's last publish.
+func (s *shard) publishedCounts() dedupCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pub
+}
+
+func (s *shard) flowTableCounts() flowTableCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ft
+}
+
+func (s *shard) flowcountStats() flowcount.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fc
+}
+
+// shardOf picks a shard from the flow hash's top bits; the structures
+// index with the low bits (remixed), so the shards stay evenly loaded.
+func shardOf(h uint64, n int) int {
+	return int((h >> 32) * uint64(n) >> 32)
+}
