@@ -4,34 +4,16 @@ package netnstest
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/gen"
 	"golang.org/x/sys/unix"
 )
 
-// trace writes a small generated Ethernet trace and returns its path.
-func trace(t *testing.T, flows int) string {
-	t.Helper()
-	opt := gen.DefaultOptions()
-	opt.Flows, opt.Duration = flows, time.Second
-	opt.Mix = gen.Mix{Normal: 1}
-	p := filepath.Join(t.TempDir(), "trace.pcap")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gen.Generate(f, nil, opt); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// trace is a small real Ethernet capture (pcaps/README.md): 136 whole
+// frames of HTTP, DNS, ARP and IPv6.
+const trace = "../../pcaps/zeek-wikipedia.pcap"
 
 func TestNew(t *testing.T) {
 	var name string
@@ -91,7 +73,7 @@ func TestNew(t *testing.T) {
 
 func TestSend(t *testing.T) {
 	n := New(t)
-	path := trace(t, 300)
+	path := trace
 	frames, err := readFrames(path)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +134,7 @@ func TestParseTcpreplay(t *testing.T) {
 
 func TestTcpreplay(t *testing.T) {
 	n := New(t)
-	path := trace(t, 100)
+	path := trace
 	frames, err := readFrames(path)
 	if err != nil {
 		t.Fatal(err)
