@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/record/connlog"
 )
 
 // zeekRow is one connection of groundtruth/zeek_conn.tsv. Fields the
@@ -204,19 +205,19 @@ func TestConnFieldsMatchZeek(t *testing.T) {
 // replayRecords replays one capture with the exact backend (the fields
 // under test should not depend on the ACSM's approximation) and returns
 // its flow records; false when flowmon does not read the file.
-func replayRecords(t *testing.T, path string) ([]FlowRecord, bool) {
+func replayRecords(t *testing.T, path string) ([]connlog.Record, bool) {
 	cfg := DefaultConfig()
 	cfg.ACSM.Backend = acsm.BackendExact
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 4096, 4096
 	cfg.Workers = 1
 	cfg.Dedup.PacketsPerWindow = 1024
 	var log bytes.Buffer
-	cfg.FlowLog = &log
+	cfg.Sinks = connLog(&log)
 	s, err := Replay(context.Background(), []string{path}, ReplayOptions{Config: cfg})
 	if s == nil || (err != nil && s.Packets == 0) {
 		return nil, false
 	}
-	return readJSONLines[FlowRecord](t, log.Bytes()), true
+	return readJSONLines[connlog.Record](t, log.Bytes()), true
 }
 
 // zeekProto is the proto column Zeek writes for the generator's truth's
@@ -231,7 +232,7 @@ func zeekProto(p string) string {
 // matchRecord finds the record of a baseline connection, in its
 // orientation or (rev) the opposite one: the first not used yet, in the
 // order written, as Zeek's rows for a reused 5-tuple come in order.
-func matchRecord(recs []FlowRecord, used []bool, r zeekRow) (rec *FlowRecord, rev bool) {
+func matchRecord(recs []connlog.Record, used []bool, r zeekRow) (rec *connlog.Record, rev bool) {
 	if !r.hasEndpoint {
 		only := -1
 		for i := range recs {

@@ -19,6 +19,8 @@ import (
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
+	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/connlog"
 )
 
 type truthFlow struct {
@@ -35,6 +37,14 @@ type truthFlow struct {
 
 func (f truthFlow) id() string {
 	return fmt.Sprintf("%s %s:%d %s:%d", zeekProto(f.Proto), f.OrigH, f.OrigP, f.RespH, f.RespP)
+}
+
+// connLog is a conn.log JSON lines sink writing to w (none for nil).
+func connLog(w io.Writer) []record.Named {
+	if w == nil {
+		return nil
+	}
+	return []record.Named{{Name: "connlog", Sink: connlog.NewWriter(w)}}
 }
 
 func readJSONLines[T any](t *testing.T, data []byte) []T {
@@ -83,12 +93,12 @@ func TestReplaySampleAgainstTruth(t *testing.T) {
 			cfg.ACSM.Capacity = 4096
 			cfg.FlowCount.ExpectedFlows = 4096
 			var log bytes.Buffer
-			cfg.FlowLog = &log
+			cfg.Sinks = connLog(&log)
 			s, err := Replay(context.Background(), []string{"../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs := readJSONLines[FlowRecord](t, log.Bytes())
+			recs := readJSONLines[connlog.Record](t, log.Bytes())
 			if len(recs) != len(truth) || s.Flows != uint64(len(truth)) {
 				t.Fatalf("%d records, %d flows; truth has %d", len(recs), s.Flows, len(truth))
 			}
@@ -142,7 +152,7 @@ func replaySample(t *testing.T, workers int) (*Summary, string) {
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
 	cfg.Workers = workers
 	var log bytes.Buffer
-	cfg.FlowLog = &log
+	cfg.Sinks = connLog(&log)
 	s, err := Replay(context.Background(), []string{"../pcaps/sample.pcap"}, ReplayOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +209,7 @@ func TestSummaryWithoutFlowLog(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Workers = 1
 		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 4096, 4096
-		cfg.FlowLog = log
+		cfg.Sinks = connLog(log)
 		s, err := Replay(context.Background(), []string{trace}, ReplayOptions{Config: cfg})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/record/connlog"
 )
 
 // TestSYNFloodKeepsMemory feeds 300,000 spoofed SYNs through a pipeline
@@ -125,7 +126,7 @@ func floodAccuracy(t *testing.T, capacity int, shed bool) (float64, *Summary) {
 	cfg.Workers = 1
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = capacity, uint64(capacity), 4*capacity // the defaults' ratio
 	cfg.ACSM.ShedNew = shed
-	cfg.FlowLog = &log
+	cfg.Sinks = connLog(&log)
 	pl, err := NewPipeline(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func floodAccuracy(t *testing.T, capacity int, shed bool) (float64, *Summary) {
 	got := map[capture.Key][]string{}
 	dec := json.NewDecoder(&log)
 	for dec.More() {
-		var r FlowRecord
+		var r connlog.Record
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,8 @@ type recordFields struct {
 	first, last int64     // packet times (UnixNano)
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
 	conn        connFields
-	_           [8]byte
+	unknown     uint32 // packets the ACSM answered "don't know" (record.Flow.Confidence)
+	_           [4]byte
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so

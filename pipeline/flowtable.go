@@ -1,10 +1,7 @@
 package pipeline
 
 import (
-	"encoding/json"
-	"io"
 	"math"
-	"net/netip"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -33,7 +30,7 @@ type flowTable struct {
 	mem      *offHeap // meta, slots, recs, free and ended
 	meta     []slotMeta
 	slots    []flowSlot
-	recs     []recordFields     // beside slots, the same index; nil without a flow log
+	recs     []recordFields     // beside slots, the same index; nil without record sinks
 	counter  *flowcount.Counter // counts each flow's packets per window (flushCount)
 	free     []uint32           // released slots, reused last first
 	fresh    uint32             // slots[fresh:] have never been used
@@ -58,8 +55,7 @@ type flowTable struct {
 	head   int // ended[head] is the oldest
 	nEnded int
 	linger int64
-	enc    *json.Encoder
-	err    error
+	out    *recordOut // where records go; nil without record sinks
 }
 
 // endedFlow names an ended flow by its flow hash and uid seed: if the
@@ -84,7 +80,7 @@ const (
 	sweepStep  = 2
 )
 
-func newFlowTable(w io.Writer, counter *flowcount.Counter, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
+func newFlowTable(out *recordOut, counter *flowcount.Counter, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
 	maxFlows = max(maxFlows, 1)
 	n := slotCount(maxFlows)
 	mem := &offHeap{}
@@ -93,8 +89,8 @@ func newFlowTable(w io.Writer, counter *flowcount.Counter, maxFlows int, idleNew
 		ended: offHeapSlice[endedFlow](mem, maxFlows), states: map[string]uint64{}, linger: int64(recordLinger),
 		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64, counter: counter}
 	mem.freeWith(t)
-	if w != nil {
-		t.enc = json.NewEncoder(w) // one Write per record: see recordLog
+	if out != nil {
+		t.out = out
 		t.recs = offHeapSlice[recordFields](mem, maxFlows)
 	}
 	return t
@@ -153,6 +149,9 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		r.conn.observe(p, origIsDst, first)
 		r.last = now
 		r.pkts[b2i(p.Reversed)]++
+		if ev.Result == acsm.Unknown {
+			r.unknown++
+		}
 	}
 	if e.ended {
 		return // a straggler after the end (the last ACK)
@@ -328,7 +327,7 @@ func (t *flowTable) writeOnce(idx uint32) {
 
 // finish writes a record for every flow still open, in the table's order
 // (which the packets decide), with its latest state, and frees the table.
-func (t *flowTable) finish() error {
+func (t *flowTable) finish() {
 	for t.nEnded > 0 {
 		t.flushOne()
 	}
@@ -345,7 +344,6 @@ func (t *flowTable) finish() error {
 	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	t.publishStates()
-	return t.err
 }
 
 // publishStates adds the flows counted by final conn_state to states.
@@ -358,67 +356,33 @@ func (t *flowTable) publishStates() {
 	t.byState = [256]uint64{}
 }
 
-// FlowRecord is one line of the flow log: Zeek's conn.log field names for
-// the fields Zeek has, in conn.log's order. Bytes, history and
-// missed_bytes follow Zeek's rules (history.go); history is empty where
-// Zeek's is unset ("-"), as for ICMP.
-type FlowRecord struct {
-	TS          float64    `json:"ts"`
-	UID         string     `json:"uid"`
-	OrigH       netip.Addr `json:"id.orig_h"`
-	OrigP       uint16     `json:"id.orig_p"`
-	RespH       netip.Addr `json:"id.resp_h"`
-	RespP       uint16     `json:"id.resp_p"`
-	Proto       string     `json:"proto"`
-	Duration    float64    `json:"duration"`
-	OrigBytes   uint64     `json:"orig_bytes"`
-	RespBytes   uint64     `json:"resp_bytes"`
-	ConnState   string     `json:"conn_state"`
-	MissedBytes uint64     `json:"missed_bytes"`
-	History     string     `json:"history"`
-	OrigPkts    uint64     `json:"orig_pkts"`
-	OrigIPBytes uint64     `json:"orig_ip_bytes"`
-	RespPkts    uint64     `json:"resp_pkts"`
-	RespIPBytes uint64     `json:"resp_ip_bytes"`
-}
-
-// connProto is conn.log's proto: Zeek's transport_proto, which has icmp
-// for ICMPv6 too and unknown_transport for what is not TCP, UDP or ICMP.
-func connProto(p uint8) string {
-	switch p {
-	case capture.ProtoTCP, capture.ProtoUDP, capture.ProtoICMP:
-		return capture.ProtoName(p)
-	case capture.ProtoICMPv6:
-		return "icmp"
-	}
-	return "unknown_transport"
-}
-
+// write fills the record of the flow in flowSlot idx: its fields as
+// conn.log has them (history.go: Zeek's rules for bytes, history and
+// missed_bytes), directed from the originator.
 func (t *flowTable) write(idx uint32) {
-	if t.recs == nil || t.err != nil {
+	if t.recs == nil {
 		return
 	}
 	e, rec := &t.slots[idx], &t.recs[idx]
-	k, st, origIsDst := e.key.key(), e.state, e.origIsDst
+	k, origIsDst := e.key.key(), e.origIsDst
 	c := &rec.conn
 	o, rs := &c.side[0], &c.side[1]
-	r := FlowRecord{
-		TS:       float64(rec.first) / 1e9,
-		UID:      formatUID(e.uid),
-		Duration: time.Duration(rec.last - rec.first).Seconds(),
-		OrigH:    k.Src, OrigP: k.SrcPort, RespH: k.Dst, RespP: k.DstPort,
-		Proto:       connProto(k.Proto),
-		ConnState:   st.String(),
-		MissedBytes: uint64(o.missed) + uint64(rs.missed),
-		History:     c.history(),
-		OrigPkts:    rec.pkts[0], RespPkts: rec.pkts[1],
-	}
+	f := t.out.next()
+	f.Start, f.End, f.Hash, f.UID = rec.first, rec.last, e.hash, e.uid
+	f.Orig, f.OrigPort, f.Resp, f.RespPort, f.Proto = k.Src, k.SrcPort, k.Dst, k.DstPort, k.Proto
+	f.State = e.state
+	f.OrigPkts, f.RespPkts = rec.pkts[0], rec.pkts[1]
 	if origIsDst {
-		r.OrigH, r.OrigP, r.RespH, r.RespP = k.Dst, k.DstPort, k.Src, k.SrcPort
-		r.OrigPkts, r.RespPkts = rec.pkts[1], rec.pkts[0]
+		f.Orig, f.OrigPort, f.Resp, f.RespPort = k.Dst, k.DstPort, k.Src, k.SrcPort
+		f.OrigPkts, f.RespPkts = rec.pkts[1], rec.pkts[0]
 		o, rs = rs, o
 	}
-	r.OrigBytes, r.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
-	r.OrigIPBytes, r.RespIPBytes = o.ipBytes, rs.ipBytes
-	t.err = t.enc.Encode(&r)
+	f.Confidence = 1
+	if n := rec.pkts[0] + rec.pkts[1]; rec.unknown > 0 && n > 0 {
+		f.Confidence = float32(n-uint64(rec.unknown)) / float32(n)
+	}
+	c.history(&f.History)
+	f.MissedBytes = uint64(o.missed) + uint64(rs.missed)
+	f.OrigBytes, f.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
+	f.OrigIPBytes, f.RespIPBytes = o.ipBytes, rs.ipBytes
 }

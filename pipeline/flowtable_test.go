@@ -13,26 +13,49 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/connlog"
 )
 
 // recordSink counts the records written and keeps those of flows from
-// 172.16.0.0/16.
+// 172.16.0.0/16, as conn.log lines read back.
 type recordSink struct {
 	n    int
-	keep []FlowRecord
+	keep []connlog.Record
+	o    *recordOut
 }
 
-func (s *recordSink) Write(b []byte) (int, error) {
-	s.n++
-	if bytes.Contains(b, []byte(`"172.16.`)) {
-		var r FlowRecord
-		if err := json.Unmarshal(b, &r); err != nil {
-			return 0, err
-		}
-		s.keep = append(s.keep, r)
+// out is what a flow table writes to s through.
+func (s *recordSink) out() *recordOut {
+	if s.o == nil {
+		s.o = newRecordOut(newSinkSet([]record.Named{{Name: "test", Sink: s}}, nil))
 	}
-	return len(b), nil
+	return s.o
 }
+
+// sync hands s the records the table wrote so far.
+func (s *recordSink) sync() {
+	if s.o != nil {
+		s.o.flush()
+	}
+}
+
+func (s *recordSink) WriteFlows(flows []record.Flow) error {
+	for i := range flows {
+		s.n++
+		b := connlog.AppendJSON(nil, &flows[i])
+		if bytes.Contains(b, []byte(`"172.16.`)) {
+			var r connlog.Record
+			if err := json.Unmarshal(b, &r); err != nil {
+				return err
+			}
+			s.keep = append(s.keep, r)
+		}
+	}
+	return nil
+}
+
+func (s *recordSink) Flush() error { return nil }
 
 // checkTable verifies the table's invariants: every flow is found from
 // its home, the count is the flows held, and it is within the cap.
@@ -58,7 +81,7 @@ func checkTable(t *testing.T, tab *flowTable) {
 // invariants after every packet and one record per flow at the end.
 func TestFlowTableChurn(t *testing.T) {
 	var sink recordSink
-	tab := newFlowTable(&sink, nil, 40, 3*time.Second, 20*time.Second)
+	tab := newFlowTable(sink.out(), nil, 40, 3*time.Second, 20*time.Second)
 	r := rand.New(rand.NewPCG(7, 7))
 	keys := benchPackets(150, 5)
 	now := time.Unix(1700000000, 0)
@@ -78,12 +101,11 @@ func TestFlowTableChurn(t *testing.T) {
 	}
 	var states uint64
 	distinct := tab.distinct
-	if err := tab.finish(); err != nil {
-		t.Fatal(err)
-	}
+	tab.finish()
 	for _, n := range tab.states {
 		states += n
 	}
+	sink.sync()
 	if uint64(sink.n) != distinct || states != distinct {
 		t.Errorf("%d records, %d by state, %d flows", sink.n, states, distinct)
 	}
@@ -99,7 +121,7 @@ func TestFlowTableChurn(t *testing.T) {
 func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 	var sink recordSink
 	const capFlows, long, flood = 1000, 20, 300_000
-	tab := newFlowTable(&sink, nil, capFlows, time.Minute, time.Hour)
+	tab := newFlowTable(sink.out(), nil, capFlows, time.Minute, time.Hour)
 	syns := benchPackets(flood, 11)
 	dst := netip.MustParseAddr("192.0.2.80")
 	longs := make([]capture.Packet, long)
@@ -145,9 +167,8 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 	if grow := int64(after.HeapAlloc) - int64(before.HeapAlloc); grow > 64<<10 {
 		t.Errorf("heap grew by %d bytes over %d more flood flows", grow, flood-warm)
 	}
-	if err := tab.finish(); err != nil {
-		t.Fatal(err)
-	}
+	tab.finish()
+	sink.sync()
 	if uint64(sink.n)+tab.shedSYNs != flood+long || tab.shedSYNs == 0 || tab.distinct != flood+long {
 		t.Errorf("%d records and %d SYNs shed, %d flows; want %d flows, some shed", sink.n, tab.shedSYNs, tab.distinct, flood+long)
 	}
@@ -179,7 +200,7 @@ func TestFlowTableShedsSYNsAtCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	const capFlows = 4
-	tab := newFlowTable(&sink, counter, capFlows, time.Minute, time.Hour)
+	tab := newFlowTable(sink.out(), counter, capFlows, time.Minute, time.Hour)
 	t0 := time.Unix(1700000000, 0)
 	counter.Rotate(t0)
 	pkts := benchPackets(capFlows+1, 3)
@@ -205,11 +226,10 @@ func TestFlowTableShedsSYNsAtCap(t *testing.T) {
 		t.Fatalf("SYN-ACK at the cap: entered %v, %d flows held, %d timed out at the cap; want entered, one timed out", found, tab.count, tab.atCap)
 	}
 	checkTable(t, tab)
-	if err := tab.finish(); err != nil {
-		t.Fatal(err)
-	}
+	tab.finish()
 	// Records: the four first flows (one timed out for the SYN-ACK's) and
 	// the handshake's from its SYN-ACK; flows: those and the shed SYN.
+	sink.sync()
 	if sink.n != capFlows+1 || tab.distinct != capFlows+2 || tab.states["S0"] != 1 || tab.states["S1"] != capFlows+1 {
 		t.Errorf("%d records, %d flows, states %v; want %d records, %d flows, S0 1 (the shed SYN), S1 %d",
 			sink.n, tab.distinct, tab.states, capFlows+1, capFlows+2, capFlows+1)

@@ -1,6 +1,9 @@
 package pipeline
 
-import "github.com/flowmon/flowmon/capture"
+import (
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/record"
+)
 
 // This file keeps, per flow, what Zeek's conn.log says about a connection
 // beyond its state and packet counts: history, orig_bytes/resp_bytes,
@@ -105,7 +108,7 @@ const (
 	histResp = hFlip // lower case: code + histResp (for hS..hG)
 )
 
-const histMax = 24 // 12 five-bit letters per word
+const histMax = record.HistoryMax // 12 five-bit letters per word, two words
 
 func (c *connFields) addLetter(code byte, isOrig bool) {
 	if code != hFlip && !isOrig {
@@ -145,18 +148,13 @@ func (c *connFields) scaled(code byte, isOrig bool, n uint32) {
 	}
 }
 
-// history spells the letters, "" for none (the record is built only when
-// written, so this allocation is not on the packet path).
-func (c *connFields) history() string {
-	if c.nhist == 0 {
-		return ""
-	}
-	b := make([]byte, c.nhist)
-	for i := range b {
+// history spells the letters into h.
+func (c *connFields) history(h *record.History) {
+	*h = record.History{}
+	for i := range c.nhist {
 		w, sh := i/12, uint(i%12)*5
-		b[i] = histLetters[c.hist[w]>>sh&31]
+		h.AppendLetter(histLetters[c.hist[w]>>sh&31])
 	}
-	return string(b)
 }
 
 // flip records that the roles flipped ('^').

@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/record"
 )
 
 // seg is one hand-built packet of a flow between A (10.0.0.1:40000, Key.Src)
@@ -163,7 +164,7 @@ func TestHistoryTCP(t *testing.T) {
 			}
 			got := []uint64{o.bytes(capture.ProtoTCP), r.bytes(capture.ProtoTCP), uint64(o.missed + r.missed), o.ipBytes, r.ipBytes}
 			want := []uint64{c.origB, c.respB, c.missed, c.origIP, c.respIP}
-			if h := f.history(); h != c.history || !slicesEqual(got, want) {
+			if h := f.letters(); h != c.history || !slicesEqual(got, want) {
 				t.Errorf("history %q, bytes/missed/ip %v; want %q, %v", h, got, c.history, want)
 			}
 		})
@@ -194,7 +195,7 @@ func TestHistoryFlipMidFlow(t *testing.T) {
 	c.observe(&r, true, false)
 	// The flip keeps Zeek's role-keyed seen bits: A's ACK is now the
 	// responder's first 'a'.
-	if h := c.history(); h != "Hs^a" {
+	if h := c.letters(); h != "Hs^a" {
 		t.Errorf("history %q, want Hs^a", h)
 	}
 }
@@ -205,18 +206,18 @@ func TestHistoryScaledLetters(t *testing.T) {
 	for range 100 {
 		segs = append(segs, seg{flags: fPA, seq: isnA + 1, ack: isnB + 201, n: 100})
 	}
-	if h := replayConn(capture.ProtoTCP, false, segs).history(); h != "ShADadTTT" {
+	if h := replayConn(capture.ProtoTCP, false, segs).letters(); h != "ShADadTTT" {
 		t.Errorf("history %q, want ShADadTTT", h)
 	}
 }
 
 func TestHistoryUDPAndICMP(t *testing.T) {
 	udp := replayConn(capture.ProtoUDP, false, []seg{{n: 30}, {n: 0}, {fromB: true, n: 120}})
-	if h, ob, rb := udp.history(), udp.side[0].bytes(capture.ProtoUDP), udp.side[1].bytes(capture.ProtoUDP); h != "Dd" || ob != 30 || rb != 120 {
+	if h, ob, rb := udp.letters(), udp.side[0].bytes(capture.ProtoUDP), udp.side[1].bytes(capture.ProtoUDP); h != "Dd" || ob != 30 || rb != 120 {
 		t.Errorf("udp: history %q, bytes %d/%d; want Dd, 30/120", h, ob, rb)
 	}
 	icmp := replayConn(capture.ProtoICMP, false, []seg{{n: 56}, {fromB: true, n: 56}})
-	if h, ob := icmp.history(), icmp.side[0].bytes(capture.ProtoICMP); h != "" || ob != 56 {
+	if h, ob := icmp.letters(), icmp.side[0].bytes(capture.ProtoICMP); h != "" || ob != 56 {
 		t.Errorf("icmp: history %q, bytes %d; want none, 56", h, ob)
 	}
 }
@@ -227,7 +228,7 @@ func TestHistoryCap(t *testing.T) {
 	for i := range 40 {
 		c.addLetter(hD, i%2 == 0)
 	}
-	if h := c.history(); len(h) != histMax || h[:4] != "DdDd" {
+	if h := c.letters(); len(h) != histMax || h[:4] != "DdDd" {
 		t.Errorf("history %q", h)
 	}
 }
@@ -252,4 +253,11 @@ func TestFlowTablePacketNoAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("%.1f allocations per packet", n)
 	}
+}
+
+// letters is c's history as conn.log spells it.
+func (c *connFields) letters() string {
+	var h record.History
+	c.history(&h)
+	return h.String()
 }

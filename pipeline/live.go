@@ -177,6 +177,9 @@ func (f *feeder) run(ctx context.Context) error {
 			f.flush()
 			if now := time.Now(); now.After(f.last) {
 				f.s.idle(now)
+				if f.s.out != nil {
+					f.s.out.flush()
+				}
 			}
 			counted = f.publish(counted)
 			if ctx.Err() != nil {
@@ -219,13 +222,22 @@ func (f *feeder) add(pk *capture.Packet) {
 		f.batchStart = now
 	}
 	if f.b.add(pk, f.p.fingerprint(pk), 0) || now-f.batchStart >= batchSpan {
-		f.s.run(&f.b)
+		f.runBatch()
 	}
 }
 
 func (f *feeder) flush() {
 	if f.b.n > 0 {
-		f.s.run(&f.b)
+		f.runBatch()
+	}
+}
+
+// runBatch runs the batch and hands the records it wrote to the sinks, so that
+// a record waits for no more than its batch.
+func (f *feeder) runBatch() {
+	f.s.run(&f.b)
+	if f.s.out != nil {
+		f.s.out.flush()
 	}
 }
 
@@ -267,19 +279,6 @@ func (p *Pipeline) KernelStats() (ks capture.KernelStats, ok bool) {
 		ok = true
 	}
 	return ks, ok
-}
-
-// lockedWriter serialises the live shards' flow records into one writer:
-// each record is one Write (json.Encoder), so records never interleave.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // kernelCounter is a live source whose kernel keeps counts of the packets

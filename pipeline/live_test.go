@@ -64,7 +64,7 @@ func liveConfig(backend acsm.BackendKind, log io.Writer) Config {
 	cfg := DefaultConfig()
 	cfg.ACSM.Backend = backend
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 1<<14, 1<<14, 1<<14
-	cfg.FlowLog = log
+	cfg.Sinks = connLog(log)
 	return cfg
 }
 

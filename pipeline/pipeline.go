@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"bufio"
-	"cmp"
 	"fmt"
-	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/netip"
@@ -19,6 +17,7 @@ import (
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -40,16 +39,20 @@ type Config struct {
 	// Workers is the number of goroutines the per-flow stages are sharded
 	// over by flow hash (0 or 1: all on the reading goroutine). Results do
 	// not depend on it, except the order of the flow records; for a given
-	// number of workers the flow log is byte-identical from run to run
-	// (recordlog.go).
+	// number of workers the records are the same, in the same order, from
+	// run to run (records.go).
 	Workers int
 	// DecodeOnly runs no stage at all: the replay reads, decodes and
 	// counts packets by type (flows and conn_states stay empty). It
 	// measures the packet path's floor.
 	DecodeOnly bool
-	// FlowLog, when set, receives one JSON line per flow: when it ends,
-	// and for flows still open at the end of the replay.
-	FlowLog io.Writer
+	// Sinks receive a record of every flow (record.Flow): when it ends,
+	// and for flows still open at the end of the replay. The flow table
+	// keeps the records' fields only when there is a sink.
+	Sinks []record.Named
+	// Logger is where the pipeline reports a sink's failure when it
+	// starts and when it ends (nil: nowhere; the metrics still count it).
+	Logger *slog.Logger
 	// Consumers build, for each shard, what sees every packet with its
 	// ACSM event (consumer.go): rules and exporters attach here.
 	Consumers []NewConsumer
@@ -117,11 +120,12 @@ type Pipeline struct {
 	// handAt is the packet time (ns) at which the worker shards' partial
 	// batches are handed over (see batchSpan).
 	handAt int64
-	log    *bufio.Writer
-	logErr error
-	// logs are the worker shards' record logs, merged into log when seq
-	// reaches nextSync (nil with one shard or no flow log).
-	logs     []*recordLog
+	// sinks take the flow records (nil without any); outs are the
+	// shards' records, and merge, for worker shards, puts them in order
+	// when seq reaches nextSync (records.go).
+	sinks    *sinkSet
+	outs     []*recordOut
+	merge    *merger
 	nextSync uint64
 
 	pub   published
@@ -130,7 +134,6 @@ type Pipeline struct {
 	// (nil when the pipeline is fed by Packet).
 	live       []capture.Source
 	liveStats  []capture.Stats // each source's counts, as last published (under pub.mu)
-	logMu      sync.Mutex      // serialises the live shards' records
 	kernelMu   sync.Mutex      // serialises reading the kernel's counts (they reset on read)
 	decodeOnly bool
 	acsm       acsm.Config // as configured, for the summary's target and warnings
@@ -170,26 +173,31 @@ func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
 		}
 		p.fpBytes = dc.PayloadBytes
 	}
-	if cfg.FlowLog != nil {
-		p.log = bufio.NewWriterSize(cfg.FlowLog, 1<<16)
-	}
 	workers := max(cfg.Workers, 1)
-	logs := make([]io.Writer, workers)
-	for i := range logs {
-		switch {
-		case p.log == nil:
-		case workers == 1:
-			logs[i] = p.log // one shard on this goroutine: records in the order written
-		case live != nil:
-			logs[i] = &lockedWriter{w: p.log, mu: &p.logMu} // records as the shards write them
-		default:
-			l := &recordLog{}
-			p.logs = append(p.logs, l)
-			logs[i] = l
+	if p.sinks = newSinkSet(cfg.Sinks, cfg.Logger); p.sinks != nil {
+		p.outs = make([]*recordOut, workers)
+		for i := range p.outs {
+			if workers == 1 || live != nil {
+				// One shard on this goroutine, or live shards: each writes
+				// its records as it ends its flows.
+				p.outs[i] = newRecordOut(p.sinks)
+			} else {
+				p.outs[i] = newRecordOut(nil)
+			}
+		}
+		if workers > 1 && live == nil {
+			p.merge = newMerger(p.outs)
 		}
 	}
 	p.cfg = cfg
-	p.newShard = func(i int) (*shard, error) { return newShard(cfg, i, workers, logs[i]) }
+	p.newShard = func(i int) (*shard, error) {
+		var out *recordOut
+		if p.outs != nil {
+			out = p.outs[i]
+			out.flows, out.seqs = out.flows[:0], out.seqs[:0]
+		}
+		return newShard(cfg, i, workers, out)
+	}
 	p.shards = make([]*shard, workers)
 	if err := p.rebuild(); err != nil {
 		return nil, err
@@ -249,8 +257,8 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	if full {
 		p.send(i)
 	}
-	if p.seq == p.nextSync && p.logs != nil {
-		p.syncLog()
+	if p.seq == p.nextSync && p.merge != nil {
+		p.syncRecords()
 	}
 }
 
@@ -302,21 +310,16 @@ func (p *Pipeline) send(i int) {
 	p.cur[i] = <-s.free
 }
 
-// syncLog hands the partial batches over, waits until every shard has
-// processed all it was given, and writes their records merged.
-func (p *Pipeline) syncLog() {
+// syncRecords hands the partial batches over, waits until every shard has
+// processed all it was given, and hands their records, merged, to the
+// sinks.
+func (p *Pipeline) syncRecords() {
 	p.handOver()
 	for i, s := range p.shards {
 		s.waitProcessed(p.sent[i])
 	}
-	p.mergeLog()
+	p.merge.merge(p.sinks)
 	p.nextSync += logSyncEvery
-}
-
-func (p *Pipeline) mergeLog() {
-	if err := mergeRecords(p.log, p.logs); err != nil && p.logErr == nil {
-		p.logErr = err
-	}
 }
 
 // drain hands the partial batches over and waits for the workers.
@@ -396,8 +399,13 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.Anomalies = map[string]uint64{}
 	var err error
 	var ac *ACSMSummary
-	for _, l := range p.logs {
-		l.seq = finishSeq
+	if p.merge != nil {
+		// Every packet's records, in order; each shard's open flows
+		// then follow, shard by shard, as the shards write them.
+		p.merge.merge(p.sinks)
+		for _, o := range p.outs {
+			o.sinks = p.sinks
+		}
 	}
 	var counts dedupCounts
 	for _, sh := range p.shards {
@@ -409,8 +417,11 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		counts.add(sh.counts)
 		if p.carried {
 			sh.flows.carry()
-		} else if ferr := sh.flows.finish(); ferr != nil && err == nil {
-			err = ferr
+		} else {
+			sh.flows.finish()
+		}
+		if sh.out != nil {
+			sh.out.flush()
 		}
 		for k, v := range sh.flows.states {
 			s.ConnStates[k] += v
@@ -433,13 +444,9 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		}
 		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
 	}
-	if p.log != nil {
-		if p.logs != nil {
-			p.mergeLog()
-		}
-		if ferr := p.log.Flush(); err == nil {
-			err = cmp.Or(p.logErr, ferr)
-		}
+	p.sinks.flush()
+	if serr := p.sinks.firstErr(); serr != nil && err == nil {
+		err = serr
 	}
 	if ac != nil {
 		ac.Shadow.Target = p.acsm.FPRate

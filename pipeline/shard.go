@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"io"
 	"sync"
 	"time"
 	"unsafe"
@@ -41,9 +40,10 @@ type shard struct {
 	in   chan *batch // nil for an inline shard
 	free chan *batch
 	done chan struct{}
-	// log holds the flow records for the pipeline's merge (a worker
-	// shard with a flow log; nil otherwise).
-	log *recordLog
+	// out holds the flow records the shard writes (nil without record
+	// sinks); a worker shard of a replay tags them for the pipeline's
+	// merge (records.go).
+	out *recordOut
 
 	// counts of the packets the shard admitted, dropped as duplicates and
 	// marked as retransmissions (owner only; pub has the published copy).
@@ -154,7 +154,7 @@ func (b *batch) claim(j int) {
 	}
 }
 
-func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
+func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 	ac := cfg.ACSM
 	ac.Capacity = max(1, (ac.Capacity+workers-1)/workers)
 	fo := cfg.FlowCount
@@ -164,7 +164,7 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 	// merge has the load of one.
 	s := &shard{history: cfg.History}
 	s.processed.L = &s.mu
-	s.log, _ = log.(*recordLog)
+	s.out = out
 	var err error
 	if !cfg.NoDedup {
 		// Sized for this shard's share of the packet rate.
@@ -179,7 +179,7 @@ func newShard(cfg Config, index, workers int, log io.Writer) (*shard, error) {
 		return nil, fmt.Errorf("build flow counter: %w", err)
 	}
 	to := ac.Timeouts.WithDefaults()
-	s.flows = newFlowTable(log, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	s.flows = newFlowTable(out, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
 	for _, nc := range cfg.Consumers {
 		c, err := nc(index, workers)
 		if err != nil {
@@ -293,8 +293,8 @@ func (s *shard) run(b *batch) {
 		if !s.admit(&b.pkts[i], b.fp[i]) {
 			continue
 		}
-		if s.log != nil {
-			s.log.seq = b.seq[i]
+		if s.out != nil {
+			s.out.seq = b.seq[i]
 		}
 		s.packet(&b.pkts[i])
 	}

@@ -9,20 +9,8 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/record/connlog"
 )
-
-func TestFormatUID(t *testing.T) {
-	for _, seed := range []uint64{0, 1, 0xdeadbeef, ^uint64(0)} {
-		u := formatUID(seed)
-		if len(u) != 18 || u[0] != 'C' || strings.Trim(u[1:], base62) != "" {
-			t.Errorf("formatUID(%#x) = %q: want C and 17 base62 digits", seed, u)
-		}
-	}
-	// Pinned: a uid must not change silently between flowmon versions.
-	if u := formatUID(0x0123456789abcdef); u != formatUID(0x0123456789abcdef) || u == formatUID(0x0123456789abcdee) {
-		t.Errorf("formatUID is not a function of its seed")
-	}
-}
 
 // TestUIDsUniqueAndStable replays real captures (nDPI's, and Zeek's with
 // conn.log baselines) twice with one worker and once with two: the uids
@@ -53,11 +41,11 @@ func TestUIDsUniqueAndStable(t *testing.T) {
 			cfg.Dedup.PacketsPerWindow = 1024
 			cfg.Workers = workers
 			var log strings.Builder
-			cfg.FlowLog = &log
+			cfg.Sinks = connLog(&log)
 			if s, _ := Replay(context.Background(), []string{filepath.Join(dir, f)}, ReplayOptions{Config: cfg}); s == nil {
 				continue
 			}
-			for _, r := range readJSONLines[FlowRecord](t, []byte(log.String())) {
+			for _, r := range readJSONLines[connlog.Record](t, []byte(log.String())) {
 				ends := []string{fmt.Sprintf("%s:%d", r.OrigH, r.OrigP), fmt.Sprintf("%s:%d", r.RespH, r.RespP)}
 				slices.Sort(ends)
 				runs[i] = append(runs[i], fmt.Sprintf("%s %s %s %s %.6f %s", f, r.Proto, ends[0], ends[1], r.TS, r.UID))

@@ -129,7 +129,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	closeLog, err := openFlowLog(f.flowsOut, stdout, &cfg)
+	closeLog, err := openFlowLog(f.flowsOut, stdout, stderr, &cfg)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	closeLog, err := openFlowLog(cfg.FlowLog, stdout, &ecfg)
+	closeLog, err := openFlowLog(cfg.FlowLog, stdout, stderr, &ecfg)
 	if err != nil {
 		return err
 	}

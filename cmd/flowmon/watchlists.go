@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/pipeline/hostpairs"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
+	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/connlog"
 )
 
 // watchlistFlags is --watchlist NAME=FILE, given once per list.
@@ -179,9 +182,10 @@ func (lk *lookups) close() error {
 	return err
 }
 
-// openFlowLog opens the flow log name (- for stdout; "" for none) into
-// cfg and returns what closes it.
-func openFlowLog(name string, stdout io.Writer, cfg *pipeline.Config) (func() error, error) {
+// openFlowLog opens the flow log name (- for stdout; "" for none), a
+// conn.log JSON lines sink in cfg whose failures are logged to stderr, and
+// returns what closes it.
+func openFlowLog(name string, stdout, stderr io.Writer, cfg *pipeline.Config) (func() error, error) {
 	if name == "" {
 		return func() error { return nil }, nil
 	}
@@ -189,7 +193,10 @@ func openFlowLog(name string, stdout io.Writer, cfg *pipeline.Config) (func() er
 	if err != nil {
 		return nil, err
 	}
-	cfg.FlowLog = out
+	cfg.Sinks = append(cfg.Sinks, record.Named{Name: "connlog", Sink: connlog.NewWriter(out)})
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
 	return out.Close, nil
 }
 
