@@ -12,9 +12,10 @@ import (
 // free, or when its table is collected without having been finished.
 type offHeap struct{ bufs [][]byte }
 
-// offHeapSlice returns n zero Ts in m's memory. T must hold no pointers:
-// the collector does not see memory outside its heap.
-func offHeapSlice[T any](m *offHeap, n int) []T {
+// offHeapSlice returns n zero Ts in m's memory, backed by huge pages if
+// huge and the kernel has them. T must hold no pointers: the collector
+// does not see memory outside its heap.
+func offHeapSlice[T any](m *offHeap, n int, huge bool) []T {
 	var zero T
 	size := int(unsafe.Sizeof(zero)) * n
 	if n == 0 || size == 0 {
@@ -28,7 +29,9 @@ func offHeapSlice[T any](m *offHeap, n int) []T {
 	// Probes land anywhere in the metas and a flood's flows anywhere in the
 	// slots: with 4 KiB pages each is a TLB miss and, in a virtual
 	// machine, a two-level page walk costing more than the cache miss.
-	memhint.AdviseHugePages(unsafe.Pointer(unsafe.SliceData(b)), len(b))
+	if huge {
+		memhint.AdviseHugePages(unsafe.Pointer(unsafe.SliceData(b)), len(b))
+	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 

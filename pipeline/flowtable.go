@@ -84,14 +84,15 @@ func newFlowTable(out *recordOut, counter *flowcount.Counter, maxFlows int, idle
 	maxFlows = max(maxFlows, 1)
 	n := slotCount(maxFlows)
 	mem := &offHeap{}
-	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n), slots: offHeapSlice[flowSlot](mem, maxFlows),
-		free:  offHeapSlice[uint32](mem, maxFlows)[:0],
-		ended: offHeapSlice[endedFlow](mem, maxFlows), states: map[string]uint64{}, linger: int64(recordLinger),
+	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n, true), slots: offHeapSlice[flowSlot](mem, maxFlows, true),
+		free:  offHeapSlice[uint32](mem, maxFlows, true)[:0],
+		ended: offHeapSlice[endedFlow](mem, maxFlows, true), states: map[string]uint64{}, linger: int64(recordLinger),
 		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64, counter: counter}
 	mem.freeWith(t)
 	if out != nil {
 		t.out = out
-		t.recs = offHeapSlice[recordFields](mem, maxFlows)
+		t.recs = offHeapSlice[recordFields](mem, maxFlows, false)
+
 	}
 	return t
 }

@@ -350,6 +350,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if err := reg.Register(&stageCollector{shards: p.shards}); err != nil {
 		return fmt.Errorf("register stage metrics: %w", err)
 	}
+	if p.sinks != nil {
+		if err := reg.Register(sinkCollector{p}); err != nil {
+			return fmt.Errorf("register record sink metrics: %w", err)
+		}
+	}
 	if p.live != nil {
 		if err := reg.Register(kernelCollector{p}); err != nil {
 			return fmt.Errorf("register kernel metrics: %w", err)

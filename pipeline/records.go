@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -222,4 +224,33 @@ func (p *Pipeline) Sinks() []SinkHealth {
 		out[i] = SinkHealth{Name: k.Name, Written: k.written.Load(), Failed: k.failed.Load(), Errors: k.errors.Load(), Failing: k.failing.Load()}
 	}
 	return out
+}
+
+var (
+	descSinkWritten = prometheus.NewDesc("flowmon_records_written_total", "Flow records a sink took.", []string{"sink"}, nil)
+	descSinkFailed  = prometheus.NewDesc("flowmon_records_failed_total", "Flow records in batches a sink failed to take (not retried).", []string{"sink"}, nil)
+	descSinkErrors  = prometheus.NewDesc("flowmon_records_sink_errors_total", "Failed calls to a sink (a batch written, a flush).", []string{"sink"}, nil)
+	descSinkFailing = prometheus.NewDesc("flowmon_records_sink_failing", "1 while a sink's last call failed.", []string{"sink"}, nil)
+)
+
+// sinkCollector exports the record sinks' health.
+type sinkCollector struct{ p *Pipeline }
+
+func (c sinkCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSinkWritten, descSinkFailed, descSinkErrors, descSinkFailing} {
+		ch <- d
+	}
+}
+
+func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, h := range c.p.Sinks() {
+		failing := 0.0
+		if h.Failing {
+			failing = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descSinkWritten, prometheus.CounterValue, float64(h.Written), h.Name)
+		ch <- prometheus.MustNewConstMetric(descSinkFailed, prometheus.CounterValue, float64(h.Failed), h.Name)
+		ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(h.Errors), h.Name)
+		ch <- prometheus.MustNewConstMetric(descSinkFailing, prometheus.GaugeValue, failing, h.Name)
+	}
 }
