@@ -42,8 +42,8 @@
 //     (content gaps, G, are not seen).
 //   - Zeek's likely_server_ports are the ports its loaded analyzers
 //     register; flowmon uses a fixed list of those ports (serverPorts).
-//     A first SYN-ACK always makes its sender the responder, as the issue
-//     asks; Zeek itself flips a SYN-ACK only by port.
+//     A first SYN-ACK always makes its sender the responder (only the
+//     answering side sends one); Zeek itself flips a SYN-ACK only by port.
 //   - Zeek starts a new connection (uid) when a 5-tuple is reused after a
 //     close; flowmon does too when KeepEnded holds and a SYN arrives on an
 //     ended flow; when ended flows are deleted the next packet starts a new

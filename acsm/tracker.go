@@ -43,9 +43,10 @@ type Config struct {
 	// the default) or kbf.Blocked (a key's cells in three cache lines,
 	// fewer cache misses). Blocked has the standard layout's error rates
 	// up to the p-capacity but degrades faster past it: at twice the load
-	// it leaves 15x the don't-know answers (kbf's docs/results), and on a
-	// 525k-flow trace through the default 262144-flow replay it got 17
-	// conn_states wrong where standard got none.
+	// it leaves 15x the don't-know answers (docs/results/kbf.md), and an
+	// overloaded replay gets conn_states wrong that the standard layout
+	// gets right (docs/results/kbf-layouts.md, "Past the p-capacity in a
+	// replay").
 	KBFLayout kbf.LayoutKind
 	// ShedNew, with the dleft backend, makes room for a new flow in a
 	// full table by evicting the longest-idle flow of the new tier (a

@@ -2,5 +2,6 @@
 // ring buffer) and their committed bpf2go output. The flow key layout they
 // share with user space is capture.Key's 40-byte binary layout.
 //
-// Empty for now: live capture is a later issue.
+// It holds no program yet: live capture goes through AF_PACKET or libpcap
+// (package capture).
 package bpf

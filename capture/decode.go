@@ -402,8 +402,9 @@ var (
 )
 
 // reset clears p field by field: assigning a whole Packet literal copies a
-// pointer-holding struct through a temporary, which cost a third of the
-// decoder's time.
+// pointer-holding struct through a temporary, a large share of the
+// decoder's time (docs/results/pipeline.md, "Decoding: the packet reset
+// field by field").
 func (p *Packet) reset(ts time.Time, link uint16, wireLen, capLen int) {
 	p.Timestamp = ts
 	p.Reversed = false

@@ -28,9 +28,10 @@ type pcapFile struct {
 	wire    int       // the last record's length on the wire
 	pending int       // bytes of the records returned still to discard
 	// win is the rest of the buffered bytes, after the records returned:
-	// a record whole in it is returned without a call into the buffer
-	// (two Peeks and a Discard a packet before: raw64 ran in 0.966-0.986
-	// of their wall time, eth in 0.985; farm-bench -n 9, paired).
+	// a record whole in it is returned without a call into the buffer,
+	// where two Peeks and a Discard a packet cost a replay measurable time
+	// (docs/results/pipeline.md, "What stands between this and 5 Mpps on
+	// one core", the reading row).
 	win []byte
 	off int64  // offset of the pending bytes: off+pending is the next record's
 	big []byte // records larger than the buffer
@@ -93,9 +94,10 @@ func newPcapFile(br *bufio.Reader) (*pcapFile, error) {
 
 // next returns the next record's data, valid until the next call, and
 // leaves its timestamp and wire length in f.ts and f.wire. Those are
-// fields, not results: returning a gopacket.CaptureInfo (72 bytes, with
-// fields classic pcap has no use for) through two calls a packet cost raw64
-// with one worker 7% of its wall time (farm-bench -n 9, paired: 0.933).
+// fields, not results: a gopacket.CaptureInfo (72 bytes, with fields
+// classic pcap has no use for) returned through two calls a packet is a
+// visible share of a small-packet replay's time (docs/results/pipeline.md,
+// "What stands between this and 5 Mpps on one core", the reading row).
 // A record cut short by the end of the input (its header or its data) is
 // damage, not a packet: nothing of it is returned, only the error, and
 // f.off stays at the record's start. capinfos and tcpdump count such a

@@ -52,10 +52,10 @@ type Reader struct {
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
 // so pcapgo uses this buffer instead of wrapping another around it. 256
-// KiB, a quarter of the read(2) calls of 64 KiB and still inside the
-// core's 512 KiB L2 when the decoder reads what the kernel copied: eth
-// with the defaults ran in 0.95-0.97 of 64 KiB's wall time and raw64 in
-// 0.98 (farm-bench -n 5-9, paired); 1 MiB was no faster than 64 KiB.
+// KiB makes a quarter of the read(2) calls of 64 KiB and stays inside the
+// core's 512 KiB L2 when the decoder reads what the kernel copied, which
+// a larger buffer does not (docs/results/pipeline.md, "The read
+// buffer").
 const bufSize = 1 << 18
 
 // Open opens a capture file; name "-" reads standard input.

@@ -88,8 +88,8 @@ func (f *Filter) prefetchIdx(idx *int, n int) {
 
 // lineAhead is batchAhead for the line form, whose keys take less time
 // each: 16 keys of two lines keep about as many misses in flight as the
-// CPU allows (BenchmarkLineReads prefetches as far). 12, 24 and 32 were
-// no faster at 10M keys, within the machine's noise.
+// CPU allows (BenchmarkLineReads prefetches as far); other distances gain
+// nothing at 10M keys (docs/results/kbf-layouts.md, "Reading").
 const lineAhead = 16
 
 // queryBatchLines is QueryBatch in the line form (lines.go).

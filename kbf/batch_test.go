@@ -219,8 +219,8 @@ func batchReadsLines(f *Filter, keys []uint64) uint32 {
 
 // TestLocateBlockedSplit pins the blocked layout's placement (32-bit
 // cells): locate's precomputed split of the k cells over the lines gives
-// the cells of the formula it replaced, cnt = (k - j) / (groups - g)
-// cells in line g, the first cnt of the line's permutation.
+// the cells of the direct formula, cnt = (k - j) / (groups - g) cells in
+// line g, the first cnt of the line's permutation.
 func TestLocateBlockedSplit(t *testing.T) {
 	for _, p := range []float64{1e-1, 1e-3, 1e-6, 1e-9} {
 		for lines := 0; lines <= 4; lines++ {

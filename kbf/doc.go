@@ -105,8 +105,8 @@
 // kbf-10m.md) three lines leave no don't-know answers, as the standard
 // layout, at 1M and at 10M keys; two lines leave 2.6e-6 at the same
 // memory, and with 25% more cells none at 1M keys and 5e-7 at 10M. (An
-// offset and an odd stride inside the line, the first placement, left
-// 3e-5 with two lines, and 8.6e-6 with 25% more cells.) Past the
+// offset and an odd stride inside the line leaves several times as many:
+// docs/results/kbf-layouts.md, "Placement inside a line".) Past the
 // p-capacity the blocked layout degrades faster: at twice the load (m/2)
 // three lines leave 1e-4 don't-know answers, the standard layout 7e-6.
 //
@@ -118,28 +118,25 @@
 // tested there with one gather; the pair checks follow in the same
 // assembly (lines.go, lines_amd64.s). Without that, the layout alone gains
 // little: the standard layout's k reads are independent and the CPU
-// overlaps them, and a query cell by cell computes for about 100-150 ns,
-// as long as it waits for memory. Measured at 10M keys on a 2-vCPU KVM
-// guest (Xeon, Emerald Rapids), interleaved, thread CPU clock, three runs
-// (docs/results/kbf-layouts.md):
+// overlaps them, and a query cell by cell computes about as long as it
+// waits for memory. At 10M keys (docs/results/kbf-layouts.md has the
+// figures, the machine and the command):
 //
 //   - the machine's ceiling (BenchmarkLineReads: random lines of the same
-//     array, no decode): ten lines per key cost 3.3x what three lines
-//     cost, 3.4-3.5x when prefetched ahead; 4.7x and 5.3x what two lines
-//     cost;
-//   - QueryBatch (below), three lines at m cells: 4.05-4.21x faster than
-//     the standard layout (51-57 ns a key against 215-233), with its error
-//     rates; two lines at 1.25m cells: 5.00-5.26x; two lines cell by cell:
-//     1.32-1.34x;
-//   - one Query at a time: 2.35-2.51x with three lines, 2.53-2.71x with
-//     two, 1.31-1.33x cell by cell. A query's checks need the lines'
-//     contents, so they wait in the CPU until the misses return, and the
-//     next queries' reads cannot start: two random reads per key cost
-//     39-45 ns bare and 240-248 ns followed by about 110 quick
-//     instructions that need them (BenchmarkDependentWork). Even with no
-//     check at all (a build that returns once the lines are merged), three
-//     lines are 2.8-2.9x faster one at a time, not 3x. QueryBatch and
-//     Prefetch let the misses of several keys overlap instead.
+//     array, no decode): ten lines per key cost about three times what
+//     three lines cost and five times what two cost;
+//   - QueryBatch (below) with three lines at m cells is about four times
+//     as fast as the standard layout, with its error rates; two lines at
+//     1.25m cells about five times; two lines queried cell by cell only a
+//     third faster;
+//   - one Query at a time gains less, two and a half times with three or
+//     two lines. A query's checks need the lines' contents, so they wait
+//     in the CPU until the misses return, and the next queries' reads
+//     cannot start: a few quick instructions that need two random reads
+//     make them cost several times as much (BenchmarkDependentWork). Even
+//     with no check at all, three lines stay under 3x faster one at a
+//     time. QueryBatch and Prefetch let the misses of several keys overlap
+//     instead.
 //
 // # Batched queries
 //
@@ -150,9 +147,9 @@
 // from it: a batched query costs about half a single one. A caller that
 // must query one key at a time but knows the next ones (flowmon's workers:
 // a packet's state update comes before the next packet's lookup) calls
-// Prefetch a few keys ahead instead: Query then costs 98-105 ns a key in
-// the blocked layout and 252-276 in the standard one (BenchmarkQueryRatio's
-// pf figures).
+// Prefetch a few keys ahead instead, which nearly halves a query's time in
+// either layout (BenchmarkQueryRatio's pf figures,
+// docs/results/kbf-layouts.md).
 //
 // The decode of a stored key nearly always starts from a cell holding it
 // alone (counter 1). For Sidon codes that path (fastpath.go) checks the k

@@ -150,13 +150,13 @@ func New(o Options) (*Filter, error) {
 
 // blockGroups is the number of cache lines a key's k cells are split over
 // in the blocked layout by default: at least three, enough that a key takes
-// at most half of each line, at most four. Measured at n = 1e6, p = 1e-3
-// (docs/results/kbf.md): three lines leave no don't-know answers at the
+// at most half of each line, at most four. At n = 1e6, p = 1e-3
+// (docs/results/kbf.md) three lines leave no don't-know answers at the
 // same memory, as the standard layout; two lines leave 4e-6, and with 25%
 // more cells (SizeFactor 1.25) none at 1M keys and 5e-7 at 10M, for a
-// batched query about 1.15-1.2x faster than three lines in the line form
-// (docs/results/kbf-layouts.md).
-// One line leaves 0.6% even with 50% more cells.
+// batched query a little faster than three lines in the line form
+// (docs/results/kbf-layouts.md). One line leaves far more even with 50%
+// more cells (docs/results/kbf-layouts.md, "One line per key").
 func blockGroups(k, perLine int) int {
 	g := (2*k + perLine - 1) / perLine
 	return min(max(g, 3), 4, k)

@@ -8,13 +8,13 @@ import "github.com/flowmon/flowmon/internal/hashmix"
 // than chance has them share. An offset and an odd stride (o + j s mod
 // 16) do worse: keys with the same stride whose offsets differ by a
 // multiple of it share all but a few cells, so overloaded cells come in
-// runs and decoding fails more often. Measured at n = 1e6, p = 1e-3 with
-// two lines per key: stride placement leaves 3.2e-5 of the stored keys
-// undecodable at m cells and 1e-5 at 1.25m; random subsets leave 4e-6 and
-// none (TestLinePermsDecode), and at 10M keys 2.6e-6 and 5e-7 (stride:
-// 2.9e-5 and 8.6e-6). A key's cells in a line are the first cnt
-// entries of one of permCount random permutations of 0..15, picked by
-// permBits bits of the key's hash: one table lookup per line.
+// runs and decoding fails more often: with two lines per key a stride
+// leaves several times as many stored keys undecodable as random subsets
+// do, at 1M and at 10M keys (TestLinePermsDecode;
+// docs/results/kbf-layouts.md, "Placement inside a line"). A key's cells
+// in a line are the first cnt entries of one of permCount random
+// permutations of 0..15, picked by permBits bits of the key's hash: one
+// table lookup per line.
 
 const (
 	permBits  = 10

@@ -20,7 +20,8 @@ func TestLinePermsArePermutations(t *testing.T) {
 
 // TestLinePermsDecode: with random subsets inside the lines, two lines per
 // key decode stored keys about as well as the standard layout at 25% more
-// cells (lineperm.go; the stride placement left 1e-5 undecodable there).
+// cells (lineperm.go; a stride placement leaves many more undecodable
+// there: docs/results/kbf-layouts.md, "Placement inside a line").
 func TestLinePermsDecode(t *testing.T) {
 	const n = 300000
 	for _, c := range benchLayouts {

@@ -20,14 +20,12 @@ package kbf
 // no operation writes, can answer differently: Unknown when queryAt meets
 // it first, Absent when the line form meets a good singleton first.)
 //
-// Measured against the kept form (docs/results/kbf-layouts.md): testing
-// each line in its own register, with a gather per line, and leaving the
-// pair checks to isPair in Go took a batched query 1.2-1.5x as long
-// (the pair checks read the cells back from memory); merging the lines
-// with compress and expand on the loaded cells, not a permute by
-// precomputed lanes, made one Query slower. No faster: a single pass over
-// the lines; scalar lookups in place of the gather; three pair checks
-// always, not two.
+// One register for all the lines, the permute's lanes precomputed from
+// the hash, and the pair checks in the assembly: a register a line with
+// the pair checks in Go (which reads the cells back from memory) makes a
+// batched query slower, and so does merging the lines with compress and
+// expand on the loaded cells (docs/results/kbf-layouts.md, "The line
+// form's merge").
 
 // lineSubsets[c][p] is the set of the first c cells of linePerms[p], a bit
 // per cell: the cells a key takes in a line, as a mask.

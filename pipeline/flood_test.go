@@ -197,8 +197,9 @@ func protoNumber(name string, a netip.Addr) uint8 {
 }
 
 // TestFloodSheddingKeepsLegitimateFlows: under a flood of new flows 12
-// times the ACSM's capacity and 3 times the flow table's (the 3M
-// SYNs in 60 s against the defaults are 11 and 3 times), the default (dleft shedding idle
+// times the ACSM's capacity and 3 times the flow table's (the flood trace
+// of make bench-replay, 3M SYNs in 60 s, is 11 and 3 times the defaults'),
+// the default (dleft shedding idle
 // half-open state first) keeps at least 99% of the answered normal flows'
 // conn_states right and says it shed; the paper's behaviour (a full table
 // refuses new flows) is measured beside it and loses many of them, as the

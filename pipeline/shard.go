@@ -77,22 +77,20 @@ func (c *dedupCounts) add(o dedupCounts) {
 }
 
 // batchSize packets go to a worker in one channel send, so the hand-over
-// costs a few nanoseconds per packet. With two workers and the reader on
-// two cores, 1024 ran raw64 in 2.92 s against 3.45 s with 256 (median of
-// three interleaved runs each; fewer wake-ups and goroutine switches), and
-// one worker as fast (5.08 s against 5.01).
+// costs a few nanoseconds per packet. A batch of 1024 amortizes the
+// wake-ups and goroutine switches of the hand-over, which smaller batches
+// pay more often with two workers; one worker runs as fast with either
+// (docs/results/pipeline.md, "Batch size").
 const batchSize = 1024
 
 // batchRing is how many batches a worker shard cycles through (its
 // reader fills one while the worker runs another; the free ones wait in
 // order of release). A batch's lines were last read by the worker's core
-// when the reader writes them again: before the reader claimed them ahead
-// of its copy (batch.claim), only a ring big enough for them to leave that
-// core's cache kept the copy from waiting (6 batches took the reader's
-// copy to 4 times its one-worker time; 16 cost 2.9 MB a shard). With
-// the claim, 8 ran eth in 0.95 and raw64 in 0.97 of 16's wall time, 4 and
-// 6 were slower (1.03-1.05, 1.0), and 8 holds 1.5 MB a shard (farm-bench
-// -n 7, paired medians).
+// when the reader writes them again; the reader claims them ahead of its
+// copy (batch.claim), so the ring need not be big enough for them to
+// leave that core's cache, which takes 16 batches (2.9 MB a shard). With
+// the claim, 8 batches (1.5 MB a shard) are faster than 16 and than
+// fewer (docs/results/pipeline.md, "Batch ring and claim").
 const batchRing = 8
 
 // prefetchAhead is how many packets ahead of the one it processes a
@@ -131,14 +129,12 @@ func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
 
 // claim fetches slot j's lines for writing. A handed-off batch's lines
 // were last read on the worker's core: each store of the copy into them
-// waited for its line to be taken back from that core, the store buffer
-// filled, and the reader stalled (a quarter of its time on eth, in the
-// first store of the next packet's read). Claimed a few packets ahead,
-// the lines are taken while the reader reads and decodes. While the
-// shared machine showed that stall, two workers ran eth in 0.87 of the
-// wall time, raw64 in 0.85 and the flood in 0.94; in an hour when it did
-// not, 0.97-0.99 (farm-bench -n 7-9, paired medians). One worker's
-// batches stay on one core and are not claimed.
+// waits for its line to be taken back from that core, the store buffer
+// fills, and the reader stalls in the first store of the next packet's
+// read. Claimed a few packets ahead, the lines are taken while the reader
+// reads and decodes; how much that saves depends on how the shared
+// machine's cores stand (docs/results/pipeline.md, "Batch ring and
+// claim"). One worker's batches stay on one core and are not claimed.
 func (b *batch) claim(j int) {
 	if j >= batchSize {
 		return

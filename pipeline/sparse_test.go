@@ -15,11 +15,12 @@ import (
 // TestSparseTraceAlertsAsOneWorker: on a sparse capture (cip.pcap: 26,068
 // packets over three minutes, a port scan near the PortScan rule's
 // threshold) two workers raise the default rules' alerts one worker
-// raises, run after run, and each resolves with as many crossings folded. A worker's batch of 1024 packets spans seconds
-// of such a capture; before the pipeline handed partial batches over
-// every batchSpan, one shard's packets were counted into window slots the
-// other had recycled, and the alerts changed from run to run (2 or 4
-// PortScans, a third source's false one in some).
+// raises, run after run, and each resolves with as many crossings folded.
+// A worker's batch of 1024 packets spans seconds of such a capture; the
+// pipeline hands partial batches over every batchSpan, since otherwise one
+// shard's packets are counted into window slots the other has recycled,
+// and the alerts change from run to run (2 or 4 PortScans, a third
+// source's false one in some).
 func TestSparseTraceAlertsAsOneWorker(t *testing.T) {
 	name := filepath.Join(sharedpcaps.Dir(t), "gopacket-fork", "cip.pcap")
 	run := func(workers int) []string {

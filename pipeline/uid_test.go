@@ -18,7 +18,7 @@ import (
 // repeat: some carry the same packets), and each flow (its endpoints and
 // start) must get the same uid in every run. The endpoints are compared
 // unordered: the approximate ACSM, whose capacity is split over the
-// workers, may orient a flow differently (it did for one flow of
+// workers, may orient a flow differently (it does for one flow of
 // arkime/bacnet-stack-services.pcap); the uid does not depend on it.
 func TestUIDsUniqueAndStable(t *testing.T) {
 	dir := sharedpcaps.Dir(t)

@@ -174,12 +174,12 @@ func TestCrossedKeyNotCountedFurther(t *testing.T) {
 }
 
 // TestLaggingShardCrossesOnceAWindow: a shard behind the others still
-// counts into the window that just ended. There the victim of a flood had
-// crossed, an answered flow had taken its half-open count back to the
-// threshold, and the victim's mark had moved on to the next window, so
-// the lagging shard's SYN crossed the ended window's threshold again (on
-// the flood of make bench-replay, two workers reported 3 crossings for
-// 2 windows in most runs). The manager counts a window's crossing once.
+// counts into the window that just ended. There the victim of a flood may
+// have crossed, an answered flow taken its half-open count back to the
+// threshold, and the victim's mark moved on to the next window, so the
+// lagging shard's SYN crosses the ended window's threshold again (on the
+// flood of make bench-replay two workers would report 3 crossings for 2
+// windows). The manager counts a window's crossing once.
 func TestLaggingShardCrossesOnceAWindow(t *testing.T) {
 	r := newRig(t, floodRule)
 	ahead := r.eng.NewShard()

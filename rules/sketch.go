@@ -10,9 +10,9 @@ import (
 
 // Sketch sizing. A counting rule's error is count-min's epsilon: with
 // conservative update, N events in a window leave a key that had none
-// estimated at about 0.4·epsilon·N (measured: 10 million distinct keys,
-// epsilon 1e-4, median 153), so pick epsilon below above/N at the
-// window's peak. A distinct-count rule's error is its cells' standard
+// estimated well below epsilon·N (docs/results/rules.md, "Count-min with
+// conservative update"), so pick epsilon below above/N at the window's
+// peak. A distinct-count rule's error is its cells' standard
 // error; the cells are a grid of spreadDepth rows of spreadWidth cells,
 // and a key's cell also holds the items of the keys it shares the cell
 // with, which adds only their items the key does not have (a flood of
@@ -22,13 +22,14 @@ import (
 // window at 64 bits); above, HyperLogLogs of 64 registers (hll.Spread,
 // 512 KiB, two cache lines an update). Under a flood of random sources
 // every SYN reads a new key's cells: in 64 KiB they stay in the cache,
-// and the flood trace of make bench-replay ran in 0.89 of the wall time
-// (farm-bench -n 7, paired), its CPU 0.88.
+// which speeds the flood trace of make bench-replay up markedly
+// (docs/results/pipeline.md, "Where the flood's gap to 80% is").
 const (
 	// delta is count-min's failure probability (estimates within the error
 	// with probability 1 - delta): 0.05 is three rows, three cache lines
 	// an update; conservative update keeps the estimates far inside the
-	// bound anyway (the measured 0.4·epsilon·N above).
+	// bound anyway (docs/results/rules.md, "Count-min with conservative
+	// update").
 	delta                = 0.05
 	DefaultDistinctError = 0.13 // 64 registers a cell
 	spreadWidth          = 4096

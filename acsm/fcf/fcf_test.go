@@ -29,8 +29,9 @@ func build(t testing.TB, n int, p float64) *Filter {
 // an error needs an ambiguous key, so the test bounds the failed
 // operations by the ambiguous keys, and those by the false-positive rate
 // d*h*a/2^f. Which of the two operations comes first decides whether the
-// error shows, so a test that walked a Go map flaked (values v and v+1 of
-// two such keys meet after an update).
+// error shows, so the keys go in fixed orders, never a Go map's, which
+// changes from run to run (values v and v+1 of two such keys meet after an
+// update).
 func TestAgainstExact(t *testing.T) {
 	const n = 20000
 	// About 1 order in 30 loses a key; which ones depends on the hash, so

@@ -32,9 +32,9 @@ func genTrace(t *testing.T, flows int) (pcap, truth string) {
 	return pcap, truth
 }
 
-// TestAcceptance is the acceptance on a small gen trace: the exact
-// backend agrees with gen's conn_state on >= 99.9% of flows, kbf at
-// p = 0.001 on >= 99%.
+// TestAcceptance holds the ACSM to its accuracy targets on a small gen
+// trace: the exact backend agrees with gen's conn_state on >= 99.9% of
+// flows, kbf at p = 0.001 on >= 99%.
 func TestAcceptance(t *testing.T) {
 	pcap, truth := genTrace(t, 3000)
 	var out, conn bytes.Buffer

@@ -9,7 +9,7 @@ import (
 	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
-// refFilter is the blocked filter as it was before probes: the block
+// refFilter is the blocked filter without probes: the block
 // recomputed per call and a chain of k dependent LCG steps testing or
 // setting one bit at a time. It is the reference the probe path must match
 // bit for bit, and the baseline of the benchmarks.

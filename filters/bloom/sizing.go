@@ -157,10 +157,12 @@ func BlockedFPRate(m uint64, k int, n uint64) float64 {
 	// the next ones by w(i+1) = w(i)·λ/(i+1), and a block's zero share
 	// after i elements, (1-1/B)^(ik), by a factor (1-1/B)^k a step. The
 	// sizing searches evaluate this thousands of times when a filter is
-	// made, and with a log-gamma and three exponentials a term it took 60
-	// ms a dedup stage (each pipeline shard makes one); the recurrences
-	// differ from them by a few units in the last place over the ~200
-	// terms (TestBlockedFPRateRecurrence).
+	// made, and a log-gamma and three exponentials a term would take tens
+	// of milliseconds a dedup stage, which each pipeline shard makes
+	// before its first packet (docs/results/pipeline.md, "Where the
+	// flood's gap to 80% is", start-up); the recurrences differ from them
+	// by a few units in the last place over the ~200 terms
+	// (TestBlockedFPRateRecurrence).
 	lo, hi := poissonSpan(lambda)
 	l1 := math.Log1p(-1.0 / BlockBits)
 	lg, _ := math.Lgamma(float64(lo) + 1)

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// blockedFPRateTerms is BlockedFPRate as first written: every term in log
-// space, with its own log-gamma and exponentials.
+// blockedFPRateTerms is BlockedFPRate term by term, the reference its
+// recurrences are checked against: every term in log space, with its own
+// log-gamma and exponentials.
 func blockedFPRateTerms(m uint64, k int, n uint64) float64 {
 	if m < BlockBits {
 		return 1

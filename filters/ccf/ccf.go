@@ -89,8 +89,9 @@ func (f *Filter) Insert(key, n uint64) (uint64, error) {
 	}
 	if len(f.levels) >= f.opts.MaxLevels {
 		// ErrFull itself: a full window refuses every packet of every new
-		// flow, and formatting an error each time allocated on the packet
-		// path and cost 9% of a replay past the window's capacity.
+		// flow, and formatting an error each time would allocate on the
+		// packet path, a cost a replay past the window's capacity shows
+		// (docs/results/pipeline.md, "A full flow-count window").
 		return 0, ErrFull
 	}
 	f.levels = append(f.levels, f.sh.newTable(f.levels[0].m<<len(f.levels), f.opts.StashSize))

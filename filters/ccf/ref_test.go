@@ -4,11 +4,11 @@ import (
 	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
-// The per-slot scan that find and empty replaced, kept unchanged as the
-// reference: TestScanAgainstReference compares the two on random tables,
-// and the benchmarks' impl=ref runs Insert on it in the same process as
-// the new code (the machines flowmon is measured on are too noisy for
-// two runs to compare).
+// The per-slot scan, which branches on whether a slot straddles two
+// words, is the reference for find and empty: TestScanAgainstReference
+// compares the two on random tables, and the benchmarks' impl=ref runs
+// Insert on it in the same process as the branch-free scan (the machines
+// flowmon is measured on are too noisy for two runs to compare).
 
 // getRef returns slot i's raw value, branching on whether it straddles
 // two words.
@@ -103,8 +103,8 @@ func (s *shape) placeRef(t *table, fp, i1, i2, c uint64, maxKicks int, rng *uint
 	return true
 }
 
-// insertRef is Insert as it was on the per-slot scan (without growth,
-// which the benchmarks do not reach).
+// insertRef is Insert on the per-slot scan (without growth, which the
+// benchmarks do not reach).
 func (f *Filter) insertRef(key, n uint64) (uint64, error) {
 	fp, a := f.sh.derive(key, f.opts.Seed)
 	for li := range f.levels {

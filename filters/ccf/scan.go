@@ -16,9 +16,10 @@ import (
 // words are the string's bytes in order, so one unaligned 8-byte load at
 // byte p>>3, shifted down by p&7 <= 7, holds all of a slot of up to 57
 // bits: one load and one shift, with no branch on whether the slot
-// straddles two words. That branch, in the per-slot scan this replaced,
-// went one way for 3 slots in 4 of flowcount's 49-bit slots, in an order
-// no predictor learns, and its mispredictions cost more than the reads.
+// straddles two words. That branch (the per-slot reference scan of
+// ref_test.go takes it) goes one way for 3 slots in 4 of flowcount's
+// 49-bit slots, in an order no predictor learns, and its mispredictions
+// cost more than the reads (BenchmarkInsertPaired).
 // Wider slots (and big-endian machines) read the slot's first and last
 // words and join them with shifts, also without a branch.
 //
@@ -80,10 +81,10 @@ func (s *shape) set(t *table, i, v uint64) {
 }
 
 // find looks for fp in its buckets i1 and i2 = alt(i1, fp) and in the
-// stash, and returns the first match in the order of the per-slot scan it
-// replaced: bucket i1's slots, then i2's, then the stash. It computes i2
-// (a hash of fp) only when i1 does not hold fp: most elements sit in the
-// first bucket they tried.
+// stash, and returns the first match in the order of the per-slot
+// reference scan: bucket i1's slots, then i2's, then the stash. It
+// computes i2 (a hash of fp) only when i1 does not hold fp: most elements
+// sit in the first bucket they tried.
 func (s *shape) find(t *table, fp, i1 uint64) uint64 {
 	b := uint64(s.b)
 	if m := s.match(t, fp, i1); m != 0 {
@@ -168,8 +169,8 @@ func (s *shape) free(t *table, i uint64) uint64 {
 // prefetch starts loading the cache lines where buckets i1 and i2
 // begin. A bucket that runs onto the next line (a 196-bit bucket does
 // about one time in three) has its second line left out: a second
-// Prefetch2 for the ends cost more than the misses it saved (with it,
-// Insert of existing keys at 500k keys took 54 cpu-ns/op, 44 without).
+// Prefetch2 for the ends costs more than the misses it saves
+// (docs/results/ccf.md, "Prefetching a bucket's second line").
 func (s *shape) prefetch(t *table, i1, i2 uint64) {
 	bb := uint64(s.b) * uint64(s.w)
 	base := unsafe.Pointer(unsafe.SliceData(t.words))

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// refContains is the membership check as it was before the filters shared
-// one probe: every filter hashes the element itself.
+// refContains is the membership check without the shared probe: every
+// filter hashes the element itself.
 func (f *FBF) refContains(h uint64) bool {
 	fs := f.filters[:f.live]
 	if f.opt.Check == Simple {

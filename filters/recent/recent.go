@@ -78,8 +78,10 @@ const (
 	// sweepTicks is how often every bucket is swept: a cell is at most
 	// sweepTicks + ticksPerWindow + 1 = 125 < 128 ticks old when
 	// compared. The sweep reads every line of the table each period, a
-	// cache miss each: every 32 ticks (6-bit ticks) it took 6% of a
-	// replay's time.
+	// cache miss each, so it runs as seldom as the 7-bit tick allows: a
+	// sweep every 32 ticks (with 6-bit ticks) is a visible share of a
+	// replay's time (docs/results/pipeline.md, "What each stage costs the
+	// whole, and the dedup window").
 	sweepTicks = 120
 	// LoadPerBucket is the keys a bucket receives, at the expected rate,
 	// over the longest time a key is held (New sizes for it).

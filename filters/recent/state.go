@@ -21,8 +21,8 @@ import (
 //
 // A cell's tag is a tick of packet time, so the clock is part of the
 // state: with it a restored table forgets and sweeps the same cells at the
-// same packets as the original. Version 1 also held a count of the
-// buckets swept, which nothing read.
+// same packets as the original. A version-1 state (which also held a
+// count of the buckets swept) is refused by its version.
 const (
 	stateTag     = "RCNT"
 	stateVersion = 2

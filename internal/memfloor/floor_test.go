@@ -6,12 +6,13 @@ import (
 )
 
 // tableSizes are the tables the misses are measured in: 64 MB, the scale
-// of flowmon's own per-packet tables (its whole replay of the benchmark
-// traces peaks at 56-67 MB) and past any last-level cache here, and 1 GB,
-// where the page tables themselves no longer stay in cache, so most loads
-// also take a TLB miss whose page walk misses too (under virtualisation,
-// a nested walk). Quote the size a claim is about: the two differ by an
-// order of magnitude when misses overlap.
+// of flowmon's own per-packet tables (a whole replay of the benchmark
+// traces peaks near it: docs/results/pipeline.md, "What stands between
+// this and 5 Mpps on one core") and past any last-level cache here, and
+// 1 GB, where the page tables themselves no longer stay in cache, so most
+// loads also take a TLB miss whose page walk misses too (under
+// virtualisation, a nested walk). Quote the size a claim is about: the
+// two differ by an order of magnitude when misses overlap.
 var tableSizes = []struct {
 	name  string
 	bytes int

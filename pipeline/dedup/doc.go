@@ -39,8 +39,9 @@
 // packets per window and the false-positive target FPRate. It never
 // forgets a packet early and takes any FPRate, in a third less memory at
 // the default 1e-6 (and far less at looser targets), but tests three
-// filters and sets sixteen bits in two a packet: BenchmarkCheckPrint 23.5
-// ns a packet with the table, 56 with the FBF.
+// filters and sets sixteen bits in two a packet, more than twice the
+// table's time (BenchmarkCheckPrint; docs/results/pipeline.md, "What each
+// stage costs the whole, and the dedup window").
 //
 // Optionally a second, longer window marks TCP retransmissions (always an
 // FBF: at its looser target and longer window, 1e-4 and 3 s, Bloom

@@ -22,7 +22,7 @@ import (
 //	                   fbf.FBF.AppendState with Config.FBF)
 //	1 [8 + window]     whether a retransmission window follows, and it
 //
-// Version 1 held FBFs only, before the fingerprint table was the default.
+// A version-1 state (FBF windows only) is refused by its version.
 //
 // A restart usually takes longer than the 50 ms window, so the restored
 // duplicate window is mostly forgotten at the first packet; it is kept

@@ -160,7 +160,7 @@ func TestHorizonAgainstExact(t *testing.T) {
 // TestOpenExpiresAndCleans: a history reopened with a horizon removes the
 // generations past it (as of its newest generation's start) and what a
 // crash left of a removal, and refuses a directory holding a Cascade
-// Filter of its own (a history from before generations).
+// Filter of its own (a history without generations).
 func TestOpenExpiresAndCleans(t *testing.T) {
 	dir := t.TempDir()
 	o := Options{Options: cascade.Options{RAMBytes: 16 << 10, Capacity: 1 << 16, FPRate: 1e-3}}

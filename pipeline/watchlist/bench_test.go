@@ -13,8 +13,9 @@ import (
 
 // BenchmarkOpen compares the two ways a start gets its list back: reopen
 // the persisted filter (and its entries file), or rebuild it from the
-// text file; N entries, /32s, FLOWMON_WATCHLIST_N (default 1M; the issue's
-// 10M needs FLOWMON_LONG=1 and a few GB of RAM for the entries).
+// text file; N entries, /32s, FLOWMON_WATCHLIST_N (default 1M; 10M, a
+// large blocklist, needs FLOWMON_LONG=1 and a few GB of RAM for the
+// entries).
 func BenchmarkOpen(b *testing.B) {
 	n := 1_000_000
 	if s := os.Getenv("FLOWMON_WATCHLIST_N"); s != "" {

@@ -12,8 +12,8 @@ import (
 // container, fuzzed on its own, holds it): nothing panics, the errors
 // wrap ErrDamagedEntries, and what decodes is the writer's canonical
 // form: it re-encodes to the same bytes, and every prefix in it is one
-// a list can hold. testdata/fuzz/FuzzEntries holds what it found: a
-// family byte other than 4 or 6, read as 6.
+// a list can hold. testdata/fuzz/FuzzEntries holds a family byte other
+// than 4 or 6, which a decoder must refuse rather than read as 6.
 func FuzzEntries(f *testing.F) {
 	for _, ents := range []map[netip.Prefix]uint64{
 		nil,
