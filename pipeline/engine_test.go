@@ -182,12 +182,21 @@ func TestWorkersGiveTheSameResult(t *testing.T) {
 }
 
 // TestFlowLogIsReproducible replays the sample three times on three
-// workers, merging the shards' records every 64 packets: the logs must be
-// byte-identical, and hold the records one worker writes.
+// workers, merging the shards' records every 64 packets, and three times
+// merging them whenever a shard holds 4 (whose merge points depend on how
+// the workers keep up): the logs must be byte-identical, and hold the
+// records one worker writes.
 func TestFlowLogIsReproducible(t *testing.T) {
-	defer func(n uint64) { logSyncEvery = n }(logSyncEvery)
+	defer func(n uint64, m int64) { logSyncEvery, recordSyncAt = n, m }(logSyncEvery, recordSyncAt)
 	logSyncEvery = 64
 	_, first := replaySample(t, 3)
+	logSyncEvery, recordSyncAt = 1<<40, 4
+	for i := 0; i < 3; i++ {
+		if _, again := replaySample(t, 3); again != first {
+			t.Fatalf("merging every 4 records: run %d wrote another log (%d bytes, first run %d)", i+1, len(again), len(first))
+		}
+	}
+	logSyncEvery, recordSyncAt = 64, 1<<40
 	for i := 0; i < 2; i++ {
 		if _, again := replaySample(t, 3); again != first {
 			t.Fatalf("run %d wrote another log (%d bytes, first run %d)", i+2, len(again), len(first))

@@ -257,7 +257,7 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	if full {
 		p.send(i)
 	}
-	if p.seq == p.nextSync && p.merge != nil {
+	if p.merge != nil && (p.seq == p.nextSync || full && p.outs[i].held.Load() >= recordSyncAt) {
 		p.syncRecords()
 	}
 }
@@ -319,7 +319,7 @@ func (p *Pipeline) syncRecords() {
 		s.waitProcessed(p.sent[i])
 	}
 	p.merge.merge(p.sinks)
-	p.nextSync += logSyncEvery
+	p.nextSync = p.seq + logSyncEvery
 }
 
 // drain hands the partial batches over and waits for the workers.

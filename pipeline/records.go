@@ -32,12 +32,19 @@ import (
 // enough (about 45 KiB) to stay in cache.
 const recordBatch = 256
 
-// logSyncEvery is how many packets go by between merges of the worker
-// shards' records. A merge waits for every worker to finish its queued
-// batches, a pipeline bubble of about a millisecond, so merges are rare;
-// the records held until a merge are those of 2^17 packets (typically a
-// few thousand flows, a few hundred KiB). Tests lower it.
-var logSyncEvery uint64 = 1 << 17
+// The worker shards' records are merged once a shard holds recordSyncAt
+// of them (as it last said, after a batch), so the memory they take is
+// bounded whatever the traffic (a flood of one-packet flows ends a flow
+// a packet), and at the latest every logSyncEvery packets, so a record
+// waits that long at most. A merge waits for every worker to finish its
+// queued batches, a pipeline bubble of about a millisecond, so merges
+// are rare: on a trace of long flows the packet bound sets them, on one
+// of short flows the record bound (a few hundred KiB a shard). Tests
+// lower both.
+var (
+	logSyncEvery uint64 = 1 << 17
+	recordSyncAt int64  = 2048
+)
 
 // recordOut is a shard's outgoing records.
 type recordOut struct {
@@ -48,6 +55,9 @@ type recordOut struct {
 	sinks *sinkSet
 	seqs  []uint64
 	seq   uint64 // tag of what is written now: the packet in hand
+	// held is how many records a worker shard held after its last batch,
+	// read by the pipeline to merge before they pile up.
+	held atomic.Int64
 }
 
 func newRecordOut(direct *sinkSet) *recordOut {
@@ -113,6 +123,7 @@ func (m *merger) merge(sinks *sinkSet) {
 	}
 	for _, o := range m.outs {
 		o.flows, o.seqs = o.flows[:0], o.seqs[:0]
+		o.held.Store(0)
 	}
 }
 

@@ -260,6 +260,9 @@ func (s *shard) start() {
 		defer close(s.done)
 		for b := range s.in {
 			s.run(b)
+			if s.out != nil {
+				s.out.held.Store(int64(len(s.out.flows)))
+			}
 			s.publish(1)
 			s.free <- b
 		}
