@@ -117,12 +117,11 @@ func (k *packedKey) key() capture.Key {
 
 // slotCount is the table's size for a cap: twice it, a load factor of at
 // most 1/2. A linear probe for a missing key reads (1+1/(1-a)^2)/2 metas
-// on average at load a (Knuth, 6.4): 2.5, one or two cache lines, where at
-// 3/4 (the size was 4/3 of the cap) it read 8.5, three or four. Every new
-// flow's packet probes for a missing key, and under a flood the table is
-// at its cap: the flood's replay with one worker took 0.966 of its time
-// and raw64's 0.979 (farm-bench -n 9, paired) for 16 bytes more a flow of
-// the cap.
+// on average at load a (Knuth, 6.4): 2.5, one or two cache lines, against
+// 8.5 at a load of 3/4. Every new flow's packet probes for a missing key,
+// and under a flood the table is at its cap, so the probe's length is
+// worth the 16 bytes a flow of the cap the extra metas take
+// (docs/results/pipeline.md, "The flow table's per-flow work").
 func slotCount(maxFlows int) int { return 2 * maxFlows }
 
 // flowTableSeed decorrelates the table's index from the shard's (the

@@ -15,9 +15,8 @@ import (
 // refused, never followed.
 
 // flowStateVersion changes when a struct below changes layout or the
-// metas' count changes for a cap: 2 since the table is twice the cap (it
-// was 4/3 of it), so a state of version 1 is refused by its version, not
-// taken for a damaged one.
+// metas' count changes for a cap, so a state written by another layout
+// is refused by its version, not taken for a damaged one.
 const flowStateVersion = 2
 
 func (t *flowTable) appendState(b []byte) []byte {

@@ -37,6 +37,7 @@ func (s *recordSink) out() *recordOut {
 func (s *recordSink) sync() {
 	if s.o != nil {
 		s.o.flush()
+		s.o.sinks.wait()
 	}
 }
 

@@ -179,6 +179,7 @@ func (f *feeder) run(ctx context.Context) error {
 				f.s.idle(now)
 				if f.s.out != nil {
 					f.s.out.flush()
+					f.p.sinks.flush()
 				}
 			}
 			counted = f.publish(counted)

@@ -87,11 +87,11 @@ func DefaultConfig() Config {
 		// Suricata's 120 s, which would keep two minutes of ended flows.
 		// dleft: one probe of two prefetched lines a packet, aging in the
 		// cell, 5 bytes a flow; it measured best of the backends in speed,
-		// memory and error (docs/results/acsm-dleft.md): 1/4 of exact's
-		// bytes, 1/36 of kbf's, and 1 wrong flow in 100,000. kbf, the
-		// paper's structure, stays selectable with Sidon codes: same memory
-		// and error as the greedy codes (docs/results/kbf.md), and a
-		// replay runs 1.28x faster with them.
+		// memory and error (docs/results/acsm-dleft.md). kbf, the paper's
+		// structure, stays selectable with Sidon codes, which decode in
+		// closed form where the greedy codes search: same memory and error
+		// (docs/results/kbf.md), a faster replay (docs/results/pipeline.md,
+		// "Figures behind the code's choices").
 		// ShedNew: under a flood of new flows, idle half-open state makes
 		// room for new flows and established flows stay (flood_test.go).
 		ACSM: acsm.Config{Backend: acsm.BackendDLeft, Capacity: 1 << 18, FPRate: 1e-3, KeepEnded: true, ShedNew: true,
@@ -266,17 +266,17 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 // packets. A live feeder runs its batch once the first packet has waited
 // this long, so a packet on a light link is not held back (feeder.add). A
 // replay's batch goes to its worker when full, and on a sparse trace 1024
-// packets of one shard span seconds (cip.pcap's: about 14 s) while the
-// other shard runs packets seconds later. The rules' counters are shared
-// by the shards in windows of packet time, so the late shard's packets
-// were counted into a window slot the leading shard had already recycled
-// for a later window: a source of 67 distinct ports in a window was
-// estimated over 100 in some runs and not others. So every batchSpan of
-// packet time the replay hands the partial batches over too, which keeps
-// the shards within about that of each other, plus the batches queued to
-// a slower worker (on a dense trace a few milliseconds of packets). A
-// dense trace fills its batches long before: eth and raw64 ran in 0.99
-// and 0.98 of the wall time (farm-bench -n 7, paired).
+// packets of one shard can span seconds while the other shard runs
+// packets seconds later. The rules' counters are shared by the shards in
+// windows of packet time, so a shard that far behind would count into a
+// window slot the leading shard has already recycled for a later window,
+// and a count near a threshold would cross it in some runs and not
+// others. So every batchSpan of packet time the replay hands the partial
+// batches over too, which keeps the shards within about that of each
+// other, plus the batches queued to a slower worker (on a dense trace a
+// few milliseconds of packets). A dense trace fills its batches long
+// before, so the hand-over costs it nothing measurable
+// (docs/results/pipeline.md, "Figures behind the code's choices").
 const batchSpan = int64(100 * time.Millisecond)
 
 // handOver hands every worker shard its partial batch.
@@ -449,8 +449,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		}
 		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
 	}
-	p.sinks.flush()
-	if serr := p.sinks.firstErr(); serr != nil && err == nil {
+	if serr := p.sinks.close(); serr != nil && err == nil {
 		err = serr
 	}
 	if ac != nil {

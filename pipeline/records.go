@@ -11,26 +11,35 @@ import (
 	"github.com/flowmon/flowmon/record"
 )
 
-// Flow records leave the shards as record.Flow values and reach the
-// sinks (Config.Sinks) in batches, on the goroutine that puts them in
-// order, with no queue between: a replay with one worker writes them from
-// its one goroutine as the flows end; with several, each shard keeps its
-// records tagged with the sequence number of the packet whose processing
-// wrote them, and the reading goroutine merges the shards' records in
-// that order at sync points, so the records are the same, in the same
-// order, run after run for a given number of workers, where writing as
-// the workers go would interleave the shards as the scheduler happens to
-// run them. (Across worker counts the records are the same but their
-// order is not: a shard sweeps its idle flows at its own packets' times.)
-// A live shard writes its batch under the sinks' lock after each batch of
-// packets and when its source is idle. A sink that can block (a network
-// exporter) keeps its own bounded queue; the file writer writes in the
-// call, as the replay's time is the file's to spend.
+// Flow records leave the shards as record.Flow values, in batches, and a
+// delivery goroutine hands the batches to the sinks (Config.Sinks) in the
+// order they were queued. A replay with one worker queues them as its
+// flows end; with several, each shard keeps its records tagged with the
+// sequence number of the packet whose processing wrote them, and the
+// reading goroutine merges the shards' records in that order at sync
+// points, so the records are the same, in the same order, run after run
+// for a given number of workers, where writing as the workers go would
+// interleave the shards as the scheduler happens to run them. (Across
+// worker counts the records are the same but their order is not: a shard
+// sweeps its idle flows at its own packets' times.) A live shard queues
+// its batch after each batch of packets and when its source is idle.
+//
+// The queue is bounded (queuedBatches) and a full one makes the queuing
+// goroutine wait: a file sink loses nothing, and the replay runs at the
+// pace of the slowest sink. The delivery goroutine is there because the
+// reading goroutine is a replay's serial part: encoding and writing on it
+// would add their whole time to the replay's, where beside it they take
+// a core the workers leave idle. A sink that can block for long (a
+// network exporter) keeps its own bounded queue and drops, counting.
 
 // recordBatch is how many records a shard hands the sinks at once when it
 // writes them itself: enough to amortize a sink's call and write, few
 // enough (about 45 KiB) to stay in cache.
 const recordBatch = 256
+
+// queuedBatches bounds the batches queued or being delivered: 8 of 256
+// records, about 370 KiB.
+const queuedBatches = 8
 
 // The worker shards' records are merged once a shard holds recordSyncAt
 // of them (as it last said, after a batch), so the memory they take is
@@ -50,7 +59,7 @@ var (
 type recordOut struct {
 	flows []record.Flow
 	// sinks, when set, takes the records every recordBatch (the shard
-	// writes them itself); when nil the records wait, tagged in seqs, for
+	// queues them itself); when nil the records wait, tagged in seqs, for
 	// the pipeline's merge.
 	sinks *sinkSet
 	seqs  []uint64
@@ -77,12 +86,12 @@ func (o *recordOut) next() *record.Flow {
 	return &o.flows[len(o.flows)-1]
 }
 
-// flush hands the records held to the sinks (a shard that writes its own).
+// flush queues the records held for the sinks (a shard that queues its
+// own), handing its batch over and taking an empty one.
 func (o *recordOut) flush() {
 	if len(o.flows) > 0 && o.sinks != nil {
-		o.sinks.write(o.flows)
+		o.flows = o.sinks.queue(o.flows)
 	}
-	o.flows = o.flows[:0]
 }
 
 // merger puts the worker shards' records in order for the sinks.
@@ -96,7 +105,7 @@ func newMerger(outs []*recordOut) *merger {
 	return &merger{outs: outs, idx: make([]int, len(outs)), buf: make([]record.Flow, 0, recordBatch)}
 }
 
-// merge hands the shards' records to sinks in tag order, ties in shard
+// merge queues the shards' records for sinks in tag order, ties in shard
 // order, in batches of recordBatch, and empties the shards' records.
 func (m *merger) merge(sinks *sinkSet) {
 	clear(m.idx)
@@ -113,13 +122,11 @@ func (m *merger) merge(sinks *sinkSet) {
 		m.buf = append(m.buf, m.outs[best].flows[m.idx[best]])
 		m.idx[best]++
 		if len(m.buf) == recordBatch {
-			sinks.write(m.buf)
-			m.buf = m.buf[:0]
+			m.buf = sinks.queue(m.buf)
 		}
 	}
 	if len(m.buf) > 0 {
-		sinks.write(m.buf)
-		m.buf = m.buf[:0]
+		m.buf = sinks.queue(m.buf)
 	}
 	for _, o := range m.outs {
 		o.flows, o.seqs = o.flows[:0], o.seqs[:0]
@@ -127,15 +134,29 @@ func (m *merger) merge(sinks *sinkSet) {
 	}
 }
 
-// sinkSet delivers batches of records to every sink, one batch at a time
-// (the live shards write from their own goroutines), and keeps each
-// sink's health: a sink's failure is logged when it starts and when it
-// ends, and counted, and the run goes on with the next batch.
+// sinkSet delivers batches of records to every sink on its own goroutine,
+// in the order they were queued, and keeps each sink's health: a sink's
+// failure is logged when it starts and when it ends, and counted, and the
+// next batch goes to it as if nothing happened.
 type sinkSet struct {
-	mu    sync.Mutex
-	sinks []*sinkState
-	log   *slog.Logger
-	err   error // the first failure, which Finish returns
+	sinks   []*sinkState
+	log     *slog.Logger
+	batches chan sinkBatch // queued, in order
+	free    chan []record.Flow
+	done    chan struct{}
+	closed  bool
+
+	mu  sync.Mutex
+	err error // the first failure, which Finish returns
+}
+
+// sinkBatch is a batch of records to deliver, or (flush) a request to
+// flush every sink, or (delivered) a request to say when everything
+// queued before it is delivered.
+type sinkBatch struct {
+	flows     []record.Flow
+	flush     bool
+	delivered chan<- struct{}
 }
 
 type sinkState struct {
@@ -144,7 +165,6 @@ type sinkState struct {
 	failed  atomic.Uint64 // records in batches that failed
 	errors  atomic.Uint64 // failed calls (WriteFlows, Flush)
 	failing atomic.Bool   // the last call failed
-	lastErr error         // the error that started the failure (under mu)
 }
 
 func newSinkSet(sinks []record.Named, log *slog.Logger) *sinkSet {
@@ -154,67 +174,101 @@ func newSinkSet(sinks []record.Named, log *slog.Logger) *sinkSet {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &sinkSet{log: log}
+	s := &sinkSet{log: log, batches: make(chan sinkBatch, queuedBatches), free: make(chan []record.Flow, queuedBatches+1),
+		done: make(chan struct{})}
 	for _, n := range sinks {
 		s.sinks = append(s.sinks, &sinkState{Named: n})
 	}
+	for range queuedBatches + 1 {
+		s.free <- make([]record.Flow, 0, recordBatch)
+	}
+	go s.deliver()
 	return s
 }
 
-func (s *sinkSet) write(flows []record.Flow) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range s.sinks {
-		err := k.WriteFlows(flows)
-		if err == nil {
-			k.written.Add(uint64(len(flows)))
-		} else {
-			k.failed.Add(uint64(len(flows)))
-		}
-		s.result(k, err, "write")
-	}
+// queue queues flows for delivery and returns an empty batch to fill in
+// their place, waiting for one while the queue is full.
+func (s *sinkSet) queue(flows []record.Flow) []record.Flow {
+	s.batches <- sinkBatch{flows: flows}
+	return <-s.free
 }
 
-// flush flushes every sink.
+// flush has every sink flush after the batches queued so far.
 func (s *sinkSet) flush() {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range s.sinks {
-		s.result(k, k.Flush(), "flush")
+	if s != nil && !s.closed {
+		s.batches <- sinkBatch{flush: true}
 	}
 }
 
-// result records the outcome of a call to k (under mu).
+// wait returns once everything queued so far is delivered.
+func (s *sinkSet) wait() {
+	done := make(chan struct{})
+	s.batches <- sinkBatch{delivered: done}
+	<-done
+}
+
+// close delivers what is queued, flushes the sinks, stops the delivery
+// goroutine, and returns the first failure of any sink (nil if none).
+func (s *sinkSet) close() error {
+	if s == nil {
+		return nil
+	}
+	if !s.closed {
+		s.closed = true
+		s.batches <- sinkBatch{flush: true}
+		close(s.batches)
+		<-s.done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *sinkSet) deliver() {
+	defer close(s.done)
+	for b := range s.batches {
+		if len(b.flows) > 0 {
+			for _, k := range s.sinks {
+				err := k.WriteFlows(b.flows)
+				if err == nil {
+					k.written.Add(uint64(len(b.flows)))
+				} else {
+					k.failed.Add(uint64(len(b.flows)))
+				}
+				s.result(k, err, "write")
+			}
+			s.free <- b.flows[:0]
+		}
+		if b.flush {
+			for _, k := range s.sinks {
+				s.result(k, k.Flush(), "flush")
+			}
+		}
+		if b.delivered != nil {
+			close(b.delivered)
+		}
+	}
+}
+
+// result records the outcome of a call to k.
 func (s *sinkSet) result(k *sinkState, err error, op string) {
 	if err != nil {
 		k.errors.Add(1)
 		if !k.failing.Load() {
 			k.failing.Store(true)
-			k.lastErr = err
 			s.log.Error("flow record sink failing", "sink", k.Name, "op", op, "err", err)
 		}
+		s.mu.Lock()
 		if s.err == nil {
 			s.err = fmt.Errorf("write flow records to %s: %w", k.Name, err)
 		}
+		s.mu.Unlock()
 		return
 	}
 	if k.failing.Load() {
 		k.failing.Store(false)
 		s.log.Info("flow record sink recovered", "sink", k.Name, "failed_records", k.failed.Load(), "errors", k.errors.Load())
 	}
-}
-
-// firstErr is the first failure of any sink, nil if none failed.
-func (s *sinkSet) firstErr() error {
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
 }
 
 // SinkHealth is one record sink's state, for metrics and health checks.
