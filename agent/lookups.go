@@ -1,50 +1,23 @@
-package main
+package agent
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flowmon/flowmon/internal/yamlnode"
+	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/pipeline/hostpairs"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
 )
 
-// watchlistFlags is --watchlist NAME=FILE, given once per list.
-type watchlistFlags []string
-
-func (w *watchlistFlags) String() string { return strings.Join(*w, " ") }
-
-func (w *watchlistFlags) Set(v string) error {
-	name, file, ok := strings.Cut(v, "=")
-	if !ok || file == "" {
-		return fmt.Errorf("want NAME=FILE, got %q", v)
-	}
-	if err := watchlist.CheckName(name); err != nil {
-		return err
-	}
-	for _, given := range *w {
-		if n, _, _ := strings.Cut(given, "="); n == name {
-			return fmt.Errorf("watchlist %q given twice", name)
-		}
-	}
-	*w = append(*w, v)
-	return nil
-}
-
-const watchlistUsage = "watchlist `NAME=FILE` for watchlist rules (one address or CIDR prefix a line, # comments); repeat for more lists"
-
 // openWatchlists opens the lists; with dir, each list's filter persists
 // in dir/NAME.wl (reopened at the next start without rebuilding), else
-// it lives in memory. Bad lines are reported on stderr and skipped.
-func openWatchlists(specs watchlistFlags, dir string, stderr io.Writer) (*watchlist.Set, error) {
+// it lives in memory. Bad lines are reported on log and skipped.
+func openWatchlists(specs []config.Watchlist, dir string, log io.Writer) (*watchlist.Set, error) {
 	var lists []*watchlist.List
 	closeAll := func() {
 		for _, l := range lists {
@@ -52,8 +25,7 @@ func openWatchlists(specs watchlistFlags, dir string, stderr io.Writer) (*watchl
 		}
 	}
 	for _, spec := range specs {
-		name, file, _ := strings.Cut(spec, "=")
-		l, err := openWatchlist(watchlist.Spec{Name: name, File: file}, dir, stderr)
+		l, err := openWatchlist(watchlist.Spec{Name: spec.Name, File: spec.File}, dir, log)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -69,20 +41,20 @@ func openWatchlists(specs watchlistFlags, dir string, stderr io.Writer) (*watchl
 }
 
 // openWatchlist opens one list, as openWatchlists does.
-func openWatchlist(spec watchlist.Spec, dir string, stderr io.Writer) (*watchlist.List, error) {
+func openWatchlist(spec watchlist.Spec, dir string, log io.Writer) (*watchlist.List, error) {
 	state := ""
 	if dir != "" {
 		state = filepath.Join(dir, spec.Name+".wl")
 	}
 	l, opened, lineErrs, err := watchlist.Open(spec.Name, spec.File, state, watchlist.DefaultOptions)
 	for _, e := range lineErrs {
-		fmt.Fprintf(stderr, "flowmon: watchlist %s: skipped %v\n", spec.Name, e)
+		fmt.Fprintf(log, "flowmon: watchlist %s: skipped %v\n", spec.Name, e)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if opened != "" {
-		fmt.Fprintf(stderr, "flowmon: watchlist %s: %s (%d entries)\n", spec.Name, opened, l.Len())
+		fmt.Fprintf(log, "flowmon: watchlist %s: %s (%d entries)\n", spec.Name, opened, l.Len())
 	}
 	return l, nil
 }
@@ -102,55 +74,28 @@ func useWatchlists(al *alerting, set *watchlist.Set) error {
 	return nil
 }
 
-const (
-	historyUsage        = "keep the flow history (every host pair seen, for novelty rules) in `DIR`: Cascade Filters of 16 MiB of RAM (--history-ram) that persist across runs"
-	historyHorizonUsage = "with --history-dir: forget a host pair this `DURATION` of packet time after it was last seen (at most a quarter later), so that novelty rules fire on it again (0: remember for ever)"
-	historyRAMUsage     = "with --history-dir: the history's RAM in `BYTES` (16MiB when not given; a unit: 64MiB, 500MB), its newest filter's two QF0s (twice that for a moment after each generation ends)"
-)
-
-// historySpec is the flow history that replay's flags, or run's config,
-// ask for.
-type historySpec struct {
-	dir     string // "" for none
-	horizon time.Duration
-	ram     uint64 // 0: hostpairs.DefaultOptions'
-}
-
-// flags sets s from --history-dir, --history-horizon and --history-ram.
-func (s *historySpec) flags(fs *flag.FlagSet) {
-	fs.StringVar(&s.dir, "history-dir", "", historyUsage)
-	fs.DurationVar(&s.horizon, "history-horizon", 0, historyHorizonUsage)
-	fs.Func("history-ram", historyRAMUsage, func(v string) error {
-		n, err := yamlnode.ParseSize(v)
-		if err != nil {
-			return err
-		}
-		s.ram = uint64(n)
-		return nil
-	})
-}
-
-func (s historySpec) options() hostpairs.Options {
+// historyOptions are the host-pair history's options for h.
+func historyOptions(h config.History) hostpairs.Options {
 	o := hostpairs.DefaultOptions
-	o.Horizon = s.horizon
-	if s.ram != 0 {
-		o.RAMBytes = s.ram
+	o.Horizon = h.Horizon
+	if h.RAM != 0 {
+		o.RAMBytes = uint64(h.RAM)
 	}
 	return o
 }
 
 // lookups are what the rules ask beside the packets: the watchlists and
-// the flow history, as replay and run open them from their flags.
+// the flow history.
 type lookups struct {
 	wl   *watchlist.Set
 	hist *hostpairs.History // nil without a history directory
 }
 
 // openLookups opens the watchlists (persisted in wlDir when set) and the
-// history (in hs.dir when set), gives the lists to the rules and the
+// history (in h.Dir when set), gives the lists to the rules and the
 // history to the pipeline cfg.
-func openLookups(lists watchlistFlags, wlDir string, hs historySpec, al *alerting, cfg *pipeline.Config, stderr io.Writer) (*lookups, error) {
-	wl, err := openWatchlists(lists, wlDir, stderr)
+func openLookups(lists []config.Watchlist, wlDir string, h config.History, al *alerting, cfg *pipeline.Config, log io.Writer) (*lookups, error) {
+	wl, err := openWatchlists(lists, wlDir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +104,8 @@ func openLookups(lists watchlistFlags, wlDir string, hs historySpec, al *alertin
 		lk.close()
 		return nil, err
 	}
-	if hs.dir != "" {
-		if lk.hist, err = hostpairs.Open(hs.dir, hs.options()); err != nil {
+	if h.Dir != "" {
+		if lk.hist, err = hostpairs.Open(h.Dir, historyOptions(h)); err != nil {
 			lk.close()
 			return nil, err
 		}
@@ -177,27 +122,6 @@ func (lk *lookups) close() error {
 		}
 	}
 	return err
-}
-
-// openFlowLog opens the flow log name (- for stdout; "" for none) into
-// cfg and returns what closes it.
-func openFlowLog(name string, stdout io.Writer, cfg *pipeline.Config) (func() error, error) {
-	if name == "" {
-		return func() error { return nil }, nil
-	}
-	out, err := createOutput(name, stdout)
-	if err != nil {
-		return nil, err
-	}
-	cfg.FlowLog = out
-	return out.Close, nil
-}
-
-// closeInto runs close and keeps its error in *rerr unless one is there.
-func closeInto(close func() error, rerr *error) {
-	if err := close(); err != nil && *rerr == nil {
-		*rerr = err
-	}
 }
 
 var (

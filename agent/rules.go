@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/internal/outfile"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -21,7 +22,7 @@ type alerting struct {
 	eng      *rules.Engine
 	mu       sync.Mutex // guards path: a config reload may change it
 	path     string     // the rules file; "" for the embedded defaults
-	stderr   io.Writer
+	log      io.Writer
 	closeOut func() error
 	stop     chan struct{}
 	done     chan struct{}
@@ -33,35 +34,35 @@ type alerting struct {
 // the writer catches up, and only a larger one is dropped, counted.
 const replayAlertQueue = 1 << 16
 
-// newAlerting loads the rules (rulesFlag: a file, "" for the embedded
+// newAlerting loads the rules (rulesFile: a file, "" for the embedded
 // defaults, "none" for none: nil, nil) and opens the sinks: alerts go to
-// alertsOut as JSON lines when set (- for stdout), else to stderr as
+// alertsOut as JSON lines when set (- for stdout), else to log as
 // readable lines, and to every sink of the alerting file.
-func newAlerting(rulesFlag, alertsOut, alertingFile string, stdout, stderr io.Writer) (*alerting, error) {
-	if rulesFlag == "none" {
+func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Writer) (*alerting, error) {
+	if rulesFile == "none" {
 		return nil, nil
 	}
 	var set *rules.Set
 	var err error
-	if rulesFlag == "" {
+	if rulesFile == "" {
 		set, err = rules.Default()
 	} else {
-		set, err = rules.Load(rulesFlag)
+		set, err = rules.Load(rulesFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load rules: %w", err)
 	}
-	a := &alerting{path: rulesFlag, stderr: stderr, closeOut: func() error { return nil }}
+	a := &alerting{path: rulesFile, log: log, closeOut: func() error { return nil }}
 	var sinks []alerts.Sink
 	if alertsOut != "" {
-		out, err := createOutput(alertsOut, stdout)
+		out, err := outfile.Create(alertsOut, stdout)
 		if err != nil {
 			return nil, err
 		}
 		a.closeOut = out.Close
 		sinks = append(sinks, alerts.NewWriterSinkQueue("alerts-out", out, alerts.FormatJSON, replayAlertQueue))
 	} else {
-		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", stderr, alerts.FormatText, replayAlertQueue))
+		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", log, alerts.FormatText, replayAlertQueue))
 	}
 	if alertingFile != "" {
 		data, err := os.ReadFile(alertingFile)
@@ -107,10 +108,10 @@ func (a *alerting) load(path, why string) error {
 		return errors.New("the embedded default rules have no file to reload (give --rules FILE)")
 	}
 	if err := a.eng.Reload(path); err != nil {
-		fmt.Fprintf(a.stderr, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
+		fmt.Fprintf(a.log, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
 		return err
 	}
-	fmt.Fprintf(a.stderr, "flowmon: %s: reloaded %s (%d rules)\n", why, path, a.eng.Set().Len())
+	fmt.Fprintf(a.log, "flowmon: %s: reloaded %s (%d rules)\n", why, path, a.eng.Set().Len())
 	return nil
 }
 
