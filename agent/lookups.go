@@ -68,7 +68,7 @@ func useWatchlists(al *alerting, set *watchlist.Set) error {
 		}
 		return nil
 	}
-	if err := al.eng.SetLookups(set); err != nil {
+	if err := al.eng.CheckWatchlists(set); err != nil {
 		return fmt.Errorf("rules: %w", err)
 	}
 	return nil
@@ -92,14 +92,16 @@ type lookups struct {
 }
 
 // openLookups opens the watchlists (persisted in wlDir when set) and the
-// history (in h.Dir when set), gives the lists to the rules and the
-// history to the pipeline cfg.
+// history (in h.Dir when set), checks that the rules name only lists
+// there are, and gives both to the pipeline cfg, which hands them to its
+// consumers (pipeline.Lookups).
 func openLookups(lists []config.Watchlist, wlDir string, h config.History, al *alerting, cfg *pipeline.Config, log io.Writer) (*lookups, error) {
 	wl, err := openWatchlists(lists, wlDir, log)
 	if err != nil {
 		return nil, err
 	}
 	lk := &lookups{wl: wl}
+	cfg.Watchlists = wl
 	if err := useWatchlists(al, wl); err != nil {
 		lk.close()
 		return nil, err
@@ -109,9 +111,20 @@ func openLookups(lists []config.Watchlist, wlDir string, h config.History, al *a
 			lk.close()
 			return nil, err
 		}
-		cfg.History = lk.hist
+		cfg.HostPairs = lk.hist
 	}
 	return lk, nil
+}
+
+// register registers the lists' and the history's metrics on reg.
+func (lk *lookups) register(reg prometheus.Registerer) error {
+	if err := lk.wl.Register(reg); err != nil {
+		return err
+	}
+	if lk.hist != nil {
+		return lk.hist.Register(reg)
+	}
+	return nil
 }
 
 func (lk *lookups) close() error {
@@ -122,49 +135,4 @@ func (lk *lookups) close() error {
 		}
 	}
 	return err
-}
-
-var (
-	descWLEntries = prometheus.NewDesc("flowmon_watchlist_entries", "Addresses and prefixes on each watchlist.", []string{"list"}, nil)
-	descWLSat     = prometheus.NewDesc("flowmon_watchlist_saturations", "Increments a watchlist filter's 4-bit counters absorbed at 15, where they stick: never a false negative, a little more false-positive rate.", []string{"list"}, nil)
-	descHistNovel = prometheus.NewDesc("flowmon_history_novel_pairs_total", "New flows between hosts the flow history had not seen together.", nil, nil)
-	descHistSeen  = prometheus.NewDesc("flowmon_history_seen_pairs_total", "New flows between hosts the flow history had seen together.", nil, nil)
-	descHistErr   = prometheus.NewDesc("flowmon_history_errors_total", "Flow history lookups or inserts that failed on disk (answered not novel).", nil, nil)
-	descHistDisk  = prometheus.NewDesc("flowmon_history_disk_bytes", "The flow history's levels on disk.", nil, nil)
-	descHistUnrec = prometheus.NewDesc("flowmon_history_unrecorded_pairs_total", "Host pairs the flow history could not record because its filter was still merging (novel again when next seen).", nil, nil)
-	descHistRAM   = prometheus.NewDesc("flowmon_history_ram_bytes", "The flow history's filters' RAM: the newest generation's QF0s and every level's page checksums.", nil, nil)
-	descHistGens  = prometheus.NewDesc("flowmon_history_generations", "The flow history's live generations (one without a horizon).", nil, nil)
-)
-
-// lookupsCollector exports the watchlists' and the flow history's
-// figures at scrape time (either may be nil).
-type lookupsCollector struct {
-	wl *watchlist.Set
-	h  *hostpairs.History
-}
-
-func (c lookupsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWLEntries, descWLSat, descHistNovel, descHistSeen, descHistErr, descHistDisk, descHistUnrec, descHistRAM, descHistGens} {
-		ch <- d
-	}
-}
-
-func (c lookupsCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.wl != nil {
-		for _, name := range c.wl.Lists() {
-			l := c.wl.Get(name)
-			ch <- prometheus.MustNewConstMetric(descWLEntries, prometheus.GaugeValue, float64(l.Len()), name)
-			ch <- prometheus.MustNewConstMetric(descWLSat, prometheus.GaugeValue, float64(l.Saturations()), name)
-		}
-	}
-	if c.h != nil {
-		st := c.h.Stats()
-		ch <- prometheus.MustNewConstMetric(descHistNovel, prometheus.CounterValue, float64(st.Novel))
-		ch <- prometheus.MustNewConstMetric(descHistSeen, prometheus.CounterValue, float64(st.Seen))
-		ch <- prometheus.MustNewConstMetric(descHistErr, prometheus.CounterValue, float64(st.Errors))
-		ch <- prometheus.MustNewConstMetric(descHistDisk, prometheus.GaugeValue, float64(st.DiskBytes))
-		ch <- prometheus.MustNewConstMetric(descHistUnrec, prometheus.CounterValue, float64(st.Unrecorded))
-		ch <- prometheus.MustNewConstMetric(descHistRAM, prometheus.GaugeValue, float64(st.RAMBytes))
-		ch <- prometheus.MustNewConstMetric(descHistGens, prometheus.GaugeValue, float64(len(st.Generations)))
-	}
 }

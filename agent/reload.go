@@ -66,7 +66,7 @@ func watchlistSpecs(lists []config.Watchlist) []watchlist.Spec {
 func configReloader(file string, load func() (config.Config, error), running config.Config, al *alerting, wl *watchlist.Set, log io.Writer) func() error {
 	var accept func(*watchlist.Set) error
 	if al != nil {
-		accept = func(next *watchlist.Set) error { return al.eng.SetLookups(next) }
+		accept = func(next *watchlist.Set) error { return al.eng.CheckWatchlists(next) }
 	}
 	open := func(s watchlist.Spec) (*watchlist.List, error) {
 		return openWatchlist(s, running.Watchlists.Dir, log)
@@ -74,9 +74,9 @@ func configReloader(file string, load func() (config.Config, error), running con
 	update := func(lists []config.Watchlist) error {
 		err := wl.Update(watchlistSpecs(lists), open, accept)
 		if al != nil {
-			// accept gave the rules the set as it would be; the running
-			// one holds the same lists.
-			err = errors.Join(err, al.eng.SetLookups(wl))
+			// accept checked the rules against the set as it would be;
+			// the running one, which the rules ask, holds the same lists.
+			err = errors.Join(err, al.eng.CheckWatchlists(wl))
 		}
 		if err != nil {
 			return fmt.Errorf("watchlists: %w", err)

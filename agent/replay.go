@@ -74,7 +74,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 	r.closers.add(lk.close)
 	var reload func() error
 	if al != nil {
-		r.cfg.Rules = al.eng
+		al.attach(&r.cfg)
 		if al.path != "" {
 			al.watch()
 		}
@@ -85,7 +85,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		if r.pl, err = pipeline.NewPipeline(r.cfg); err != nil {
 			return nil, err
 		}
-		srv, err := serveMetrics(opt.Listen, r.pl, reload, nil, lk)
+		srv, err := serveMetrics(opt.Listen, r.pl, al, lk, reload, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,11 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 // ctx is done (an error wrapping pipeline.ErrStopped), and returns the
 // summary; prog, when not nil, counts the progress.
 func (r *Replayer) Run(ctx context.Context, files []string, prog *pipeline.Progress) (*pipeline.Summary, error) {
-	return pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog})
+	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog})
+	if s != nil && r.al != nil {
+		r.al.count(s)
+	}
+	return s, err
 }
 
 // Close stops serving the metrics, flushes the alert sinks and closes

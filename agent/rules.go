@@ -11,8 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/internal/outfile"
+	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -81,6 +84,47 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Write
 	}
 	a.eng = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, sinks...))
 	return a, nil
+}
+
+// RulesConsumer attaches eng to a pipeline as a consumer
+// (pipeline.Config.Consumers): a rules.Shard on each shard, asking the
+// shard's lookups.
+func RulesConsumer(eng *rules.Engine) pipeline.NewConsumer {
+	return func(_, _ int, lk pipeline.Lookups) (pipeline.Consumer, error) {
+		return eng.NewShard(rules.Lookups{Watchlists: lk.Watchlists, Novel: lk.Novel})
+	}
+}
+
+// attach makes the rules a consumer of the pipeline cfg builds.
+func (a *alerting) attach(cfg *pipeline.Config) {
+	cfg.Consumers = append(cfg.Consumers[:len(cfg.Consumers):len(cfg.Consumers)], RulesConsumer(a.eng))
+}
+
+// register registers the rules' and the alerts' metrics on reg.
+func (a *alerting) register(reg prometheus.Registerer) error {
+	if err := a.eng.Register(reg); err != nil {
+		return err
+	}
+	return a.eng.Manager().Register(reg)
+}
+
+// count fills the summary's alert keys: the alerts each rule raised, and
+// the repeats folded into them.
+func (a *alerting) count(s *pipeline.Summary) {
+	s.Alerts = map[string]uint64{}
+	for name, rc := range a.eng.Manager().Stats().ByRule {
+		s.Alerts[name] = rc.Fired
+		s.AlertsSuppressed += rc.Suppressed
+	}
+}
+
+// fired is the alerts raised so far.
+func (a *alerting) fired() uint64 {
+	var n uint64
+	for _, rc := range a.eng.Manager().Stats().ByRule {
+		n += rc.Fired
+	}
+	return n
 }
 
 // reload re-reads the rules file; a bad file leaves the rules running and

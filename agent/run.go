@@ -76,7 +76,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	if a.al != nil {
-		ecfg.Rules = a.al.eng
+		a.al.attach(&ecfg)
 		a.al.watch() // SIGHUP and changes of the file reload the rules
 		a.closers.add(a.al.close)
 	}
@@ -94,7 +94,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if a.al != nil {
 		reload = func() error { return a.al.reload("POST /-/reload") }
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, a.pl, reload, a.ready.Load, a.lk); err != nil {
+	if a.srv, err = serveMetrics(cfg.Listen, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
@@ -129,6 +129,9 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	a.ready.Store(false)
 	if s != nil {
 		s.Interface = cfg.Interface
+		if a.al != nil {
+			a.al.count(s)
+		}
 	}
 	return s, err
 }
@@ -144,7 +147,11 @@ type Status struct {
 // Status reads the running agent's figures; any goroutine may call it.
 func (a *Agent) Status() Status {
 	st := a.pl.Status()
-	return Status{Packets: a.progress.Packets.Load(), OpenFlows: st.OpenFlows, Alerts: st.Alerts, Kernel: st.Kernel}
+	s := Status{Packets: a.progress.Packets.Load(), OpenFlows: st.OpenFlows, Kernel: st.Kernel}
+	if a.al != nil {
+		s.Alerts = a.al.fired()
+	}
+	return s
 }
 
 // Close stops serving the metrics, flushes the alert sinks, and closes

@@ -315,7 +315,6 @@ func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
 // Status is a running live pipeline's figures for its status line.
 type Status struct {
 	OpenFlows uint64 // flows in the shards' tables, as last published
-	Alerts    uint64 // alerts fired
 	Kernel    capture.KernelStats
 }
 
@@ -324,11 +323,6 @@ func (p *Pipeline) Status() Status {
 	var st Status
 	for _, s := range p.shards {
 		st.OpenFlows += s.flowTableCounts().open
-	}
-	if p.rules != nil {
-		for _, rc := range p.rules.Manager().Stats().ByRule {
-			st.Alerts += rc.Fired
-		}
 	}
 	st.Kernel, _ = p.KernelStats()
 	return st

@@ -126,8 +126,7 @@ func checkWatchlists(c config.Config, set *rules.Set, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "watchlists do nothing without rules (rules: none)")
 		bad++
 	case set != nil:
-		err := rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{})).SetLookups(names)
-		if err != nil {
+		if err := set.CheckWatchlists(names); err != nil {
 			where := c.Rules
 			if where == "" {
 				where = "the embedded rules"
@@ -142,7 +141,7 @@ func checkWatchlists(c config.Config, set *rules.Set, stderr io.Writer) int {
 }
 
 // listNames are the names of the configuration's lists, sorted: what
-// the rules check against (rules.Lookups).
+// the rules check against (rules.Watchlists).
 type listNames []string
 
 func (l listNames) Lists() []string              { return l }

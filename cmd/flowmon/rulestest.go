@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/pipeline"
@@ -157,7 +158,7 @@ func (t *ruleTest) run(dir string, newSet func() (*rules.Set, error)) ([]string,
 	if t.Workers > 0 {
 		cfg.Workers = t.Workers
 	}
-	cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
+	cfg.Consumers = []pipeline.NewConsumer{agent.RulesConsumer(rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec)))}
 	if _, err := pipeline.Replay(context.Background(), []string{trace}, pipeline.ReplayOptions{Config: cfg}); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
