@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -24,9 +25,45 @@ type Consumer interface {
 	Finish(end time.Time) error
 }
 
-// NewConsumer builds shard's consumer (0 <= shard < shards). It is called
-// once per shard when the pipeline is built.
-type NewConsumer func(shard, shards int) (Consumer, error)
+// NewConsumer builds shard's consumer (0 <= shard < shards), which asks
+// what it needs beside the packets through lk. It is called once per
+// shard when the pipeline is built.
+type NewConsumer func(shard, shards int, lk Lookups) (Consumer, error)
+
+// Lookups are what a consumer may ask beside a packet and its event, the
+// same for the consumer's whole life: the pipeline builds them for each
+// shard from its Config.
+type Lookups struct {
+	// Novel reports whether the new flow in hand (the Event's New) is
+	// between hosts Config.HostPairs had not seen together: the shard
+	// records every new flow's pair before its consumers run, and asks
+	// the store once (asking it again would find the pair just
+	// recorded). It is valid during Consumer.Packet, on the shard's
+	// goroutine; nil without a HostPairs.
+	Novel func() bool
+	// Watchlists are Config.Watchlists (nil without).
+	Watchlists Watchlists
+}
+
+// HostPairs is a store of the host pairs seen, over a horizon longer
+// than memory holds (pipeline/hostpairs, Cascade Filters). Novel records
+// that src (the originator) and dst were seen together at now, the
+// packet's time (a replay forgets as the live run did), and reports
+// whether they had not been within the store's horizon; the shards call
+// it at once, and it must not wait on a disk write.
+type HostPairs interface {
+	Novel(src, dst netip.Addr, now time.Time) bool
+}
+
+// Watchlists are named lists of addresses (pipeline/watchlist) shared by
+// the shards; answers may be approximate in a Bloom filter's way, never
+// a false negative.
+type Watchlists interface {
+	// Lists names the watchlists there are, sorted.
+	Lists() []string
+	// Listed reports whether a is on the watchlist named list.
+	Listed(list string, a netip.Addr) bool
+}
 
 // DuplicateConsumer is a Consumer that also sees the packets the shard's
 // dedup stage drops as duplicates (which Packet never sees), on the same

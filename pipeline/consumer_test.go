@@ -39,7 +39,7 @@ func TestConsumersSeeEveryPacket(t *testing.T) {
 		var cs []*countingConsumer
 		cfg := DefaultConfig()
 		cfg.Workers = workers
-		cfg.Consumers = []NewConsumer{func(shard, shards int) (Consumer, error) {
+		cfg.Consumers = []NewConsumer{func(shard, shards int, _ Lookups) (Consumer, error) {
 			c := &countingConsumer{shard: shard, shards: shards}
 			cs = append(cs, c)
 			return c, nil
@@ -91,7 +91,7 @@ func TestFlowCountsMatchPerPacketCounting(t *testing.T) {
 	cfg.Workers = 1
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 8192, 2048
 	var cc *perPacketCounter
-	cfg.Consumers = []NewConsumer{func(int, int) (Consumer, error) {
+	cfg.Consumers = []NewConsumer{func(int, int, Lookups) (Consumer, error) {
 		ref, err := flowcount.New(cfg.FlowCount)
 		cc = &perPacketCounter{ref: ref, hashes: map[uint64]bool{}}
 		return cc, err

@@ -146,7 +146,7 @@ func TestPipelineNoAllocs(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Workers = workers
 		cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows = 4096, 4096
-		cfg.Consumers = []NewConsumer{func(int, int) (Consumer, error) { return &nopConsumer{}, nil }}
+		cfg.Consumers = []NewConsumer{func(int, int, Lookups) (Consumer, error) { return &nopConsumer{}, nil }}
 		pl, err := NewPipeline(cfg)
 		if err != nil {
 			t.Fatal(err)

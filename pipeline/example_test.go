@@ -89,7 +89,7 @@ func Example_consumer() {
 	var counters []*synCounter
 	cfg := pipeline.DefaultConfig()
 	cfg.Workers = 2
-	cfg.Consumers = append(cfg.Consumers, func(shard, shards int) (pipeline.Consumer, error) {
+	cfg.Consumers = append(cfg.Consumers, func(shard, shards int, _ pipeline.Lookups) (pipeline.Consumer, error) {
 		c := &synCounter{}
 		counters = append(counters, c) // the shards are built one after another
 		return c, nil

@@ -119,6 +119,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	pl.publish(&st) // the feeders have stopped: their shards publish here
 	if ks, ok := pl.KernelStats(); ok {
 		s.KernelPackets, s.KernelDrops = &ks.Packets, &ks.Drops
+		s.KernelFreezes, s.KernelIfDrops = &ks.FreezeQueue, &ks.IfDrops
 	}
 	s.RestoredFlows = pl.restored
 	if opt.Snapshot != "" {
@@ -275,8 +276,7 @@ func (p *Pipeline) KernelStats() (ks capture.KernelStats, ok bool) {
 		if err != nil {
 			continue
 		}
-		ks.Packets += s.Packets
-		ks.Drops += s.Drops
+		ks.Add(s)
 		ok = true
 	}
 	return ks, ok
@@ -293,14 +293,21 @@ var (
 		"Packets the kernel handed the capture sockets (AF_PACKET's PACKET_STATISTICS, libpcap's received), dropped ones included.", nil, nil)
 	descKernelDrops = prometheus.NewDesc("flowmon_capture_kernel_drops_total",
 		"Packets the kernel dropped because a capture ring was full: flowmon did not keep up.", nil, nil)
+	descKernelFreezes = prometheus.NewDesc("flowmon_capture_kernel_ring_freezes_total",
+		"Times a capture ring filled and the kernel froze it until flowmon returned a block (AF_PACKET's tp_freeze_q_cnt; 0 for libpcap).", nil, nil)
+	descKernelIfDrops = prometheus.NewDesc("flowmon_capture_kernel_interface_drops_total",
+		"Packets the interface or its driver dropped before the capture saw them (libpcap's ps_ifdrop; 0 for AF_PACKET, which cannot see them).", nil, nil)
 )
 
-// kernelCollector exports a live pipeline's kernel counts at scrape time.
+// kernelCollector exports a live pipeline's kernel counts at scrape time:
+// every count capture.KernelStats keeps.
 type kernelCollector struct{ p *Pipeline }
 
 func (c kernelCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descKernelPackets
 	ch <- descKernelDrops
+	ch <- descKernelFreezes
+	ch <- descKernelIfDrops
 }
 
 func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
@@ -308,14 +315,17 @@ func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
 	if !ok {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descKernelPackets, prometheus.CounterValue, float64(ks.Packets))
-	ch <- prometheus.MustNewConstMetric(descKernelDrops, prometheus.CounterValue, float64(ks.Drops))
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v uint64
+	}{{descKernelPackets, ks.Packets}, {descKernelDrops, ks.Drops}, {descKernelFreezes, ks.FreezeQueue}, {descKernelIfDrops, ks.IfDrops}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
+	}
 }
 
 // Status is a running live pipeline's figures for its status line.
 type Status struct {
 	OpenFlows uint64 // flows in the shards' tables, as last published
-	Alerts    uint64 // alerts fired
 	Kernel    capture.KernelStats
 }
 
@@ -324,11 +334,6 @@ func (p *Pipeline) Status() Status {
 	var st Status
 	for _, s := range p.shards {
 		st.OpenFlows += s.flowTableCounts().open
-	}
-	if p.rules != nil {
-		for _, rc := range p.rules.Manager().Stats().ByRule {
-			st.Alerts += rc.Fired
-		}
 	}
 	st.Kernel, _ = p.KernelStats()
 	return st

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,7 +10,6 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
-	"github.com/flowmon/flowmon/rules"
 )
 
 // published is the pipeline's counters as of its last publish: the packet
@@ -115,15 +115,62 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // stageCollector exports the samples the stages describe themselves (they
-// do not import the Prometheus client). It is unchecked: its metric set is
-// the stages' to define.
+// do not import the Prometheus client). Which samples a stage has is
+// fixed when it is built (the dedup windows' structures, the ACSM's
+// backend and shadow), so the collector takes their descriptions from
+// the first pass over them, and describes those.
 type stageCollector struct {
 	shards []*shard
+	descs  map[string]*prometheus.Desc // by metric name
 }
 
-func (c *stageCollector) Describe(chan<- *prometheus.Desc) {}
+func newStageCollector(shards []*shard) *stageCollector {
+	c := &stageCollector{shards: shards, descs: map[string]*prometheus.Desc{}}
+	c.samples(func(name, help string, _ bool, label, _ string, _ float64) {
+		if c.descs[name] == nil {
+			var labels []string
+			if label != "" {
+				labels = []string{label}
+			}
+			c.descs[name] = prometheus.NewDesc(name, help, labels, nil)
+		}
+	})
+	return c
+}
+
+func (c *stageCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
 
 func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
+	c.samples(func(name, help string, isCounter bool, label, value string, v float64) {
+		d := c.descs[name]
+		if d == nil {
+			ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(name, help, nil, nil),
+				fmt.Errorf("stage metric %s appeared after the pipeline was built", name))
+			return
+		}
+		var values []string
+		if label != "" {
+			values = []string{value}
+		}
+		typ := prometheus.GaugeValue
+		if isCounter {
+			typ = prometheus.CounterValue
+		}
+		m, err := prometheus.NewConstMetric(d, typ, v, values...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(d, err)
+		}
+		ch <- m
+	})
+}
+
+// samples calls f with each of the stages' samples: the dedup stages'
+// summed (dedup.Metrics), the trackers' summed by name and label.
+func (c *stageCollector) samples(f func(name, help string, isCounter bool, label, value string, v float64)) {
 	// One dedup per shard: Metrics sums them.
 	var ds []*dedup.Dedup
 	for _, sh := range c.shards {
@@ -133,7 +180,11 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if ds != nil {
 		for _, m := range dedup.Metrics(ds...) {
-			constMetric(ch, m.Name, m.Help, m.Counter, "window", m.Window, m.Value)
+			label := "window"
+			if m.Window == "" {
+				label = ""
+			}
+			f(m.Name, m.Help, m.Counter, label, m.Window, m.Value)
 		}
 	}
 	// The shards' trackers export the same samples: sum them (memory,
@@ -158,81 +209,10 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, k := range order {
 		s := sums[k]
-		constMetric(ch, "flowmon_acsm_"+k.name, s.help, s.counter, k.label, k.value, s.v)
-	}
-}
-
-func constMetric(ch chan<- prometheus.Metric, name, help string, isCounter bool, label, value string, v float64) {
-	var labels, values []string
-	if label != "" && value != "" {
-		labels, values = []string{label}, []string{value}
-	}
-	typ := prometheus.GaugeValue
-	if isCounter {
-		typ = prometheus.CounterValue
-	}
-	m, err := prometheus.NewConstMetric(prometheus.NewDesc(name, help, labels, nil), typ, v, values...)
-	if err != nil {
-		m = prometheus.NewInvalidMetric(prometheus.NewDesc(name, help, labels, nil), err)
-	}
-	ch <- m
-}
-
-// rulesCollector exports the rules engine's and its alerts' counts at
-// scrape time. Rule names are labels: they come from the rules file
-// (configuration), never from traffic.
-type rulesCollector struct{ eng *rules.Engine }
-
-func (c *rulesCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (c *rulesCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.eng.Stats()
-	constMetric(ch, "flowmon_rules_loaded", "Rules in effect.", false, "", "", float64(st.Rules))
-	constMetric(ch, "flowmon_rules_evaluations_total", "Rules tried on a packet.", true, "", "", float64(st.Evaluations))
-	constMetric(ch, "flowmon_rules_late_packets_total", "Packets a counting rule left out: their window was two or more behind the rules' clock, its counters already reused.", true, "", "", float64(st.Late))
-	for name, b := range st.SketchBytes {
-		constMetric(ch, "flowmon_rules_sketch_bytes", "Memory of a rule's per-key counters (three windows), fixed by its error.", false, "rule", name, float64(b))
-	}
-	constMetric(ch, "flowmon_rules_reloads_total", "Reloads of the rules file tried.", true, "", "", float64(st.Reloads))
-	constMetric(ch, "flowmon_rules_reload_failures_total", "Reloads refused (the old rules stayed).", true, "", "", float64(st.ReloadFails))
-	ok := 0.0
-	if st.LastReloadOK {
-		ok = 1
-	}
-	constMetric(ch, "flowmon_rules_last_reload_successful", "Whether the last reload of the rules file succeeded.", false, "", "", ok)
-	constMetric(ch, "flowmon_rules_last_reload_success_timestamp_seconds", "When the rules were last (re)loaded, Unix time.", false, "", "", float64(st.LastReload))
-	m := c.eng.Manager()
-	ms := m.Stats()
-	for name, rc := range ms.ByRule {
-		for _, x := range []struct {
-			name, help string
-			v          uint64
-		}{
-			{"flowmon_alerts_fired_total", "Alerts fired.", rc.Fired},
-			{"flowmon_alerts_resolved_total", "Alerts resolved.", rc.Resolved},
-			{"flowmon_alerts_suppressed_total", "Repeats folded into a firing alert within its suppress window.", rc.Suppressed},
-		} {
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(x.name, x.help, []string{"rule", "severity"}, nil),
-				prometheus.CounterValue, float64(x.v), name, rc.Severity)
+		label := k.label
+		if k.value == "" {
+			label = ""
 		}
-	}
-	constMetric(ch, "flowmon_alerts_active", "Alerts firing.", false, "", "", float64(ms.Active))
-	constMetric(ch, "flowmon_alerts_pending", "Alerts waiting for their rule's for.", false, "", "", float64(ms.Pending))
-	constMetric(ch, "flowmon_alerts_untracked_total", "Alerts fired while the active table was full (they cannot fold or resolve).", true, "", "", float64(ms.Untracked))
-	constMetric(ch, "flowmon_alerts_suppression_bytes", "Memory of the suppression filters.", false, "", "", float64(ms.SuppressionBytes))
-	for _, s := range m.Sinks() {
-		ss := s.Stats()
-		for _, x := range []struct {
-			name, help string
-			counter    bool
-			v          uint64
-		}{
-			{"flowmon_alerts_sink_sent_total", "Alerts a sink delivered.", true, ss.Sent},
-			{"flowmon_alerts_sink_failed_total", "Delivery attempts that failed (retried).", true, ss.Failed},
-			{"flowmon_alerts_sink_dropped_total", "Alerts a sink dropped (queue full, or refused for good).", true, ss.Dropped},
-			{"flowmon_alerts_sink_queue_length", "Alerts waiting in a sink's queue.", false, ss.Queued},
-		} {
-			constMetric(ch, x.name, x.help, x.counter, "sink", s.Name(), float64(x.v))
-		}
+		f("flowmon_acsm_"+k.name, s.help, s.counter, label, k.value, s.v)
 	}
 }

@@ -79,7 +79,7 @@ func TestWindowFlowsAfterReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := Handler(pl)
+			h, err := Handler(pl, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,11 +37,11 @@ func (h *pairHistory) Novel(src, dst netip.Addr, now time.Time) bool {
 	return novel
 }
 
-// TestHistoryAnswersNoveltyRules: with a history, every new flow's host
+// TestHostPairsAnswerNoveltyRules: with a history, every new flow's host
 // pair is recorded once, at its packet's time, whether or not a rule
 // asks, and a novelty rule fires once per pair the history had not seen,
 // on 1 and 2 shards.
-func TestHistoryAnswersNoveltyRules(t *testing.T) {
+func TestHostPairsAnswerNoveltyRules(t *testing.T) {
 	trace := genTrace(t, gen.Options{Flows: 2000, Seed: 6, Duration: 5 * time.Second})
 	for _, workers := range []int{1, 2} {
 		f, err := rules.Parse("n.yaml", []byte(`groups:
@@ -63,24 +63,24 @@ func TestHistoryAnswersNoveltyRules(t *testing.T) {
 		h := &pairHistory{seen: map[[2]netip.Addr]bool{}}
 		cfg := DefaultConfig()
 		cfg.Workers = workers
-		cfg.History = h
-		cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, mem))
+		cfg.HostPairs = h
+		eng := attachRules(&cfg, rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, mem)))
 		s, err := Replay(context.Background(), []string{trace}, ReplayOptions{Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Rules.Manager().Close(context.Background())
+		eng.Manager().Close(context.Background())
 		if uint64(h.calls) != s.ACSM.NewFlows {
 			t.Errorf("%d workers: the history was asked %d times for %d new flows", workers, h.calls, s.ACSM.NewFlows)
 		}
-		if s.Alerts["NewPair"] != uint64(len(h.seen)) {
-			t.Errorf("%d workers: %d NewPair alerts for %d pairs", workers, s.Alerts["NewPair"], len(h.seen))
+		if n := fired(eng, "NewPair"); n != uint64(len(h.seen)) {
+			t.Errorf("%d workers: %d NewPair alerts for %d pairs", workers, n, len(h.seen))
 		}
 		if h.first.Before(s.TraceStart) || h.last.After(s.TraceEnd) || !h.last.After(h.first) {
 			t.Errorf("%d workers: the history was given times from %v to %v, the trace spans %v to %v",
 				workers, h.first, h.last, s.TraceStart, s.TraceEnd)
 		}
-		if s.Alerts["NewPair"] == 0 {
+		if fired(eng, "NewPair") == 0 {
 			t.Errorf("%d workers: no NewPair alert", workers)
 		}
 	}

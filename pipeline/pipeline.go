@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
 	"github.com/flowmon/flowmon/record"
-	"github.com/flowmon/flowmon/rules"
 )
 
 // Config configures the stages of a pipeline.
@@ -56,24 +54,12 @@ type Config struct {
 	// Consumers build, for each shard, what sees every packet with its
 	// ACSM event (consumer.go): rules and exporters attach here.
 	Consumers []NewConsumer
-	// Rules, when set, evaluates detection rules on every shard (a
-	// consumer of each) and delivers alerts through its manager; the
-	// summary counts them and the metrics export them.
-	Rules *rules.Engine
-	// History, when set, records the host pair of every new flow, and
-	// the consumers that ask (rules' novelty rules, SetNovelty) learn
-	// whether the pair was new.
-	History History
-}
-
-// History is the flow history: the host pairs seen, over a horizon
-// longer than memory holds (pipeline/hostpairs, Cascade Filters). Novel
-// records that src (the originator) and dst were seen together at now,
-// the packet's time (a replay forgets as the live run did), and reports
-// whether they had not been within the history's horizon; the shards
-// call it at once, and it must not wait on a disk write.
-type History interface {
-	Novel(src, dst netip.Addr, now time.Time) bool
+	// HostPairs, when set, records the host pair of every new flow, and
+	// each consumer learns whether the pair was new (Lookups.Novel).
+	HostPairs HostPairs
+	// Watchlists, when set, are the lists the consumers may ask about
+	// (Lookups.Watchlists); the pipeline itself never reads them.
+	Watchlists Watchlists
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
@@ -128,8 +114,7 @@ type Pipeline struct {
 	merge    *merger
 	nextSync uint64
 
-	pub   published
-	rules *rules.Engine
+	pub published
 	// live are the sources of a live pipeline, source i feeding shard i
 	// (nil when the pipeline is fed by Packet).
 	live       []capture.Source
@@ -153,18 +138,12 @@ func NewPipeline(cfg Config) (*Pipeline, error) { return newPipeline(cfg, nil) }
 // goroutine, or, with live sources, one shard per source, each fed by its
 // own goroutine (live.go).
 func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, rules: cfg.Rules, live: live}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live}
 	if live != nil {
 		cfg.Workers = len(live)
 	}
 	if cfg.DecodeOnly {
 		return p, nil
-	}
-	if cfg.Rules != nil {
-		eng := cfg.Rules
-		cfg.Consumers = append(cfg.Consumers[:len(cfg.Consumers):len(cfg.Consumers)], func(int, int) (Consumer, error) {
-			return eng.NewShard(), nil
-		})
 	}
 	if !cfg.NoDedup {
 		dc := cfg.Dedup.WithDefaults()
@@ -347,7 +326,7 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if err := reg.Register(&collector{pub: &p.pub, shards: p.shards}); err != nil {
 		return fmt.Errorf("register pipeline metrics: %w", err)
 	}
-	if err := reg.Register(&stageCollector{shards: p.shards}); err != nil {
+	if err := reg.Register(newStageCollector(p.shards)); err != nil {
 		return fmt.Errorf("register stage metrics: %w", err)
 	}
 	if p.sinks != nil {
@@ -358,11 +337,6 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if p.live != nil {
 		if err := reg.Register(kernelCollector{p}); err != nil {
 			return fmt.Errorf("register kernel metrics: %w", err)
-		}
-	}
-	if p.rules != nil {
-		if err := reg.Register(&rulesCollector{eng: p.rules}); err != nil {
-			return fmt.Errorf("register rules metrics: %w", err)
 		}
 	}
 	return nil
@@ -461,12 +435,5 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.UniquePackets = counts.unique
 	s.Duplicates = counts.duplicates
 	s.Retransmissions = counts.retransmissions
-	if p.rules != nil {
-		s.Alerts = map[string]uint64{}
-		for name, rc := range p.rules.Manager().Stats().ByRule {
-			s.Alerts[name] = rc.Fired
-			s.AlertsSuppressed += rc.Suppressed
-		}
-	}
 	return err
 }

@@ -44,7 +44,7 @@ func BenchmarkPipelineRules(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON)))
+				attachRules(&cfg, rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON))))
 			}
 			pl, err := NewPipeline(cfg)
 			if err != nil {
@@ -153,7 +153,7 @@ func BenchmarkPipelineLookups(b *testing.B) {
 			}
 			cfg := DefaultConfig()
 			cfg.Workers = 1
-			cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON)))
+			attachRules(&cfg, rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON))))
 			if with {
 				dir := b.TempDir()
 				var lines []string
@@ -167,15 +167,13 @@ func BenchmarkPipelineLookups(b *testing.B) {
 				}
 				defer l.Close()
 				wl, _ := watchlist.NewSet(l)
-				if err := cfg.Rules.SetLookups(wl); err != nil {
-					b.Fatal(err)
-				}
+				cfg.Watchlists = wl
 				h, err := hostpairs.Open(dir+"/history", hostpairs.DefaultOptions)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer h.Close()
-				cfg.History = h
+				cfg.HostPairs = h
 			}
 			pl, err := NewPipeline(cfg)
 			if err != nil {

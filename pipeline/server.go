@@ -10,20 +10,18 @@ import (
 	"github.com/flowmon/flowmon/pipeline/flowcount"
 )
 
-// Handler serves the agent's HTTP API: /metrics for Prometheus (the
-// pipeline's metrics on a registry of their own, plus the Go runtime's),
+// Handler serves the agent's HTTP API: /metrics for Prometheus (reg's
+// metrics, to which it adds the pipeline's and the Go runtime's),
 // flowcount.Path (/api/v1/ccf) for the last complete flow-count window, and
-// /healthz; extra are more collectors for its registry (the watchlists'
-// and the flow history's, which live beside the pipeline).
-func Handler(pl *Pipeline, extra ...prometheus.Collector) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
+// /healthz. reg holds the metrics of what runs beside the pipeline (the
+// rules, the alerts, the watchlists, the flow history), which their
+// packages register; nil for none.
+func Handler(pl *Pipeline, reg *prometheus.Registry) (http.Handler, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	if err := pl.Register(reg); err != nil {
 		return nil, err
-	}
-	for _, c := range extra {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
 	}
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func TestHandlerServesMetricsAndCCF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Handler(pl)
+	h, err := Handler(pl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

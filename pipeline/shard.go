@@ -28,10 +28,10 @@ type shard struct {
 	// dupConsumers are the consumers that also see the duplicates dedup
 	// drops (DuplicateConsumer).
 	dupConsumers []DuplicateConsumer
-	// history records new flows' host pairs; novel is its answer for the
-	// packet being processed, which consumers read (SetNovelty).
-	history History
-	novel   bool
+	// hostPairs records new flows' host pairs; novel is its answer for
+	// the packet being processed, which consumers read (Lookups.Novel).
+	hostPairs HostPairs
+	novel     bool
 	// ev is the ACSM's event for the packet being processed: a field, not
 	// a local, since the consumers' interface calls would make a local
 	// escape to the heap, one allocation a packet.
@@ -158,7 +158,7 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 	// filter with another, and the handler merges the shards' filters,
 	// which needs equal shapes. The shards hold disjoint flows, so the
 	// merge has the load of one.
-	s := &shard{history: cfg.History}
+	s := &shard{hostPairs: cfg.HostPairs}
 	s.processed.L = &s.mu
 	s.out = out
 	var err error
@@ -176,15 +176,16 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 	}
 	to := ac.Timeouts.WithDefaults()
 	s.flows = newFlowTable(out, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	lk := Lookups{Watchlists: cfg.Watchlists}
+	if s.hostPairs != nil {
+		lk.Novel = func() bool { return s.novel }
+	}
 	for _, nc := range cfg.Consumers {
-		c, err := nc(index, workers)
+		c, err := nc(index, workers, lk)
 		if err != nil {
 			return nil, fmt.Errorf("build consumer of shard %d: %w", index, err)
 		}
 		s.consumers = append(s.consumers, c)
-		if n, ok := c.(interface{ SetNovelty(func() bool) }); ok && s.history != nil {
-			n.SetNovelty(func() bool { return s.novel })
-		}
 		if d, ok := c.(DuplicateConsumer); ok {
 			s.dupConsumers = append(s.dupConsumers, d)
 		}
@@ -217,9 +218,9 @@ func (s *shard) packet(p *capture.Packet) {
 	s.tracker.ObserveInto(p, ev)
 	s.rotate(p.Timestamp)
 	s.flows.packet(p, ev) // counts the packet in its flow's slot
-	if ev.New && s.history != nil {
+	if ev.New && s.hostPairs != nil {
 		o := ev.Originator()
-		s.novel = s.history.Novel(o.Src, o.Dst, p.Timestamp)
+		s.novel = s.hostPairs.Novel(o.Src, o.Dst, p.Timestamp)
 	}
 	for _, c := range s.consumers {
 		c.Packet(p, ev)

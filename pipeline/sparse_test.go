@@ -31,12 +31,12 @@ func TestSparseTraceAlertsAsOneWorker(t *testing.T) {
 		mem := alerts.NewMemory("m")
 		cfg := DefaultConfig()
 		cfg.Workers = workers
-		cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, mem))
+		eng := attachRules(&cfg, rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, mem)))
 		if _, err := Replay(context.Background(), []string{name}, ReplayOptions{Config: cfg}); err != nil {
 			t.Fatal(err)
 		}
-		cfg.Rules.Manager().Close(context.Background())
-		if late := cfg.Rules.Stats().Late; late != 0 {
+		eng.Manager().Close(context.Background())
+		if late := eng.Stats().Late; late != 0 {
 			t.Errorf("%d workers: %d packets left out as late", workers, late)
 		}
 		var got []string

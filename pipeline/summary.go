@@ -59,6 +59,11 @@ type Summary struct {
 	// absent in a replay.
 	KernelPackets *uint64 `json:"kernel_packets,omitempty"`
 	KernelDrops   *uint64 `json:"kernel_drops,omitempty"`
+	// KernelFreezes counts the times a capture ring filled and the
+	// kernel froze it (AF_PACKET; 0 for libpcap), KernelIfDrops the
+	// packets the interface dropped (libpcap; 0 for AF_PACKET).
+	KernelFreezes *uint64 `json:"kernel_ring_freezes,omitempty"`
+	KernelIfDrops *uint64 `json:"kernel_interface_drops,omitempty"`
 	// SnapshotFlows is the open flows written to the state snapshot when
 	// the run stopped: they go on in the next run, which reports them
 	// (RestoredFlows), and are not in this run's flows or conn_states.

@@ -41,7 +41,10 @@ func BenchmarkShardPacket(b *testing.B) {
 				}
 			}
 			eng := NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, alerts.NewWriterSink("discard", io.Discard, alerts.FormatJSON)))
-			sh := eng.NewShard()
+			sh, err := eng.NewShard(Lookups{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			flows := 100_000
 			if strings.HasSuffix(name, "/held") {
 				flows = 200 // each held after its first few hundred packets

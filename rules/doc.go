@@ -32,10 +32,10 @@
 // distinct_dst_hosts and distinct_src_hosts; volume {measure: packets or
 // bytes, above, window, error}; duplicates {above: a share, min_packets,
 // window}; watchlist {list: a watchlist's name, side: either, src or dst}
-// (a new flow touches a listed address: the engine's Lookups, which must
-// have the list, or the rules are refused); novelty {} (a new flow
-// between hosts the flow history had not seen together within its
-// horizon: Shard.SetNovelty; match.src and match.dst limit it to CIDRs).
+// (a new flow touches a listed address: the shards' Lookups.Watchlists,
+// which must have the list, or the rules are refused); novelty {} (a new
+// flow between hosts the flow history had not seen together within its
+// horizon: Lookups.Novel; match.src and match.dst limit it to CIDRs).
 // Annotations are text/template over TemplateData, compiled and
 // run on sample data when the file is loaded.
 //

@@ -21,16 +21,17 @@ import (
 type Engine struct {
 	set atomic.Pointer[Set]
 	mgr *alerts.Manager
-	// lookups answers watchlist and novelty rules (SetLookups).
-	lookups atomic.Pointer[lookupsBox]
 
 	// nextTick is the packet time (ns) of the next window end or sweep;
 	// a shard that sees a packet past it runs tick.
 	nextTick atomic.Int64
 
-	mu       sync.Mutex // guards shards, tick's work and reload's record
+	mu       sync.Mutex // guards shards, lists, tick's work and reload's record
 	shards   []*Shard
 	finished int
+	// lists are the watchlists the shards were given (Lookups), which a
+	// reload's rules must name only lists of.
+	lists Watchlists
 
 	reloads      atomic.Uint64
 	reloadFails  atomic.Uint64
@@ -82,11 +83,10 @@ func (e *Engine) Reload(path string) error {
 	e.reloads.Add(1)
 	s, err := Load(path)
 	if err == nil {
-		var l Lookups
-		if box := e.lookups.Load(); box != nil {
-			l = box.Lookups
-		}
-		if err = checkLists(s, l); err != nil {
+		e.mu.Lock()
+		l := e.lists
+		e.mu.Unlock()
+		if err = s.CheckWatchlists(l); err != nil {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 	}
@@ -110,13 +110,21 @@ func Load(path string) (*Set, error) {
 	return Compile(f)
 }
 
-// NewShard returns the evaluator of one pipeline shard.
-func (e *Engine) NewShard() *Shard {
+// NewShard returns the evaluator of one pipeline shard, which asks lk
+// what its watchlist and novelty rules need. Every shard of an engine is
+// given the same lists; a rule in effect naming a list they have not is
+// an error, and so is, on a later reload, a new rules file with one (the
+// old rules stay).
+func (e *Engine) NewShard(lk Lookups) (*Shard, error) {
+	if err := e.CheckWatchlists(lk.Watchlists); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := &Shard{eng: e, nextFlush: minInt64}
+	s := &Shard{eng: e, nextFlush: minInt64, lk: lk}
 	e.shards = append(e.shards, s)
-	return s
+	e.lists = lk.Watchlists
+	return s, nil
 }
 
 // tick ends the windows that packet time t has passed and resolves the

@@ -42,7 +42,9 @@ type rig struct {
 	end time.Time
 }
 
-func newRig(t testing.TB, rulesYAML string) *rig {
+// newRig builds an engine of the rules and one shard, which asks lk (at
+// most one; none: no watchlists, no history).
+func newRig(t testing.TB, rulesYAML string, lk ...Lookups) *rig {
 	t.Helper()
 	f, err := Parse("test.yaml", []byte(rulesYAML))
 	if err != nil {
@@ -58,7 +60,21 @@ func newRig(t testing.TB, rulesYAML string) *rig {
 	}
 	rec := newRecorder()
 	eng := NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
-	return &rig{t: t, tr: tr, eng: eng, sh: eng.NewShard(), rec: rec}
+	return &rig{t: t, tr: tr, eng: eng, sh: newShard(t, eng, lk...), rec: rec}
+}
+
+// newShard is eng.NewShard(lk[0]), or of no lookups.
+func newShard(t testing.TB, eng *Engine, lk ...Lookups) *Shard {
+	t.Helper()
+	var l Lookups
+	if len(lk) > 0 {
+		l = lk[0]
+	}
+	sh, err := eng.NewShard(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
 }
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -182,7 +198,7 @@ func TestCrossedKeyNotCountedFurther(t *testing.T) {
 // windows). The manager counts a window's crossing once.
 func TestLaggingShardCrossesOnceAWindow(t *testing.T) {
 	r := newRig(t, floodRule)
-	ahead := r.eng.NewShard()
+	ahead := newShard(t, r.eng)
 	send := func(sh *Shard, src string, sp uint16, dst string, dp uint16, flags capture.TCPFlags, at time.Duration) {
 		k := capture.Key{Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), SrcPort: sp, DstPort: dp, Proto: capture.ProtoTCP}
 		c, rev := k.Canonical()
@@ -392,7 +408,7 @@ groups:
         track: by_src
         threshold: {event: attempt, above: 2}
 `)
-	other := r.eng.NewShard() // the shard ahead
+	other := newShard(t, r.eng) // the shard ahead
 	ahead := capture.Packet{Timestamp: t0.Add(25 * time.Second), HasTCP: true, Flags: capture.ACK}
 	var ev acsm.Event
 	other.Packet(&ahead, &ev) // the clock is now in window 2

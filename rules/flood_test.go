@@ -42,7 +42,10 @@ groups:
 	}
 	rec := newRecorder()
 	eng := NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
-	sh := eng.NewShard()
+	sh, err := eng.NewShard(Lookups{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	scanner := netip.AddrFrom4([4]byte{203, 0, 113, 66})
 	dst := netip.AddrFrom4([4]byte{198, 18, 0, 1})
 	var p capture.Packet

@@ -7,43 +7,45 @@ import (
 	"slices"
 )
 
-// Lookups is what watchlist rules ask about a new flow's hosts: the
+// Watchlists are what watchlist rules ask about a new flow's hosts: the
 // agent's watchlists, which live outside the rules (pipeline/watchlist)
 // and are shared by the shards. Answers are approximate in a Bloom
 // filter's way: a false positive now and then, never a false negative.
-type Lookups interface {
+type Watchlists interface {
 	// Lists names the watchlists there are, sorted.
 	Lists() []string
 	// Listed reports whether a is on the watchlist named list.
 	Listed(list string, a netip.Addr) bool
 }
 
-// SetNovelty gives the shard what novelty rules ask: whether the new
-// flow being processed is between hosts the flow history had not seen
-// together within its horizon. The pipeline's history stage records
-// every new flow's pair before the consumers run and answers for that
-// flow (asking the history again would find the pair just recorded).
-func (s *Shard) SetNovelty(novel func() bool) { s.novel = novel }
-
-// SetLookups gives the engine what watchlist rules ask; a
-// rule naming a watchlist l does not have is an error, and so is, on a
-// reload, a new rules file with one (the old rules stay).
-func (e *Engine) SetLookups(l Lookups) error {
-	if err := checkLists(e.set.Load(), l); err != nil {
-		return err
-	}
-	e.lookups.Store(&lookupsBox{l})
-	return nil
+// Lookups are what a Shard's watchlist and novelty rules ask beside the
+// packets, given once, to NewShard.
+type Lookups struct {
+	// Watchlists answers watchlist rules; nil for none. The lists are
+	// shared: every shard of an engine is given the same.
+	Watchlists Watchlists
+	// Novel answers novelty rules: whether the new flow being processed
+	// is between hosts the flow history had not seen together within its
+	// horizon. The pipeline's host-pair stage records every new flow's
+	// pair before the shard runs and answers for that flow (asking the
+	// history again would find the pair just recorded). nil without a
+	// history: novelty rules never fire.
+	Novel func() bool
 }
 
-type lookupsBox struct{ Lookups }
+// CheckWatchlists says which rules in effect name a watchlist l does not
+// have (the error lists them with their positions); nil l has none.
+func (e *Engine) CheckWatchlists(l Watchlists) error {
+	return e.set.Load().CheckWatchlists(l)
+}
 
-// checkLists says which rules of s name a watchlist l does not have.
-func checkLists(s *Set, l Lookups) error {
+// CheckWatchlists says which rules of s name a watchlist l does not
+// have (the error lists them with their positions); nil l has none.
+func (s *Set) CheckWatchlists(l Watchlists) error {
 	if s == nil {
 		return nil
 	}
-	var names []string // sorted (Lookups.Lists)
+	var names []string // sorted (Watchlists.Lists)
 	if l != nil {
 		names = l.Lists()
 	}
@@ -59,10 +61,7 @@ func checkLists(s *Set, l Lookups) error {
 
 // lookup runs the watchlist and novelty rules on a new flow's packet.
 func (s *Shard) lookup(set *Set, x *packetCtx) {
-	var l Lookups
-	if box := s.eng.lookups.Load(); box != nil {
-		l = box.Lookups
-	}
+	l := s.lk.Watchlists
 	o := x.origin()
 	for _, r := range set.onLookup {
 		if !r.Match.matches(x) {
@@ -75,7 +74,7 @@ func (s *Shard) lookup(set *Set, x *packetCtx) {
 				s.fire(r, x, x.key(r.Track), 0)
 			}
 		case KindNovelty:
-			if s.novel != nil && s.novel() {
+			if s.lk.Novel != nil && s.lk.Novel() {
 				s.fire(r, x, x.key(r.Track), 0)
 			}
 		}

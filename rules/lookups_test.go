@@ -50,24 +50,21 @@ groups:
 // history calls novel raises the novelty rule within its match only; the
 // later packets of a flow ask nothing.
 func TestWatchlistAndNoveltyRules(t *testing.T) {
-	r := newRig(t, lookupRules)
 	lists := fakeLists{
 		"blocklist": {netip.MustParsePrefix("192.0.2.0/24")},
 		"scanners":  {netip.MustParsePrefix("203.0.113.7/32")},
 	}
-	if err := r.eng.SetLookups(lists); err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
 	var asked int
-	r.sh.SetNovelty(func() bool {
+	var r *rig
+	r = newRig(t, lookupRules, Lookups{Watchlists: lists, Novel: func() bool {
 		asked++
 		o := r.ev.Originator()
 		k := o.Src.String() + ">" + o.Dst.String()
 		novel := !seen[k]
 		seen[k] = true
 		return novel
-	})
+	}})
 	at := time.Duration(0)
 	flow := func(src string, sp uint16, dst string) {
 		for _, f := range []capture.TCPFlags{capture.SYN, capture.ACK, capture.ACK} {
@@ -96,16 +93,16 @@ func TestWatchlistAndNoveltyRules(t *testing.T) {
 }
 
 // TestWatchlistRuleNeedsItsList: a rule naming a watchlist the agent
-// does not have is refused by SetLookups, and a reload bringing one
-// keeps the old rules.
+// does not have is refused by CheckWatchlists and NewShard, and a reload
+// bringing one keeps the old rules.
 func TestWatchlistRuleNeedsItsList(t *testing.T) {
-	r := newRig(t, lookupRules)
-	err := r.eng.SetLookups(fakeLists{"blocklist": nil})
-	if err == nil || !strings.Contains(err.Error(), `rule "FromScanner": no watchlist "scanners" (the agent has [blocklist])`) {
-		t.Errorf("SetLookups without scanners: %v", err)
+	r := newRig(t, lookupRules, Lookups{Watchlists: fakeLists{"blocklist": nil, "scanners": nil}})
+	const want = `rule "FromScanner": no watchlist "scanners" (the agent has [blocklist])`
+	if err := r.eng.CheckWatchlists(fakeLists{"blocklist": nil}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckWatchlists without scanners: %v", err)
 	}
-	if err := r.eng.SetLookups(fakeLists{"blocklist": nil, "scanners": nil}); err != nil {
-		t.Fatal(err)
+	if _, err := r.eng.NewShard(Lookups{Watchlists: fakeLists{"blocklist": nil}}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("NewShard without scanners: %v", err)
 	}
 	path := t.TempDir() + "/r.yaml"
 	writeFile(t, path, strings.Replace(lookupRules, "list: scanners", "list: others", 1))

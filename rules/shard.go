@@ -40,8 +40,8 @@ type Shard struct {
 	// x is the packet being evaluated: a field, reset per packet, not a
 	// local the compiler would zero whole each time.
 	x packetCtx
-	// novel answers novelty rules for the new flow in hand (SetNovelty).
-	novel func() bool
+	// lk answers watchlist and novelty rules for the new flow in hand.
+	lk Lookups
 
 	// front folds an event rule's repeats (an XMAS flood is an anomaly a
 	// packet) without taking the manager's lock: a repeat of an alert

@@ -163,7 +163,7 @@ func TestDiffPeer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := pipeline.Handler(pl)
+			h, err := pipeline.Handler(pl, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

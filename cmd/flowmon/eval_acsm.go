@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/eval/acsmeval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -68,14 +69,14 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 		cfg.Progress = stderr
 	}
 	if *flowsOut != "" {
-		f, err := createOutput(*flowsOut, stdout)
+		f, err := outfile.Create(*flowsOut, stdout)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		cfg.ConnOut = f
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func runEvalACSM(args []string, stdout, stderr io.Writer) error {
 	if _, err = acsmeval.Run(cfg, w); err != nil {
 		return err
 	}
-	if f, ok := cfg.ConnOut.(*output); ok {
+	if f, ok := cfg.ConnOut.(*outfile.File); ok {
 		if err := f.Close(); err != nil {
 			return err
 		}

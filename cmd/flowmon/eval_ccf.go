@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowmon/flowmon/eval/ccfeval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -52,7 +53,7 @@ func runEvalCCF(args []string, stdout, stderr io.Writer) error {
 	case !(cfg.DiffFrac > 0 && cfg.DiffFrac <= 1):
 		return usageError(fs, "-diff %g: must be above 0 and at most 1", cfg.DiffFrac)
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}

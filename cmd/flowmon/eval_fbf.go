@@ -5,6 +5,7 @@ import (
 
 	"github.com/flowmon/flowmon/eval/dedupeval"
 	"github.com/flowmon/flowmon/eval/fbfeval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func runEvalFBF(args []string, stdout, stderr io.Writer) error {
 	if cfg.Trials < 1000 {
 		return usageError(fs, "-trials %d: must be at least 1000", cfg.Trials)
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}

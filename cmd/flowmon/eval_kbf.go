@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/eval/kbfeval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -34,7 +35,7 @@ func runEvalKBF(args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		progress = nil
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/flowmon/flowmon/eval/cascadeeval"
 	"github.com/flowmon/flowmon/eval/qfeval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -41,7 +42,7 @@ func runEvalQF(args []string, stdout, stderr io.Writer) error {
 	case cfg.N != 0 && (cfg.N < 1000 || cfg.N > 1<<30):
 		return usageError(fs, "-n %d: must be 0 or from 1000 to 2^30", cfg.N)
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func runEvalCascade(args []string, stdout, stderr io.Writer) error {
 	case cfg.BloomSeconds <= 0 || cfg.LookupSeconds <= 0 || cfg.MaxLookups < 100:
 		return usageError(fs, "-bloom-seconds and -lookup-seconds must be > 0, -max-lookups at least 100")
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/flowmon/flowmon/eval/ruleseval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -35,7 +36,7 @@ func runEvalRules(args []string, stdout, stderr io.Writer) error {
 			return usageError(fs, "-captures: %v", err)
 		}
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}

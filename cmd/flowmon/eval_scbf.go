@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/flowmon/flowmon/eval/scbfeval"
+	"github.com/flowmon/flowmon/internal/outfile"
 )
 
 func init() {
@@ -34,7 +35,7 @@ func runEvalSCBF(args []string, stdout, stderr io.Writer) error {
 	case cfg.Trials < 1000:
 		return usageError(fs, "-trials %d: must be at least 1000", cfg.Trials)
 	}
-	w, err := createOutput(*out, stdout)
+	w, err := outfile.Create(*out, stdout)
 	if err != nil {
 		return err
 	}

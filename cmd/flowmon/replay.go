@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/agent"
+	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -38,7 +40,7 @@ type replayFlags struct {
 	alertsOut  string
 	alerting   string
 	watchlists watchlistFlags
-	history    historySpec
+	history    config.History
 	files      []string
 }
 
@@ -70,7 +72,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.alertsOut, "alerts-out", "", "write alerts as JSON lines to `FILE` (- for stdout) instead of readable lines on stderr")
 	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
-	f.history.flags(fs)
+	historyFlags(fs, &f.history)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -129,11 +131,6 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	closeLog, err := openFlowLog(f.flowsOut, stdout, stderr, &cfg)
-	if err != nil {
-		return err
-	}
-	defer closeInto(closeLog, &rerr)
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -141,56 +138,31 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		}
 		defer stop()
 	}
-	al, err := newAlerting(f.rules, f.alertsOut, f.alerting, stdout, stderr)
+	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut,
+		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
+		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen,
+		Stdout: stdout, Log: stderr})
 	if err != nil {
 		return err
 	}
-	lk, err := openLookups(f.watchlists, "", f.history, al, &cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer closeInto(lk.close, &rerr)
-	var reload func() error
-	if al != nil {
-		cfg.Rules = al.eng
-		if al.path != "" {
-			al.watch()
-		}
-		reload = func() error { return al.reload("POST /-/reload") }
-		defer func() {
-			if cerr := al.close(); cerr != nil && rerr == nil {
-				rerr = cerr
-			}
-		}()
-	}
+	defer closeInto(r.Close, &rerr)
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	opt := pipeline.ReplayOptions{Config: cfg}
-	if f.listen != "" {
-		if opt.Pipeline, err = pipeline.NewPipeline(cfg); err != nil {
-			return err
-		}
-		srv, err := serveMetrics(f.listen, opt.Pipeline, reload, nil, lk)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "serving http://%s/metrics and /api/v1/ccf\n", srv.addr)
+	if f.linger {
 		defer func() {
-			if f.linger && ctx.Err() == nil {
+			if ctx.Err() == nil {
 				fmt.Fprintln(stderr, "replay done; serving until interrupted")
 				<-ctx.Done()
 			}
-			if serr := srv.close(); serr != nil && rerr == nil {
-				rerr = serr
-			}
 		}()
 	}
+	var prog *pipeline.Progress
 	var stopProgress func()
 	if !f.noProgress && isTerminal(stderr) {
-		opt.Progress = &pipeline.Progress{}
-		stopProgress = drawProgress(stderr, opt.Progress)
+		prog = &pipeline.Progress{}
+		stopProgress = drawProgress(stderr, prog)
 	}
-	s, err := pipeline.Replay(ctx, f.files, opt)
+	s, err := r.Run(ctx, f.files, prog)
 	if stopProgress != nil {
 		stopProgress()
 	}

@@ -61,7 +61,14 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 		}
 	}
 	if s.KernelPackets != nil && s.KernelDrops != nil {
-		fmt.Fprintf(w, "kernel           %d packets to the capture sockets, %d dropped (rings full)\n", *s.KernelPackets, *s.KernelDrops)
+		fmt.Fprintf(w, "kernel           %d packets to the capture sockets, %d dropped (rings full)", *s.KernelPackets, *s.KernelDrops)
+		if n := s.KernelFreezes; n != nil && *n > 0 {
+			fmt.Fprintf(w, ", %d ring freezes", *n)
+		}
+		if n := s.KernelIfDrops; n != nil && *n > 0 {
+			fmt.Fprintf(w, ", %d dropped by the interface", *n)
+		}
+		fmt.Fprintln(w)
 	}
 	if s.RestoredFlows != nil {
 		fmt.Fprintf(w, "restored         %d open flows taken over from the snapshot\n", *s.RestoredFlows)

@@ -1,270 +1,40 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
-	"gopkg.in/yaml.v3"
-
-	"github.com/flowmon/flowmon/alerts"
-	"github.com/flowmon/flowmon/gen"
-	"github.com/flowmon/flowmon/pipeline"
-	"github.com/flowmon/flowmon/rules"
+	"github.com/flowmon/flowmon/agent"
 )
 
-// ruleTestFile is a `flowmon rules test` file, in the spirit of promtool's
-// rule tests: traces, the rules to run on them, and the alerts expected.
-type ruleTestFile struct {
-	// RuleFiles are the rules files (relative to the test file), or
-	// "default" for the embedded rules; their rules are run together.
-	RuleFiles []string   `yaml:"rule_files"`
-	Tests     []ruleTest `yaml:"tests"`
-}
-
-type ruleTest struct {
-	Name string `yaml:"name"`
-	// Pcap (relative to the test file) or Gen, a flowmon gen recipe.
-	Pcap    string     `yaml:"pcap"`
-	Gen     *genRecipe `yaml:"gen"`
-	Workers int        `yaml:"workers"`
-	// Alerts are every alert the test expects to fire: an alert fired
-	// that none matches, or a count that differs, fails the test.
-	Alerts []expectedAlert `yaml:"alerts"`
-}
-
-type genRecipe struct {
-	Flows    int           `yaml:"flows"`
-	Mix      string        `yaml:"mix"`
-	Seed     uint64        `yaml:"seed"`
-	Duration time.Duration `yaml:"duration"`
-	DupRate  float64       `yaml:"dup_rate"`
-}
-
-// expectedAlert matches the fired alerts with this alertname and these
-// labels (a subset of theirs); Count of them must fire (default 1).
-type expectedAlert struct {
-	Alertname string            `yaml:"alertname"`
-	Labels    map[string]string `yaml:"labels"`
-	Count     *int              `yaml:"count"`
-}
-
+// rulesTest runs each rules test file (agent.RunRuleTests), printing
+// each test's result; a file that cannot run is said on stderr.
 func rulesTest(files []string, stdout, stderr io.Writer) error {
 	failed := 0
 	for _, f := range files {
-		n, err := runRuleTestFile(f, stdout)
+		res, err := agent.RunRuleTests(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", f, err)
 			failed++
 			continue
 		}
-		failed += n
+		for _, r := range res {
+			switch {
+			case r.Err != nil:
+				fmt.Fprintf(stdout, "FAIL %s: %s: %v\n", f, r.Name, r.Err)
+				failed++
+			case len(r.Diffs) > 0:
+				fmt.Fprintf(stdout, "FAIL %s: %s:\n  %s\n", f, r.Name, strings.Join(r.Diffs, "\n  "))
+				failed++
+			default:
+				fmt.Fprintf(stdout, "ok   %s: %s\n", f, r.Name)
+			}
+		}
 	}
 	if failed > 0 {
 		return exitWith(1, errors.New(plural(failed, "test")+" failed"))
 	}
 	return nil
-}
-
-// runRuleTestFile runs one file's tests, printing each result; it returns
-// how many failed.
-func runRuleTestFile(path string, out io.Writer) (int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	var tf ruleTestFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&tf); err != nil {
-		return 0, fmt.Errorf("read test file: %w", err)
-	}
-	dir := filepath.Dir(path)
-	set, err := loadRuleFiles(dir, tf.RuleFiles)
-	if err != nil {
-		return 0, err
-	}
-	failed := 0
-	for i, t := range tf.Tests {
-		name := cmpOr(t.Name, fmt.Sprintf("test %d", i+1))
-		diffs, err := t.run(dir, set)
-		switch {
-		case err != nil:
-			fmt.Fprintf(out, "FAIL %s: %s: %v\n", path, name, err)
-			failed++
-		case len(diffs) > 0:
-			fmt.Fprintf(out, "FAIL %s: %s:\n  %s\n", path, name, strings.Join(diffs, "\n  "))
-			failed++
-		default:
-			fmt.Fprintf(out, "ok   %s: %s\n", path, name)
-		}
-	}
-	return failed, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// loadRuleFiles compiles the named files' rules as one file's groups.
-func loadRuleFiles(dir string, names []string) (func() (*rules.Set, error), error) {
-	if len(names) == 0 {
-		return nil, errors.New("rule_files: name at least one (or default)")
-	}
-	merged := &rules.File{Name: strings.Join(names, ",")}
-	for _, n := range names {
-		var f *rules.File
-		var err error
-		if n == "default" {
-			f, err = rules.Parse(rules.DefaultName, rules.DefaultRules())
-		} else {
-			f, err = rules.ParseFile(filepath.Join(dir, n))
-		}
-		if err != nil {
-			return nil, err
-		}
-		merged.Groups = append(merged.Groups, f.Groups...)
-	}
-	// Each test gets its own compiled set: counters start empty.
-	return func() (*rules.Set, error) { return rules.Compile(merged) }, nil
-}
-
-// run replays the test's trace through the rules and compares what fired
-// with what was expected.
-func (t *ruleTest) run(dir string, newSet func() (*rules.Set, error)) ([]string, error) {
-	trace, cleanup, err := t.trace(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	set, err := newSet()
-	if err != nil {
-		return nil, err
-	}
-	rec := alerts.NewMemory("test")
-	cfg := pipeline.DefaultConfig()
-	if t.Workers > 0 {
-		cfg.Workers = t.Workers
-	}
-	cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
-	if _, err := pipeline.Replay(context.Background(), []string{trace}, pipeline.ReplayOptions{Config: cfg}); err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	return compareAlerts(t.Alerts, rec.Firing()), nil
-}
-
-// trace returns the test's pcap, generating it into a temporary file for
-// a gen recipe.
-func (t *ruleTest) trace(dir string) (string, func(), error) {
-	switch {
-	case t.Pcap != "" && t.Gen != nil:
-		return "", nil, errors.New("give pcap or gen, not both")
-	case filepath.IsAbs(t.Pcap):
-		return t.Pcap, func() {}, nil
-	case t.Pcap != "":
-		return filepath.Join(dir, t.Pcap), func() {}, nil
-	case t.Gen == nil:
-		return "", nil, errors.New("give a pcap or a gen recipe")
-	}
-	opt := gen.DefaultOptions()
-	if t.Gen.Flows > 0 {
-		opt.Flows = t.Gen.Flows
-	}
-	if t.Gen.Mix != "" {
-		m, err := gen.ParseMix(t.Gen.Mix)
-		if err != nil {
-			return "", nil, err
-		}
-		opt.Mix = m
-	}
-	if t.Gen.Seed != 0 {
-		opt.Seed = t.Gen.Seed
-	}
-	if t.Gen.Duration > 0 {
-		opt.Duration = t.Gen.Duration
-	}
-	opt.DupRate = t.Gen.DupRate
-	tmp, err := os.MkdirTemp("", "flowmon-rules-test-")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	name := filepath.Join(tmp, "trace.pcap")
-	f, err := os.Create(name)
-	if err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	_, gerr := gen.Generate(f, io.Discard, opt)
-	if err := errors.Join(gerr, f.Close()); err != nil {
-		cleanup()
-		return "", nil, fmt.Errorf("generate trace: %w", err)
-	}
-	return name, cleanup, nil
-}
-
-// compareAlerts lists the differences between the expected alerts and the
-// fired ones.
-func compareAlerts(want []expectedAlert, fired []alerts.Alert) []string {
-	var diffs []string
-	used := make([]bool, len(fired))
-	for _, w := range want {
-		n := 0
-		for i, a := range fired {
-			if w.matches(&a) {
-				used[i] = true
-				n++
-			}
-		}
-		if c := w.count(); n != c {
-			diffs = append(diffs, fmt.Sprintf("%s: %d fired, want %d", w, n, c))
-		}
-	}
-	for i, a := range fired {
-		if !used[i] {
-			diffs = append(diffs, fmt.Sprintf("unexpected alert %s %v", a.Name(), a.Labels.Map()))
-		}
-	}
-	return diffs
-}
-
-func (w expectedAlert) count() int {
-	if w.Count == nil {
-		return 1
-	}
-	return *w.Count
-}
-
-func (w expectedAlert) matches(a *alerts.Alert) bool {
-	if a.Name() != w.Alertname {
-		return false
-	}
-	for k, v := range w.Labels {
-		if a.Labels.Get(k) != v {
-			return false
-		}
-	}
-	return true
-}
-
-func (w expectedAlert) String() string {
-	if len(w.Labels) == 0 {
-		return w.Alertname
-	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(w.Labels)) {
-		fmt.Fprintf(&b, " %s=%s", k, w.Labels[k])
-	}
-	return w.Alertname + b.String()
 }

@@ -8,13 +8,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/agent/config"
-	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/pipeline"
 )
 
 func init() {
@@ -120,95 +118,28 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	ecfg, err := cfg.Pipeline.Config()
+	a, err := agent.Open(cfg, agent.Options{
+		ConfigFile: f.configFile,
+		Reload:     func() (config.Config, error) { return loadRunConfig(f) },
+		Stdout:     stdout,
+		Log:        stderr,
+	})
 	if err != nil {
 		return err
 	}
-	closeLog, err := openFlowLog(cfg.FlowLog, stdout, stderr, &ecfg)
-	if err != nil {
-		return err
-	}
-	defer closeInto(closeLog, &rerr)
-	srcs, err := openSources(&cfg)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for _, s := range srcs {
-			s.Close()
-		}
-	}()
-	al, err := newAlerting(cfg.Rules, "", cfg.Alerting, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	if al != nil {
-		ecfg.Rules = al.eng
-		al.watch() // SIGHUP and changes of the file reload the rules
-		defer func() {
-			if cerr := al.close(); cerr != nil && rerr == nil {
-				rerr = cerr
-			}
-		}()
-	}
-	hs := historySpec{dir: cfg.History.Dir, horizon: cfg.History.Horizon, ram: uint64(cfg.History.RAM)}
-	lk, err := openLookups(asWatchlistFlags(cfg.Watchlists.Lists), cfg.Watchlists.Dir, hs, al, &ecfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer closeInto(lk.close, &rerr)
-	pl, err := pipeline.NewLivePipeline(ecfg, srcs)
-	if err != nil {
-		return err
-	}
-	if p := cfg.Snapshot.Path; p != "" {
-		restoreSnapshot(pl, p, cfg.Snapshot.MaxAge, stderr)
-	}
-	var reload func() error
-	if al != nil {
-		reload = func() error { return al.reload("POST /-/reload") }
-	}
-	var ready atomic.Bool
-	srv, err := serveMetrics(cfg.Listen, pl, reload, ready.Load, lk)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if serr := srv.close(); serr != nil && rerr == nil {
-			rerr = serr
-		}
-	}()
-	if cfg.User != "" {
-		if err := dropPrivileges(cfg.User); err != nil {
-			return err
-		}
-	}
+	defer closeInto(a.Close, &rerr)
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	switch {
-	case f.configFile != "": // the config's reload rereads the watchlists too
-		reloadOnHUP(ctx, "config", configReloader(f, cfg, al, lk.wl, stderr), stderr)
-	case len(cfg.Watchlists.Lists) > 0:
-		reloadOnHUP(ctx, "watchlists", lk.wl.Reload, stderr)
-	}
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
-	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &pipeline.Progress{}}
 	if !f.noStatus && isTerminal(stderr) {
-		stop := drawStatus(stderr, pl, opt.Progress)
+		stop := drawStatus(stderr, a.Status)
 		defer stop()
 	}
-	// The sockets have been capturing into their rings since they were
-	// opened; the shards start reading them now.
-	ready.Store(true)
-	fmt.Fprintf(stderr, "flowmon run: capturing on %s (%s, %d workers); serving http://%s/metrics\n",
-		cfg.Interface, cfg.Source, len(srcs), srv.addr)
-	s, err := pipeline.RunLive(ctx, pl, opt)
-	ready.Store(false)
+	s, err := a.Run(ctx)
 	if s == nil {
 		return err
 	}
-	s.Interface = cfg.Interface
 	if f.json {
 		if encErr := json.NewEncoder(stdout).Encode(s); encErr != nil {
 			return encErr
@@ -225,81 +156,19 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	return err
 }
 
-// reloadOnHUP runs reload at each SIGHUP until ctx is done, on its own
-// goroutine, saying what went wrong. It asks for SIGHUP before it
-// returns, so that a SIGHUP sent once the agent says it is capturing is
-// not missed (asked for on the goroutine, it could come first).
-func reloadOnHUP(ctx context.Context, what string, reload func() error, stderr io.Writer) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if err := reload(); err != nil {
-					fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s: %v\n", what, err)
-				} else {
-					fmt.Fprintf(stderr, "flowmon run: SIGHUP: %s reloaded\n", what)
-				}
-			}
-		}
-	}()
-}
-
-// restoreSnapshot takes over the state in path, or says why not and
-// leaves the pipeline empty.
-func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, stderr io.Writer) {
-	r, err := pl.RestoreSnapshot(path, maxAge, time.Now())
-	switch {
-	case errors.Is(err, pipeline.ErrNoSnapshot):
-		fmt.Fprintf(stderr, "flowmon run: no snapshot at %s yet: starting empty\n", path)
-	case err != nil:
-		fmt.Fprintf(stderr, "flowmon run: not restoring the snapshot, starting empty: %v\n", err)
-	default:
-		fmt.Fprintf(stderr, "flowmon run: restored %s, saved %s ago: %d open flows taken over\n",
-			path, time.Since(r.Saved).Round(time.Second), r.OpenFlows)
+// closeInto runs close and keeps its error in *rerr unless one is there.
+func closeInto(close func() error, rerr *error) {
+	if err := close(); err != nil && *rerr == nil {
+		*rerr = err
 	}
 }
 
 // stopWatchdog ends the process if, once ctx is done (a signal), the
-// pipeline has not drained, saved and exited within timeout: a stop is
+// agent has not drained, saved and exited within timeout: a stop is
 // bounded even if a sink or the disk hangs.
 func stopWatchdog(ctx context.Context, timeout time.Duration, stderr io.Writer) {
 	<-ctx.Done()
 	time.Sleep(timeout)
 	fmt.Fprintf(stderr, "flowmon run: stop took longer than %v; exiting without finishing\n", timeout)
 	os.Exit(1)
-}
-
-// openSources opens cfg's capture source: one per worker.
-func openSources(cfg *config.Config) ([]capture.Source, error) {
-	workers := max(cfg.Pipeline.Workers, 1)
-	switch cfg.Source {
-	case "", "afpacket":
-		a := cfg.AFPacket
-		ac := capture.AFPacketConfig{Iface: cfg.Interface, BlockSize: a.BlockSize, BlockCount: a.BlockCount,
-			FrameSize: a.FrameSize, BlockTimeout: a.BlockTimeout, Fanout: a.Fanout, Promisc: a.Promisc}
-		if a.Filter != "" {
-			prog, err := compileFilter(a.Filter)
-			if err != nil {
-				return nil, fmt.Errorf("afpacket filter: %w", err)
-			}
-			ac.Filter = prog
-		}
-		socks, err := capture.OpenAFPacket(ac, workers)
-		if err != nil {
-			return nil, err
-		}
-		srcs := make([]capture.Source, len(socks))
-		for i, s := range socks {
-			srcs[i] = s
-		}
-		return srcs, nil
-	case "pcap":
-		return openPcap(cfg)
-	}
-	return nil, fmt.Errorf("unknown source %q (afpacket or pcap)", cfg.Source)
 }

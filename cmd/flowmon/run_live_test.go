@@ -65,8 +65,8 @@ func liveNet(t *testing.T) *netnstest.Net {
 	return n
 }
 
-// agent is a flowmon run in a namespace.
-type agent struct {
+// liveAgent is a flowmon run in a namespace.
+type liveAgent struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
 	stderr *lockedBuffer
@@ -75,9 +75,9 @@ type agent struct {
 
 // startAgent starts flowmon run on the namespace's end B and returns
 // once it says it captures.
-func startAgent(t *testing.T, bin string, n *netnstest.Net, args ...string) *agent {
+func startAgent(t *testing.T, bin string, n *netnstest.Net, args ...string) *liveAgent {
 	t.Helper()
-	a := &agent{stderr: &lockedBuffer{}, addr: "127.0.0.1:9100"}
+	a := &liveAgent{stderr: &lockedBuffer{}, addr: "127.0.0.1:9100"}
 	base := []string{"run", "--iface", n.B, "--json", "--listen", a.addr}
 	if !slices.Contains(args, "--config") {
 		base = append(base, "--rules", "none") // a config file says its own
@@ -125,7 +125,7 @@ func startAgent(t *testing.T, bin string, n *netnstest.Net, args ...string) *age
 }
 
 // stop sends SIGTERM and returns the summary flowmon printed.
-func (a *agent) stop(t *testing.T) liveSummary {
+func (a *liveAgent) stop(t *testing.T) liveSummary {
 	t.Helper()
 	// The agent runs under ip netns exec, which execs it: the process is
 	// flowmon itself.
@@ -151,7 +151,7 @@ func (a *agent) stop(t *testing.T) liveSummary {
 }
 
 // get asks the agent's HTTP server for path from inside the namespace.
-func (a *agent) get(t *testing.T, n *netnstest.Net, path string) (int, string) {
+func (a *liveAgent) get(t *testing.T, n *netnstest.Net, path string) (int, string) {
 	t.Helper()
 	var conn net.Conn
 	if err := n.Do(func() (err error) {

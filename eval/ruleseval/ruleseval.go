@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/pipeline"
@@ -131,7 +132,7 @@ func replay(pcap string) ([]alerts.Alert, error) {
 	}
 	rec := alerts.NewMemory("eval")
 	cfg := pipeline.DefaultConfig()
-	cfg.Rules = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec))
+	cfg.Consumers = []pipeline.NewConsumer{agent.RulesConsumer(rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec)))}
 	// A damaged capture's packets before the damage are replayed: their
 	// alerts count, with the error.
 	_, err = pipeline.Replay(context.Background(), []string{pcap}, pipeline.ReplayOptions{Config: cfg})

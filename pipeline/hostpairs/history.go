@@ -1,8 +1,8 @@
-// Package history is flowmon's long-term flow history: every (source,
+// Package hostpairs is flowmon's long-term flow history: every (source,
 // destination) host pair the pipeline sees, kept in Cascade Filters
 // (filters/cascade) under a directory, so that flowmon remembers pairs
 // over days within a fixed RAM budget and across restarts. It answers
-// the pipeline's history stage (engine.History), and through it the
+// the pipeline's host-pair stage (pipeline.HostPairs), and through it the
 // rules' novelty kind: was this pair seen within the horizon? Pairs are
 // directed, originator to responder, as a flow record names them.
 //

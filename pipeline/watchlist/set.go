@@ -114,7 +114,7 @@ type Spec struct {
 // difference applied); a list of a new name is opened with open; a list
 // no spec names leaves the set and is closed (a lookup holding it answers
 // not listed). accept, if not nil, is asked with the set as it would be
-// before anything changes (rules.Engine.SetLookups refuses one without a
+// before anything changes (rules.Engine.CheckWatchlists refuses one without a
 // list a rule names). The change is all or nothing: if a name is given
 // twice, a new list does not open, a new file cannot be read or accept
 // refuses, the set stays as it was, its lists reread. The errors say

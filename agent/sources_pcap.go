@@ -1,6 +1,6 @@
 //go:build pcap
 
-package main
+package agent
 
 import (
 	"github.com/flowmon/flowmon/agent/config"

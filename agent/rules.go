@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -11,7 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/internal/outfile"
+	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -21,7 +25,7 @@ type alerting struct {
 	eng      *rules.Engine
 	mu       sync.Mutex // guards path: a config reload may change it
 	path     string     // the rules file; "" for the embedded defaults
-	stderr   io.Writer
+	log      io.Writer
 	closeOut func() error
 	stop     chan struct{}
 	done     chan struct{}
@@ -33,35 +37,35 @@ type alerting struct {
 // the writer catches up, and only a larger one is dropped, counted.
 const replayAlertQueue = 1 << 16
 
-// newAlerting loads the rules (rulesFlag: a file, "" for the embedded
+// newAlerting loads the rules (rulesFile: a file, "" for the embedded
 // defaults, "none" for none: nil, nil) and opens the sinks: alerts go to
-// alertsOut as JSON lines when set (- for stdout), else to stderr as
+// alertsOut as JSON lines when set (- for stdout), else to log as
 // readable lines, and to every sink of the alerting file.
-func newAlerting(rulesFlag, alertsOut, alertingFile string, stdout, stderr io.Writer) (*alerting, error) {
-	if rulesFlag == "none" {
+func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Writer) (*alerting, error) {
+	if rulesFile == "none" {
 		return nil, nil
 	}
 	var set *rules.Set
 	var err error
-	if rulesFlag == "" {
+	if rulesFile == "" {
 		set, err = rules.Default()
 	} else {
-		set, err = rules.Load(rulesFlag)
+		set, err = rules.Load(rulesFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load rules: %w", err)
 	}
-	a := &alerting{path: rulesFlag, stderr: stderr, closeOut: func() error { return nil }}
+	a := &alerting{path: rulesFile, log: log, closeOut: func() error { return nil }}
 	var sinks []alerts.Sink
 	if alertsOut != "" {
-		out, err := createOutput(alertsOut, stdout)
+		out, err := outfile.Create(alertsOut, stdout)
 		if err != nil {
 			return nil, err
 		}
 		a.closeOut = out.Close
 		sinks = append(sinks, alerts.NewWriterSinkQueue("alerts-out", out, alerts.FormatJSON, replayAlertQueue))
 	} else {
-		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", stderr, alerts.FormatText, replayAlertQueue))
+		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", log, alerts.FormatText, replayAlertQueue))
 	}
 	if alertingFile != "" {
 		data, err := os.ReadFile(alertingFile)
@@ -80,6 +84,47 @@ func newAlerting(rulesFlag, alertsOut, alertingFile string, stdout, stderr io.Wr
 	}
 	a.eng = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, sinks...))
 	return a, nil
+}
+
+// RulesConsumer attaches eng to a pipeline as a consumer
+// (pipeline.Config.Consumers): a rules.Shard on each shard, asking the
+// shard's lookups.
+func RulesConsumer(eng *rules.Engine) pipeline.NewConsumer {
+	return func(_, _ int, lk pipeline.Lookups) (pipeline.Consumer, error) {
+		return eng.NewShard(rules.Lookups{Watchlists: lk.Watchlists, Novel: lk.Novel})
+	}
+}
+
+// attach makes the rules a consumer of the pipeline cfg builds.
+func (a *alerting) attach(cfg *pipeline.Config) {
+	cfg.Consumers = append(cfg.Consumers[:len(cfg.Consumers):len(cfg.Consumers)], RulesConsumer(a.eng))
+}
+
+// register registers the rules' and the alerts' metrics on reg.
+func (a *alerting) register(reg prometheus.Registerer) error {
+	if err := a.eng.Register(reg); err != nil {
+		return err
+	}
+	return a.eng.Manager().Register(reg)
+}
+
+// count fills the summary's alert keys: the alerts each rule raised, and
+// the repeats folded into them.
+func (a *alerting) count(s *pipeline.Summary) {
+	s.Alerts = map[string]uint64{}
+	for name, rc := range a.eng.Manager().Stats().ByRule {
+		s.Alerts[name] = rc.Fired
+		s.AlertsSuppressed += rc.Suppressed
+	}
+}
+
+// fired is the alerts raised so far.
+func (a *alerting) fired() uint64 {
+	var n uint64
+	for _, rc := range a.eng.Manager().Stats().ByRule {
+		n += rc.Fired
+	}
+	return n
 }
 
 // reload re-reads the rules file; a bad file leaves the rules running and
@@ -107,10 +152,10 @@ func (a *alerting) load(path, why string) error {
 		return errors.New("the embedded default rules have no file to reload (give --rules FILE)")
 	}
 	if err := a.eng.Reload(path); err != nil {
-		fmt.Fprintf(a.stderr, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
+		fmt.Fprintf(a.log, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
 		return err
 	}
-	fmt.Fprintf(a.stderr, "flowmon: %s: reloaded %s (%d rules)\n", why, path, a.eng.Set().Len())
+	fmt.Fprintf(a.log, "flowmon: %s: reloaded %s (%d rules)\n", why, path, a.eng.Set().Len())
 	return nil
 }
 

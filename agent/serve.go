@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
@@ -21,10 +23,21 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs); without, they answer 200. The
-// watchlists' API (watchlist.Path) and the lookups' metrics come from lk.
-func serveMetrics(addr string, pl *pipeline.Pipeline, reload func() error, ready func() bool, lk *lookups) (*metricsServer, error) {
-	ph, err := pipeline.Handler(pl, lookupsCollector{lk.wl, lk.hist})
+// live agent: once capture runs); without, they answer 200. /metrics
+// has the pipeline's metrics and those the rules and alerts (al, nil
+// without rules), the watchlists and the flow history (lk) register; the
+// watchlists' API (watchlist.Path) serves lk's lists.
+func serveMetrics(addr string, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool) (*metricsServer, error) {
+	reg := prometheus.NewRegistry()
+	if al != nil {
+		if err := al.register(reg); err != nil {
+			return nil, err
+		}
+	}
+	if err := lk.register(reg); err != nil {
+		return nil, err
+	}
+	ph, err := pipeline.Handler(pl, reg)
 	if err != nil {
 		return nil, err
 	}

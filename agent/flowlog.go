@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/flowmon/flowmon/internal/outfile"
+	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/connlog"
+)
+
+// openFlowLog opens the flow log name (- for stdout; "" for none), a
+// conn.log JSON lines sink in cfg whose failures are logged to log, and
+// returns what closes it.
+func openFlowLog(name string, stdout, log io.Writer, cfg *pipeline.Config) (func() error, error) {
+	if name == "" {
+		return func() error { return nil }, nil
+	}
+	out, err := outfile.Create(name, stdout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sinks = append(cfg.Sinks, record.Named{Name: "connlog", Sink: connlog.NewWriter(out)})
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
+	}
+	return out.Close, nil
+}
+
+// closer runs what closes an agent's parts, last opened first, and
+// returns the first error.
+type closer []func() error
+
+func (c *closer) add(f func() error) { *c = append(*c, f) }
+
+func (c closer) close() error {
+	var err error
+	for i := len(c) - 1; i >= 0; i-- {
+		if cerr := c[i](); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/pipeline"
+)
+
+// ReplayOptions are what a replay (flowmon replay) runs with beside its
+// files.
+type ReplayOptions struct {
+	// Pipeline is the stages' configuration (pipeline.Settings.Config).
+	Pipeline pipeline.Config
+	// FlowsOut is the flow log: a file, - for Stdout, "" for none.
+	FlowsOut string
+	// Rules is the rules file: "" for the embedded rules, "none" for
+	// none. A file is reloaded on SIGHUP, when it changes and on
+	// POST /-/reload.
+	Rules string
+	// AlertsOut receives the alerts as JSON lines (- for Stdout); ""
+	// writes them to Log as readable lines.
+	AlertsOut string
+	// Alerting is an alert sinks file (alerts.ParseConfig), "" for none.
+	Alerting string
+	// Watchlists are the lists watchlist rules ask about, in memory.
+	Watchlists []config.Watchlist
+	// History is the host-pair history novelty rules ask (Dir "" for
+	// none).
+	History config.History
+	// Listen, when set, serves the metrics and /api/v1/ccf on this
+	// address until Close.
+	Listen string
+	Stdout io.Writer // where outputs named "-" go
+	Log    io.Writer // where the replay says what it does (stderr)
+}
+
+// Replayer replays capture files through a pipeline and the rules
+// (OpenReplay).
+type Replayer struct {
+	opt     ReplayOptions
+	cfg     pipeline.Config
+	al      *alerting // nil without rules
+	pl      *pipeline.Pipeline
+	closers closer
+}
+
+// OpenReplay opens what opt names: the flow log, the rules and their
+// sinks, the watchlists, the flow history, and with Listen the pipeline
+// and its metrics server.
+func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
+	r := &Replayer{opt: opt, cfg: opt.Pipeline}
+	defer func() {
+		if rerr != nil {
+			r.closers.close()
+		}
+	}()
+	closeLog, err := openFlowLog(opt.FlowsOut, opt.Stdout, opt.Log, &r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.closers.add(closeLog)
+	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Log)
+	if err != nil {
+		return nil, err
+	}
+	r.al = al
+	lk, err := openLookups(opt.Watchlists, "", opt.History, al, &r.cfg, opt.Log)
+	if err != nil {
+		return nil, err
+	}
+	r.closers.add(lk.close)
+	var reload func() error
+	if al != nil {
+		al.attach(&r.cfg)
+		if al.path != "" {
+			al.watch()
+		}
+		reload = func() error { return al.reload("POST /-/reload") }
+		r.closers.add(al.close)
+	}
+	if opt.Listen != "" {
+		if r.pl, err = pipeline.NewPipeline(r.cfg); err != nil {
+			return nil, err
+		}
+		srv, err := serveMetrics(opt.Listen, r.pl, al, lk, reload, nil)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(opt.Log, "serving http://%s/metrics and /api/v1/ccf\n", srv.addr)
+		r.closers.add(srv.close)
+	}
+	return r, nil
+}
+
+// Run replays files in order (- for standard input) until they end or
+// ctx is done (an error wrapping pipeline.ErrStopped), and returns the
+// summary; prog, when not nil, counts the progress.
+func (r *Replayer) Run(ctx context.Context, files []string, prog *pipeline.Progress) (*pipeline.Summary, error) {
+	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog})
+	if s != nil && r.al != nil {
+		r.al.count(s)
+	}
+	return s, err
+}
+
+// Close stops serving the metrics, flushes the alert sinks and closes
+// the lookups and the flow log.
+func (r *Replayer) Close() error { return r.closers.close() }

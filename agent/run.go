@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline"
+)
+
+// Options are what the live agent is told beside its configuration.
+type Options struct {
+	// ConfigFile is the file the configuration was read from ("" for
+	// none); with one, SIGHUP reads it again through Reload.
+	ConfigFile string
+	// Reload reads the configuration again as it was made (the file with
+	// the flags over it).
+	Reload func() (config.Config, error)
+	// Stdout is where outputs named "-" go (the flow log, alerts).
+	Stdout io.Writer
+	// Log is where the agent says what it does (stderr).
+	Log io.Writer
+}
+
+// Agent is the live agent (flowmon run): its sources open, the pipeline
+// built and its metrics served. Run captures; Close closes everything.
+type Agent struct {
+	cfg      config.Config
+	opt      Options
+	srcs     []capture.Source
+	al       *alerting // nil without rules
+	lk       *lookups
+	pl       *pipeline.Pipeline
+	srv      *metricsServer
+	ready    atomic.Bool
+	progress pipeline.Progress
+	closers  closer
+}
+
+// Open opens what cfg names: the flow log, the capture sources (one per
+// worker), the rules and their sinks, the watchlists and the flow
+// history; builds the live pipeline, restores its snapshot and serves
+// its metrics; then drops privileges to cfg.User. The sockets capture
+// into their rings from here on; Run reads them.
+func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
+	a := &Agent{cfg: cfg, opt: opt}
+	defer func() {
+		if rerr != nil {
+			a.closers.close()
+		}
+	}()
+	ecfg, err := cfg.Pipeline.Config()
+	if err != nil {
+		return nil, err
+	}
+	closeLog, err := openFlowLog(cfg.FlowLog, opt.Stdout, opt.Log, &ecfg)
+	if err != nil {
+		return nil, err
+	}
+	a.closers.add(closeLog)
+	if a.srcs, err = openSources(&cfg); err != nil {
+		return nil, err
+	}
+	a.closers.add(func() error {
+		for _, s := range a.srcs {
+			s.Close()
+		}
+		return nil
+	})
+	if a.al, err = newAlerting(cfg.Rules, "", cfg.Alerting, opt.Stdout, opt.Log); err != nil {
+		return nil, err
+	}
+	if a.al != nil {
+		a.al.attach(&ecfg)
+		a.al.watch() // SIGHUP and changes of the file reload the rules
+		a.closers.add(a.al.close)
+	}
+	if a.lk, err = openLookups(cfg.Watchlists.Lists, cfg.Watchlists.Dir, cfg.History, a.al, &ecfg, opt.Log); err != nil {
+		return nil, err
+	}
+	a.closers.add(a.lk.close)
+	if a.pl, err = pipeline.NewLivePipeline(ecfg, a.srcs); err != nil {
+		return nil, err
+	}
+	if p := cfg.Snapshot.Path; p != "" {
+		restoreSnapshot(a.pl, p, cfg.Snapshot.MaxAge, opt.Log)
+	}
+	var reload func() error
+	if a.al != nil {
+		reload = func() error { return a.al.reload("POST /-/reload") }
+	}
+	if a.srv, err = serveMetrics(cfg.Listen, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
+		return nil, err
+	}
+	a.closers.add(a.srv.close)
+	if cfg.User != "" {
+		if err := dropPrivileges(cfg.User); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Run captures until ctx is done (the sources drained, the state saved
+// to the snapshot), and returns the summary; while it runs, SIGHUP
+// reloads the config file (Options.ConfigFile) or else the watchlists.
+// A summary comes with an error when the run ended on one after
+// capturing.
+func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
+	cfg := a.cfg
+	switch {
+	case a.opt.ConfigFile != "": // the config's reload rereads the watchlists too
+		reloadOnHUP(ctx, "config", configReloader(a.opt.ConfigFile, a.opt.Reload, cfg, a.al, a.lk.wl, a.opt.Log), a.opt.Log)
+	case len(cfg.Watchlists.Lists) > 0:
+		reloadOnHUP(ctx, "watchlists", a.lk.wl.Reload, a.opt.Log)
+	}
+	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &a.progress}
+	// The sockets have been capturing into their rings since they were
+	// opened; the shards start reading them now.
+	a.ready.Store(true)
+	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving http://%s/metrics\n",
+		cfg.Interface, cfg.Source, len(a.srcs), a.srv.addr)
+	s, err := pipeline.RunLive(ctx, a.pl, opt)
+	a.ready.Store(false)
+	if s != nil {
+		s.Interface = cfg.Interface
+		if a.al != nil {
+			a.al.count(s)
+		}
+	}
+	return s, err
+}
+
+// Status is a running agent's figures, for a status line.
+type Status struct {
+	Packets   uint64 // read, summed over the sources
+	OpenFlows uint64 // flows in the shards' tables, as last published
+	Alerts    uint64 // alerts fired
+	Kernel    capture.KernelStats
+}
+
+// Status reads the running agent's figures; any goroutine may call it.
+func (a *Agent) Status() Status {
+	st := a.pl.Status()
+	s := Status{Packets: a.progress.Packets.Load(), OpenFlows: st.OpenFlows, Kernel: st.Kernel}
+	if a.al != nil {
+		s.Alerts = a.al.fired()
+	}
+	return s
+}
+
+// Close stops serving the metrics, flushes the alert sinks, and closes
+// the lookups, the sources and the flow log.
+func (a *Agent) Close() error { return a.closers.close() }
+
+// restoreSnapshot takes over the state in path, or says why not and
+// leaves the pipeline empty.
+func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, log io.Writer) {
+	r, err := pl.RestoreSnapshot(path, maxAge, time.Now())
+	switch {
+	case errors.Is(err, pipeline.ErrNoSnapshot):
+		fmt.Fprintf(log, "flowmon run: no snapshot at %s yet: starting empty\n", path)
+	case err != nil:
+		fmt.Fprintf(log, "flowmon run: not restoring the snapshot, starting empty: %v\n", err)
+	default:
+		fmt.Fprintf(log, "flowmon run: restored %s, saved %s ago: %d open flows taken over\n",
+			path, time.Since(r.Saved).Round(time.Second), r.OpenFlows)
+	}
+}
