@@ -63,41 +63,60 @@ func AppendJSON(b []byte, f *record.Flow) []byte {
 	b = append(b, `","id.orig_h":"`...)
 	b = f.Orig.AppendTo(b)
 	b = append(b, `","id.orig_p":`...)
-	b = strconv.AppendUint(b, uint64(f.OrigPort), 10)
+	b = appendUint(b, uint64(f.OrigPort))
 	b = append(b, `,"id.resp_h":"`...)
 	b = f.Resp.AppendTo(b)
 	b = append(b, `","id.resp_p":`...)
-	b = strconv.AppendUint(b, uint64(f.RespPort), 10)
+	b = appendUint(b, uint64(f.RespPort))
 	b = append(b, `,"proto":"`...)
 	b = append(b, Proto(f.Proto)...)
 	b = append(b, `","duration":`...)
 	b = appendFloat(b, f.Duration())
 	b = append(b, `,"orig_bytes":`...)
-	b = strconv.AppendUint(b, f.OrigBytes, 10)
+	b = appendUint(b, f.OrigBytes)
 	b = append(b, `,"resp_bytes":`...)
-	b = strconv.AppendUint(b, f.RespBytes, 10)
+	b = appendUint(b, f.RespBytes)
 	b = append(b, `,"conn_state":"`...)
 	b = append(b, f.State.String()...)
 	b = append(b, `","missed_bytes":`...)
-	b = strconv.AppendUint(b, f.MissedBytes, 10)
+	b = appendUint(b, f.MissedBytes)
 	b = append(b, `,"history":"`...)
 	b = f.History.AppendTo(b)
 	b = append(b, `","orig_pkts":`...)
-	b = strconv.AppendUint(b, f.OrigPkts, 10)
+	b = appendUint(b, f.OrigPkts)
 	b = append(b, `,"orig_ip_bytes":`...)
-	b = strconv.AppendUint(b, f.OrigIPBytes, 10)
+	b = appendUint(b, f.OrigIPBytes)
 	b = append(b, `,"resp_pkts":`...)
-	b = strconv.AppendUint(b, f.RespPkts, 10)
+	b = appendUint(b, f.RespPkts)
 	b = append(b, `,"resp_ip_bytes":`...)
-	b = strconv.AppendUint(b, f.RespIPBytes, 10)
+	b = appendUint(b, f.RespIPBytes)
 	return append(b, "}\n"...)
 }
+
+// appendUint appends v in decimal. Most of a record's counts are small
+// (zero bytes, a few packets), so those take no call.
+func appendUint(b []byte, v uint64) []byte {
+	switch {
+	case v < 10:
+		return append(b, byte('0'+v))
+	case v < 100:
+		return append(b, digits2[2*v], digits2[2*v+1])
+	}
+	return strconv.AppendUint(b, v, 10)
+}
+
+const digits2 = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" + "30313233343536373839" +
+	"40414243444546474849" + "50515253545556575859" + "60616263646566676869" + "70717273747576777879" +
+	"80818283848586878889" + "90919293949596979899"
 
 // appendFloat formats v as encoding/json does a float64: the shortest
 // decimal that reads back as v, in exponent form below 1e-6 and from 1e21
 // on, with a one-digit negative exponent written without its zero.
 // Record times and durations are finite.
 func appendFloat(b []byte, v float64) []byte {
+	if b, ok := appendFixed(b, v); ok {
+		return b
+	}
 	format := byte('f')
 	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
 		format = 'e'
@@ -111,6 +130,78 @@ func appendFloat(b []byte, v float64) []byte {
 		}
 	}
 	return b
+}
+
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// appendFixed is appendFloat's fast path for the values a record holds, a
+// time in seconds since the epoch or a duration, which pcap gives to the
+// microsecond: it finds the fewest digits k after the point for which an
+// integer m gives m/10^k == v, and writes m with the point k digits from
+// its end. m/10^k is computed exactly as a reader would parse it: m and
+// 10^k are exact doubles, and IEEE division rounds the quotient
+// correctly, as strconv.ParseFloat rounds a decimal. Below 2^52 at most
+// one integer m can do for a k (v's rounding interval, scaled by 10^k, is
+// narrower than 1), and if one does for k, m·10 does for k+1: so the
+// first k tried is 6, fewer when that m ends in zeros, more when it does
+// not do. ok is false for a value it cannot write so (strconv then
+// does).
+func appendFixed(b []byte, v float64) (_ []byte, ok bool) {
+	if !(v >= 1e-6 && v < 1e15) {
+		if v == 0 {
+			return append(b, '0'), true
+		}
+		return b, false
+	}
+	const limit = 1 << 52
+	for k := 6; k < len(pow10); k++ {
+		x := v * pow10[k]
+		if x >= limit {
+			return b, false
+		}
+		// m is within one of the closest integer to the exact product.
+		m := uint64(x + 0.5)
+		if float64(m)/pow10[k] != v {
+			switch d := x - float64(m); {
+			case d > 0.49 && float64(m+1)/pow10[k] == v:
+				m++
+			case d < -0.49 && m > 0 && float64(m-1)/pow10[k] == v:
+				m--
+			default:
+				continue
+			}
+		}
+		for k > 0 && m%10 == 0 {
+			m, k = m/10, k-1
+		}
+		return appendPoint(b, m, k), true
+	}
+	return b, false
+}
+
+// appendPoint writes m with a decimal point k digits from its end (k 0:
+// none), and a 0 before the point when m has no more than k digits.
+func appendPoint(b []byte, m uint64, k int) []byte {
+	var d [24]byte
+	i := len(d)
+	if k > 0 {
+		for range k {
+			i--
+			d[i] = byte('0' + m%10)
+			m /= 10
+		}
+		i--
+		d[i] = '.'
+	}
+	for {
+		i--
+		d[i] = byte('0' + m%10)
+		m /= 10
+		if m == 0 {
+			break
+		}
+	}
+	return append(b, d[i:]...)
 }
 
 // flushAt is the buffered bytes past which a batch is written out: about

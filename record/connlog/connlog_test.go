@@ -8,11 +8,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -219,9 +221,11 @@ func benchAppend(b *testing.B, draw func(*rand.Rand) record.Flow) {
 	}
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
+	m := cputime.Start()
 	for i := 0; b.Loop(); i++ {
 		buf = AppendJSON(buf[:0], &flows[i&1023])
 	}
+	m.Report(b)
 }
 
 // BenchmarkEncodingJSON is the typical records through encoding/json, the
@@ -237,9 +241,32 @@ func BenchmarkEncodingJSON(b *testing.B) {
 	}
 	enc := json.NewEncoder(io.Discard)
 	b.ReportAllocs()
+	m := cputime.Start()
 	for i := 0; b.Loop(); i++ {
 		if err := enc.Encode(&recs[i&1023]); err != nil {
 			b.Fatal(err)
 		}
 	}
+	m.Report(b)
+}
+
+// BenchmarkAppendFloat is a record time's formatting by appendFloat and by
+// strconv's shortest formatting, which it falls back to.
+func BenchmarkAppendFloat(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 9))
+	vs := make([]float64, 1024)
+	for i := range vs {
+		vs[i] = float64(typicalFlow(r).Start) / 1e9
+	}
+	buf := make([]byte, 0, 64)
+	b.Run("appendFloat", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			buf = appendFloat(buf[:0], vs[i&1023])
+		}
+	})
+	b.Run("strconv", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			buf = strconv.AppendFloat(buf[:0], vs[i&1023], 'f', -1, 64)
+		}
+	})
 }
