@@ -358,7 +358,7 @@ func (t *flowTable) publishStates() {
 }
 
 // write fills the record of the flow in flowSlot idx: its fields as
-// conn.log has them (history.go: Zeek's rules for bytes, history and
+// conn.log has them (connfields.go: Zeek's rules for bytes, history and
 // missed_bytes), directed from the originator.
 func (t *flowTable) write(idx uint32) {
 	if t.recs == nil {
