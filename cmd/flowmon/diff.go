@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
 )
 
@@ -77,144 +75,50 @@ func runDiff(args []string, stdout, stderr io.Writer) error {
 }
 
 func diffFiles(stdout, stderr io.Writer, nameA, nameB string, top int, dd bool) (bool, error) {
-	a, err := flowcount.NewSide[capture.Key](flowcount.SideOptions())
-	if err != nil {
-		return false, err
-	}
-	b, _ := flowcount.NewSide[capture.Key](flowcount.SideOptions())
-	ra, err := readSide(stderr, nameA, a, sideOptions{dedup: dd})
-	if err != nil {
-		return false, err
-	}
-	rb, err := readSide(stderr, nameB, b, sideOptions{dedup: dd})
+	d, err := agent.DiffFiles(nameA, nameB, dd, stderr)
 	if err != nil {
 		return false, err
 	}
 	if dd {
 		fmt.Fprintf(stdout, "dedup: duplicates dropped on both sides (%d here, %d there); --no-dedup counts them\n",
-			ra.duplicates, rb.duplicates)
+			d.Here.Duplicates, d.There.Duplicates)
 	} else {
 		fmt.Fprintln(stdout, "dedup: off, duplicates counted on both sides")
 	}
-	r := flowcount.Diff(a, b)
-	printDiff(stdout, r, nameA, nameB, a, b.Packets, top)
-	return differs(r), nil
+	printDiff(stdout, d.Report, nameA, nameB, d.Here.Counts, d.There.Counts.Packets, top)
+	return differs(d.Report), nil
 }
 
 func diffPeer(stdout, stderr io.Writer, url, name string, top int, all, dd bool, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	p, err := flowcount.FetchPeer(ctx, http.DefaultClient, url)
+	d, err := agent.DiffPeer(ctx, url, name, all, dd, stderr)
 	if err != nil {
 		return false, err
 	}
-	side := flowcount.NewSideLike[capture.Key](p.Filter)
-	opt := sideOptions{from: p.Start, to: p.End, dedup: dd}
-	if all {
-		opt.from, opt.to = time.Time{}, time.Time{}
-	}
-	rs, err := readSide(stderr, name, side, opt)
-	if err != nil {
-		return false, err
-	}
-	if !opt.from.IsZero() {
-		fmt.Fprintf(stdout, "peer window: %s .. %s", opt.from.UTC().Format(time.RFC3339), opt.to.UTC().Format(time.RFC3339))
-		if p.Partial {
+	if !d.From.IsZero() {
+		fmt.Fprintf(stdout, "peer window: %s .. %s", d.From.UTC().Format(time.RFC3339), d.To.UTC().Format(time.RFC3339))
+		if d.Peer.Partial {
 			fmt.Fprint(stdout, " (partial)")
 		}
-		fmt.Fprintf(stdout, "; %d packets of %s outside it ignored (--all counts them)\n", rs.skipped, name)
-		if side.Packets == 0 {
-			fmt.Fprintf(stderr, "flowmon diff: warning: no packet of %s falls in the peer's window\n", name)
-		}
+		fmt.Fprintf(stdout, "; %d packets of %s outside it ignored (--all counts them)\n", d.Here.Skipped, name)
 	}
 	// The agent's own dedup cannot be seen from here: its filter holds
 	// what it counted, after its dedup unless it ran with --no-dedup.
 	if dd {
 		fmt.Fprintf(stdout, "dedup: duplicates dropped on both sides (%d here; the agent drops its own unless run with --no-dedup); --no-dedup counts them\n",
-			rs.duplicates)
+			d.Here.Duplicates)
 	} else {
 		fmt.Fprintln(stdout, "dedup: off here, duplicates counted (compare with an agent run with --no-dedup)")
 	}
-	r, err := flowcount.DiffPeer(side, p.Filter)
-	if err != nil {
-		return false, err
-	}
-	printDiff(stdout, r, name, url, side, r.TherePackets, top)
-	return differs(r), nil
+	printDiff(stdout, d.Report, name, url, d.Here.Counts, d.Report.TherePackets, top)
+	return differs(d.Report), nil
 }
 
 // differs reports whether a diff found any flow whose counts differ,
 // named or not.
 func differs(r *flowcount.Report[capture.Key]) bool {
 	return r.OnlyHere+r.OnlyThere+r.Differ+r.Missing+r.Extra > 0
-}
-
-// sideOptions say which packets of a capture a diff side counts.
-type sideOptions struct {
-	from, to time.Time // from <= time < to; no bound when from is zero
-	// dedup drops capture duplicates first, with the agent's default
-	// configuration, so a capture compares with what an agent counted.
-	dedup bool
-}
-
-// sideRead says what readSide did with a capture's packets.
-type sideRead struct {
-	skipped    uint64 // outside [from, to)
-	duplicates uint64 // dropped by dedup, of those inside [from, to)
-}
-
-// readSide adds the packets of capture name selected by opt to s. A
-// damaged file is reported on stderr and its packets before the damage
-// are kept; it is an error only when no packet came before the damage.
-func readSide(stderr io.Writer, name string, s *flowcount.Side[capture.Key], opt sideOptions) (sideRead, error) {
-	var res sideRead
-	var dd *dedup.Dedup
-	if opt.dedup {
-		var err error
-		if dd, err = dedup.New(dedup.DefaultConfig()); err != nil {
-			return res, err
-		}
-	}
-	r, err := capture.Open(name)
-	if err != nil {
-		return res, err
-	}
-	defer r.Close()
-	var p capture.Packet
-	for {
-		err := r.Next(&p)
-		if err == io.EOF {
-			break
-		}
-		var re *capture.ReadError
-		if errors.As(err, &re) {
-			if re.Packets == 0 {
-				return res, fmt.Errorf("read %s: no packet before the damage: %w", name, err)
-			}
-			fmt.Fprintf(stderr, "flowmon diff: warning: %v (keeping the packets before it)\n", err)
-			break
-		}
-		if err != nil {
-			return res, fmt.Errorf("read %s: %w", name, err)
-		}
-		// Every packet goes through dedup, in the window or not, as every
-		// packet goes through the agent's: a copy just inside the window
-		// of an original just before it is a duplicate there too.
-		dup := dd != nil && dd.Check(&p) == dedup.Duplicate
-		if !opt.from.IsZero() && (p.Timestamp.Before(opt.from) || !p.Timestamp.Before(opt.to)) {
-			res.skipped++
-			continue
-		}
-		if dup {
-			res.duplicates++
-			continue
-		}
-		s.Add(p.Key, p.Hash)
-	}
-	if s.Dropped > 0 {
-		fmt.Fprintf(stderr, "flowmon diff: warning: %s: %d packets of new flows did not fit in the filter\n", name, s.Dropped)
-	}
-	return res, nil
 }
 
 func printDiff(w io.Writer, r *flowcount.Report[capture.Key], here, there string, hs *flowcount.Side[capture.Key], therePackets uint64, top int) {
