@@ -8,8 +8,10 @@
 # traces made here with `flowmon gen`: an Ethernet trace, a raw 64-byte
 # one and a SYN flood, a quarter of the size of make bench-replay's and
 # from other seeds, so that the benchmark does not replay the files the
-# build was tuned on. Run it after the packet path changes much; a stale
-# profile still helps (Go matches it to the code by function), only less.
+# build was tuned on, and of the Ethernet trace's replay writing its flow
+# records. Run it after the packet path changes much, or moves: a stale
+# profile still helps (Go matches it to the code by package and function
+# name), only less, and not at all for code that moved to another package.
 #
 # Usage: scripts/pgo.sh            (PGO_DIR=DIR keeps the traces in DIR)
 set -euo pipefail
@@ -46,6 +48,13 @@ for t in eth raw64 flood; do
 			die "replay of $f with $w workers failed"
 		profiles+=("$p")
 	done
+	if [ "$t" = eth ]; then
+		# The replay writing its flow records (conn.log lines) too.
+		p=$tmp/$t-records.prof
+		"$bin" replay --no-progress --json --flows-out "$tmp/flows.jsonl" --cpuprofile "$p" "$f" >/dev/null 2>&1 ||
+			die "replay of $f with flow records failed"
+		profiles+=("$p")
+	fi
 done
 "$go" tool pprof -proto "${profiles[@]}" >"$tmp/merged.pgo" 2>/dev/null || die "merging the profiles failed"
 mv "$tmp/merged.pgo" "$root/cmd/flowmon/default.pgo"
