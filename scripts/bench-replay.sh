@@ -134,11 +134,12 @@ done
 
 # Each tool: its label, whether it is there, and how it runs
 # (run_TOOL FILE, output in $work) and what it counted (count_TOOL LOG).
-tools=(fm-default fm-w1 fm-decode tcpdump softflowd nfpcapd argus)
+tools=(fm-default fm-w1 fm-decode fm-records tcpdump softflowd nfpcapd argus)
 declare -A label=(
 	[fm-default]="flowmon replay (defaults)"
 	[fm-w1]="flowmon replay --workers 1"
 	[fm-decode]="flowmon replay --decode-only"
+	[fm-records]="flowmon replay --flows-out"
 	[tcpdump]="tcpdump -r -w /dev/null"
 	[softflowd]="softflowd -r"
 	[nfpcapd]="nfpcapd -r -w"
@@ -148,6 +149,7 @@ declare -A cmd_doc=(
 	[fm-default]="flowmon replay --no-progress --json FILE"
 	[fm-w1]="flowmon replay --no-progress --json --workers 1 FILE"
 	[fm-decode]="flowmon replay --no-progress --json --decode-only FILE"
+	[fm-records]="flowmon replay --no-progress --json --flows-out OUT FILE"
 	[tcpdump]="tcpdump -r FILE -w /dev/null --count"
 	[softflowd]="softflowd -d -r FILE -n 127.0.0.1:$port"
 	[nfpcapd]="nfpcapd -r FILE -w DIR"
@@ -158,6 +160,7 @@ declare -A exe=([tcpdump]=tcpdump [softflowd]=softflowd [nfpcapd]=nfpcapd [argus
 run_fm-default() { exec "$bin" replay --no-progress --json "$1"; }
 run_fm-w1() { exec "$bin" replay --no-progress --json --workers 1 "$1"; }
 run_fm-decode() { exec "$bin" replay --no-progress --json --decode-only "$1"; }
+run_fm-records() { rm -f "$work/flows.jsonl" && exec "$bin" replay --no-progress --json --flows-out "$work/flows.jsonl" "$1"; }
 run_tcpdump() { exec tcpdump -r "$1" -w /dev/null --count; }
 run_softflowd() { exec softflowd -d -r "$1" -n "127.0.0.1:$port"; }
 run_nfpcapd() { rm -rf "$work/nf" && mkdir "$work/nf" && exec nfpcapd -r "$1" -w "$work/nf"; }
@@ -168,6 +171,7 @@ fm_count() { sed -n 's/^{.*"packets":\([0-9]*\).*/\1/p' "$1" | head -1; }
 count_fm-default() { fm_count "$1"; }
 count_fm-w1() { fm_count "$1"; }
 count_fm-decode() { fm_count "$1"; }
+count_fm-records() { [ -s "$work/flows.jsonl" ] && fm_count "$1"; }
 count_tcpdump() { sed -n 's/^\([0-9]*\) packets\{0,1\}$/\1/p' "$1" | tail -1; }
 # softflowd counts IPv4 packets as processed and the rest as ignored.
 count_softflowd() {
@@ -237,7 +241,7 @@ for r in $(seq "$rounds"); do
 			fm-*) grep -v '^{' "$log" | head -3 | sed "s/^/$t $tool /" >"$work/note.$t.$tool" || true ;;
 			argus) echo "$t argus wrote $(stat -c %s "$work/argus.out" 2>/dev/null || echo 0) bytes of records" >"$work/note.$t.$tool" ;;
 			esac
-			rm -rf "$work/nf" "$work/argus.out"
+			rm -rf "$work/nf" "$work/argus.out" "$work/flows.jsonl"
 		done
 	done
 done
@@ -302,6 +306,7 @@ where it reports none, its output must be non-empty.
 | ${label[fm-default]} | \`${cmd_doc[fm-default]}\` | \`packets\` in its JSON summary; default workers: ${workers:-?} (GOMAXPROCS) |
 | ${label[fm-w1]} | \`${cmd_doc[fm-w1]}\` | \`packets\` in its JSON summary |
 | ${label[fm-decode]} | \`${cmd_doc[fm-decode]}\` | \`packets\`; read and decode only, no flow work: the floor |
+| ${label[fm-records]} | \`${cmd_doc[fm-records]}\` | \`packets\`, and OUT (one conn.log JSON line a flow) non-empty; OUT is deleted after the run |
 | ${label[tcpdump]} | \`${cmd_doc[tcpdump]}\` | the count \`--count\` prints (the file is still written); no flow work, the libpcap read floor |
 | ${label[softflowd]} | \`${cmd_doc[softflowd]}\` | \`Packets processed\` + \`Ignored packets\` in its closing statistics |
 | ${label[nfpcapd]} | \`${cmd_doc[nfpcapd]}\` | \`Total: Processed\` in its log, and the nfcapd file it writes into DIR (a new empty dir, deleted after the run) |
@@ -433,6 +438,22 @@ EOF
 			t = T[ti]; if (t == "flood") continue
 			x = mr[t, "argus", "fm-default"]; y = mr[t, "argus", "fm-w1"]
 			tgt(t ": max RSS at least 5x below argus", x != "" ? fmt(x, 2) "x (--workers 1: " fmt(y, 2) "x)" : "", x != "" && x >= 5)
+		}
+		print ""
+		print "## Flow records"
+		print ""
+		print "What writing the flow records (`--flows-out`, conn.log JSON lines) costs the replay with the defaults: its wall time and max RSS over the run without, paired in each round, against the targets of the structure issue (at most 1.15x the wall time, 1.3x the max RSS, on eth)."
+		print ""
+		print "| trace | wall time, with records over without | max RSS, with over without | met (eth) |"
+		print "| --- | ---: | ---: | --- |"
+		for (ti = 1; ti <= nt; ti++) {
+			t = T[ti]
+			n = 0; delete a
+			for (r = 1; r <= 1000; r++) if ((t, "fm-records", r) in w && (t, "fm-default", r) in w) a[++n] = w[t, "fm-records", r] / w[t, "fm-default", r]
+			x = n ? median(a, n) : ""
+			y = (mrss[t SUBSEP "fm-records"] && mrss[t SUBSEP "fm-default"]) ? mrss[t SUBSEP "fm-records"] / mrss[t SUBSEP "fm-default"] : ""
+			met = t != "eth" ? "-" : (x == "" || y == "" ? "-" : ((x <= 1.15 ? "time yes" : "time no") ", " (y <= 1.3 ? "RSS yes" : "RSS no")))
+			printf "| %s | %s | %s | %s |\n", t, x == "" ? "-" : fmt(x, 3) "x (" fmt(a[1], 2) "-" fmt(a[n], 2) ")", y == "" ? "-" : fmt(y, 2) "x", met
 		}
 		print ""
 	}
