@@ -179,6 +179,7 @@ func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
 	}
 	p.shards = make([]*shard, workers)
 	if err := p.rebuild(); err != nil {
+		p.sinks.close() // stops its delivery goroutine
 		return nil, err
 	}
 	if live != nil {
