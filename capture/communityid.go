@@ -4,29 +4,108 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 )
 
-// CommunityID returns the Community ID v1 of the flow k with seed 0
-// ("1:" and the base64 of a SHA-1 over seed, addresses, protocol and
-// ports, the endpoints ordered smaller first), the flow hash Zeek,
-// Suricata and others print, so that flowmon's alerts join their logs.
-// ICMP ports are type and reply type (or code), as the spec maps them.
-// It allocates: call it per alert, not per packet.
-func CommunityID(k *Key) string {
+// Community ID v1 (github.com/corelight/community-id-spec): a flow hash
+// Zeek, Suricata, Arkime and others print, so that flowmon's records and
+// alerts join their logs. It is the SHA-1 of the seed (2 bytes), the
+// endpoints' addresses, the protocol, a zero byte and, for TCP, UDP,
+// SCTP, ICMP and ICMPv6, the ports, all in network byte order, with the
+// endpoints ordered smaller address first (then smaller port); "1:" and
+// its base64 (or, for tools that ask, its hex). ICMP has no ports: the
+// spec takes the type and the type of its counterpart (echo and echo
+// reply, ...), which is how flowmon's keys already hold them (Zeek's
+// convention), and for a type without a counterpart the type and the
+// code, which are not reordered: a one-way message's ID keeps its
+// direction.
+
+// CommunityIDLen is the length of a Community ID in base64.
+const CommunityIDLen = 2 + 28
+
+// AppendCommunityID appends the Community ID v1 of the flow k, directed
+// from its originator (Src sent the flow's first packet), with seed, in
+// base64 ("1:...") or, with hexDigest, in hex. It allocates nothing: a
+// record writer calls it once a flow.
+func AppendCommunityID(b []byte, k *Key, seed uint16, hexDigest bool) []byte {
+	var in [2 + 16 + 16 + 2 + 4]byte
+	binary.BigEndian.PutUint16(in[:], seed)
+	n := 2
 	src, dst, sp, dp := k.Src.Unmap(), k.Dst.Unmap(), k.SrcPort, k.DstPort
-	if c := src.Compare(dst); c > 0 || (c == 0 && sp > dp) {
+	ports := false
+	switch k.Proto {
+	case ProtoTCP, ProtoUDP, ProtoSCTP:
+		ports = true
+	case ProtoICMP, ProtoICMPv6:
+		ports = true
+		peer, paired := icmpCounterpart(k.Proto, uint8(sp))
+		if !paired {
+			goto ordered // the type and the code, in the message's direction
+		}
+		// The spec's table, which has pairs Zeek's (and so the key's
+		// ports) lacks: the key may hold the code where the spec wants
+		// the counterpart's type.
+		dp = uint16(peer)
+	}
+	if c := src.Compare(dst); c > 0 || c == 0 && ports && sp > dp {
 		src, dst, sp, dp = dst, src, dp, sp
 	}
-	b := make([]byte, 0, 2+32+1+1+4)
-	b = append(b, 0, 0) // seed
-	b = append(b, src.AsSlice()...)
-	b = append(b, dst.AsSlice()...)
-	b = append(b, k.Proto, 0)
-	switch k.Proto {
-	case ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP, ProtoICMPv6:
-		b = binary.BigEndian.AppendUint16(b, sp)
-		b = binary.BigEndian.AppendUint16(b, dp)
+ordered:
+	if src.Is4() && dst.Is4() { // a key of mixed families has no spec form: both as IPv6
+		a, b := src.As4(), dst.As4()
+		n += copy(in[n:], a[:])
+		n += copy(in[n:], b[:])
+	} else {
+		a, b := src.As16(), dst.As16()
+		n += copy(in[n:], a[:])
+		n += copy(in[n:], b[:])
 	}
-	sum := sha1.Sum(b)
-	return "1:" + base64.StdEncoding.EncodeToString(sum[:])
+	in[n], in[n+1] = k.Proto, 0
+	n += 2
+	if ports {
+		binary.BigEndian.PutUint16(in[n:], sp)
+		binary.BigEndian.PutUint16(in[n+2:], dp)
+		n += 4
+	}
+	sum := sha1.Sum(in[:n])
+	b = append(b, '1', ':')
+	if hexDigest {
+		var h [2 * sha1.Size]byte
+		hex.Encode(h[:], sum[:])
+		return append(b, h[:]...)
+	}
+	var e [28]byte
+	base64.StdEncoding.Encode(e[:], sum[:])
+	return append(b, e[:]...)
+}
+
+// CommunityID is AppendCommunityID's base64 form as a string.
+func CommunityID(k *Key, seed uint16) string {
+	var b [CommunityIDLen]byte
+	return string(AppendCommunityID(b[:0], k, seed, false))
+}
+
+// icmpCounterpart is the spec's counterpart of an ICMP (or ICMPv6)
+// message of type t (echo and echo reply, ...); paired is false for a
+// type without one, whose ID is then not reordered.
+func icmpCounterpart(proto, t uint8) (peer uint8, paired bool) {
+	var pairs [][2]uint8
+	if proto == ProtoICMP {
+		// echo, router advertisement and solicitation, timestamp,
+		// information, address mask
+		pairs = [][2]uint8{{8, 0}, {9, 10}, {13, 14}, {15, 16}, {17, 18}}
+	} else {
+		// echo, router, neighbor, MLD query and report, node
+		// information (who are you), home agent address discovery
+		pairs = [][2]uint8{{128, 129}, {133, 134}, {135, 136}, {130, 131}, {139, 140}, {144, 145}}
+	}
+	for _, p := range pairs {
+		switch t {
+		case p[0]:
+			return p[1], true
+		case p[1]:
+			return p[0], true
+		}
+	}
+	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/record"
 )
 
 // flowTable is the replay's exact view of its open flows: first and last
@@ -56,6 +57,8 @@ type flowTable struct {
 	nEnded int
 	linger int64
 	out    *recordOut // where records go; nil without record sinks
+	// cidSeed is the seed of the records' Community IDs.
+	cidSeed uint16
 }
 
 // endedFlow names an ended flow by its flow hash and uid seed: if the
@@ -118,19 +121,19 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		}
 		if t.count >= t.maxFlows {
 			t.atCap++
-			t.timeOut(t.victim(tag))
+			t.timeOut(t.victim(tag), record.EndLackOfResources)
 			i = t.freeSlot(tag)
 		}
 		idx, e = t.start(i, tag, &k, p, now)
 	case e.ended && ev.New:
 		// The 5-tuple is reused after its flow ended: a new flow. The
 		// old one's record goes out now; its queue entry is then skipped.
-		t.writeOnce(idx)
+		t.writeOnce(idx, record.EndOfFlow)
 		idx, e = t.start(i, tag, &k, p, now)
 	case now >= t.meta[i].deadline:
 		// Idle past its timeout before the clock came by: the flow is
 		// over and this packet starts another in its slot.
-		t.expire(idx)
+		t.expire(idx, record.EndIdle)
 		idx, e = t.start(i, tag, &k, p, now)
 	}
 	origIsDst := e.origIsDst
@@ -242,19 +245,19 @@ func (t *flowTable) timeout(s acsm.ConnState) int64 {
 
 // timeOut writes the record of the flow in slot i and removes it: an open
 // flow timed out, or at the cap any flow.
-func (t *flowTable) timeOut(i int) {
-	t.expire(t.meta[i].idx)
+func (t *flowTable) timeOut(i int, why record.EndReason) {
+	t.expire(t.meta[i].idx, why)
 	t.remove(i)
 }
 
 // expire writes the record of the flow in flowSlot idx, which leaves
 // before its end or linger is over.
-func (t *flowTable) expire(idx uint32) {
+func (t *flowTable) expire(idx uint32, why record.EndReason) {
 	if e := &t.slots[idx]; !e.ended {
 		t.byState[e.state]++
 		t.evicted++
 	}
-	t.writeOnce(idx)
+	t.writeOnce(idx, why)
 }
 
 // tick moves the clock hand: sweepStep slots, and more as packet time
@@ -278,7 +281,7 @@ func (t *flowTable) tick(now int64) {
 	for steps = min(steps, n); steps > 0; steps-- {
 		m := &t.meta[t.hand]
 		if m.hash != 0 && now >= m.deadline {
-			t.timeOut(t.hand) // another flow may move into the slot: look again
+			t.timeOut(t.hand, record.EndIdle) // another flow may move into the slot: look again
 			continue
 		}
 		t.hand = t.next(t.hand)
@@ -310,7 +313,7 @@ func (t *flowTable) flushOne() {
 		}
 	}
 	if i := t.find(slotTag(f.hash), f.uid); i >= 0 {
-		t.writeOnce(t.meta[i].idx)
+		t.writeOnce(t.meta[i].idx, record.EndOfFlow)
 		t.remove(i) // its stragglers are in; the flow is done
 	}
 	if t.head++; t.head == len(t.ended) {
@@ -319,10 +322,10 @@ func (t *flowTable) flushOne() {
 	t.nEnded--
 }
 
-func (t *flowTable) writeOnce(idx uint32) {
+func (t *flowTable) writeOnce(idx uint32, why record.EndReason) {
 	if e := &t.slots[idx]; !e.written {
 		e.written = true
-		t.write(idx)
+		t.write(idx, why)
 	}
 }
 
@@ -339,7 +342,7 @@ func (t *flowTable) finish() {
 		}
 		if idx := t.meta[i].idx; !t.slots[idx].ended {
 			t.byState[t.slots[idx].state]++
-			t.writeOnce(idx)
+			t.writeOnce(idx, record.EndForced)
 		}
 	}
 	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
@@ -357,10 +360,12 @@ func (t *flowTable) publishStates() {
 	t.byState = [256]uint64{}
 }
 
-// write fills the record of the flow in flowSlot idx: its fields as
-// conn.log has them (connfields.go: Zeek's rules for bytes, history and
-// missed_bytes), directed from the originator.
-func (t *flowTable) write(idx uint32) {
+// write fills the record of the flow in flowSlot idx, written for why (a
+// flow that ended and then timed out or was pushed out is still one that
+// ended): its fields as conn.log has them (connfields.go: Zeek's rules
+// for bytes, history and missed_bytes), directed from the originator,
+// and its Community ID.
+func (t *flowTable) write(idx uint32, why record.EndReason) {
 	if t.recs == nil {
 		return
 	}
@@ -383,6 +388,15 @@ func (t *flowTable) write(idx uint32) {
 		f.Confidence = float32(n-uint64(rec.unknown)) / float32(n)
 	}
 	c.history(&f.History)
+	dk := k
+	if origIsDst {
+		dk = k.Reverse()
+	}
+	capture.AppendCommunityID(f.CommunityID[:0], &dk, t.cidSeed, false)
+	f.EndReason = why
+	if e.ended {
+		f.EndReason = record.EndOfFlow
+	}
 	f.MissedBytes = uint64(o.missed) + uint64(rs.missed)
 	f.OrigBytes, f.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
 	f.OrigIPBytes, f.RespIPBytes = o.ipBytes, rs.ipBytes

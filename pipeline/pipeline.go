@@ -48,6 +48,8 @@ type Config struct {
 	// and for flows still open at the end of the replay. The flow table
 	// keeps the records' fields only when there is a sink.
 	Sinks []record.Named
+	// CommunityIDSeed seeds the records' Community IDs (record.Flow).
+	CommunityIDSeed uint16
 	// Logger is where the pipeline reports a sink's failure when it
 	// starts and when it ends (nil: nowhere; the metrics still count it).
 	Logger *slog.Logger

@@ -29,6 +29,9 @@ type Settings struct {
 	MaxFlows      int           `yaml:"max-flows"`
 	Workers       int           `yaml:"workers"`
 	DecodeOnly    bool          `yaml:"decode-only"`
+	// CommunityIDSeed seeds the flow records' Community IDs (the spec's
+	// default is 0; peers joining logs must use the same).
+	CommunityIDSeed uint16 `yaml:"community-id-seed"`
 }
 
 // Bounds of the numeric settings. The sizes bound memory (the ACSM and
@@ -148,7 +151,7 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 	if s.DecodeOnly {
 		why := "with {decode-only} (no stage runs)"
 		for _, n := range []string{"backend", "kbf-encoder", "kbf-layout", "machine", "capacity", "p",
-			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers"} {
+			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers", "community-id-seed"} {
 			errs = append(errs, useless(n, s.value(n), why))
 		}
 	}
@@ -201,6 +204,7 @@ func (s *Settings) Config() (Config, error) {
 		cfg.Dedup.Retrans = dedup.RetransConfig{Enabled: true, Window: s.RetransWindow}
 	}
 	cfg.MaxFlows, cfg.Workers, cfg.DecodeOnly = s.MaxFlows, s.Workers, s.DecodeOnly
+	cfg.CommunityIDSeed = s.CommunityIDSeed
 	return cfg, nil
 }
 
@@ -235,6 +239,8 @@ func (s *Settings) value(name string) string {
 		return fmt.Sprint(s.Workers)
 	case "decode-only":
 		return fmt.Sprint(s.DecodeOnly)
+	case "community-id-seed":
+		return fmt.Sprint(s.CommunityIDSeed)
 	}
 	return ""
 }

@@ -176,6 +176,7 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 	}
 	to := ac.Timeouts.WithDefaults()
 	s.flows = newFlowTable(out, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	s.flows.cidSeed = cfg.CommunityIDSeed
 	lk := Lookups{Watchlists: cfg.Watchlists}
 	if s.hostPairs != nil {
 		lk.Novel = func() bool { return s.novel }

@@ -21,6 +21,7 @@ import (
 	"net/netip"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
 )
 
 // Flow is one flow record.
@@ -50,6 +51,11 @@ type Flow struct {
 	Confidence float32
 	// History is Zeek's history letters (conn.log's history).
 	History History
+	// CommunityID is the flow's Community ID v1 in base64 ("1:" and 28
+	// characters; capture.AppendCommunityID), with the pipeline's seed.
+	CommunityID [capture.CommunityIDLen]byte
+	// EndReason is why the record was written (IPFIX's flowEndReason).
+	EndReason EndReason
 	// Packets, bytes of payload (Zeek's orig_bytes: sequence space for
 	// TCP) and IP bytes sent by each side, and the bytes of content gaps
 	// (missed_bytes).
@@ -57,6 +63,42 @@ type Flow struct {
 	OrigBytes, RespBytes     uint64
 	OrigIPBytes, RespIPBytes uint64
 	MissedBytes              uint64
+}
+
+// EndReason is why a flow's record was written: its values are IPFIX's
+// flowEndReason (RFC 7012, information element 136).
+type EndReason uint8
+
+const (
+	// EndIdle: the flow sent nothing for its idle timeout.
+	EndIdle EndReason = 1
+	// EndActive: an interim record of a flow still open, written after
+	// its active timeout; the flow goes on.
+	EndActive EndReason = 2
+	// EndOfFlow: the flow ended (FIN or RST), or its 5-tuple started a new
+	// flow.
+	EndOfFlow EndReason = 3
+	// EndForced: the flow was open when the run ended.
+	EndForced EndReason = 4
+	// EndLackOfResources: the flow table was full and timed the flow out
+	// early to make room.
+	EndLackOfResources EndReason = 5
+)
+
+func (r EndReason) String() string {
+	switch r {
+	case EndIdle:
+		return "idle"
+	case EndActive:
+		return "active"
+	case EndOfFlow:
+		return "end"
+	case EndForced:
+		return "forced"
+	case EndLackOfResources:
+		return "resources"
+	}
+	return "unknown"
 }
 
 // Duration is the time from the flow's first packet to its last, in

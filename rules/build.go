@@ -40,7 +40,7 @@ func (r *rule) build(o capture.Key, st acsm.ConnState, an acsm.Anomaly, t int64,
 		a.Flow = alerts.Flow{
 			Proto: capture.ProtoName(o.Proto), Src: o.Src.Unmap(), SrcPort: o.SrcPort,
 			Dst: o.Dst.Unmap(), DstPort: o.DstPort, ConnState: st.String(),
-			CommunityID: capture.CommunityID(&o),
+			CommunityID: capture.CommunityID(&o, 0),
 		}
 	}
 	if len(r.templates) > 0 {

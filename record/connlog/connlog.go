@@ -1,6 +1,7 @@
 // Package connlog writes flow records as Zeek's conn.log in JSON lines
 // (Zeek's LogAscii::use_json): one object a flow with conn.log's field
-// names, in conn.log's order, for the fields flowmon knows. history is
+// names, in conn.log's order, for the fields flowmon knows, and last the
+// flow's community_id as Zeek's Community ID package adds it. history is
 // empty where Zeek's is unset ("-"), as for ICMP.
 //
 // The encoder appends into a reused buffer without reflection, and its
@@ -39,6 +40,7 @@ type Record struct {
 	OrigIPBytes uint64     `json:"orig_ip_bytes"`
 	RespPkts    uint64     `json:"resp_pkts"`
 	RespIPBytes uint64     `json:"resp_ip_bytes"`
+	CommunityID string     `json:"community_id"`
 }
 
 // Proto is conn.log's proto for an IP protocol number: Zeek's
@@ -90,7 +92,9 @@ func AppendJSON(b []byte, f *record.Flow) []byte {
 	b = appendUint(b, f.RespPkts)
 	b = append(b, `,"resp_ip_bytes":`...)
 	b = appendUint(b, f.RespIPBytes)
-	return append(b, "}\n"...)
+	b = append(b, `,"community_id":"`...)
+	b = append(b, f.CommunityID[:]...)
+	return append(b, "\"}\n"...)
 }
 
 // appendUint appends v in decimal. Most of a record's counts are small

@@ -28,6 +28,7 @@ func reference(t testing.TB, f *record.Flow) []byte {
 		OrigBytes: f.OrigBytes, RespBytes: f.RespBytes, ConnState: f.State.String(),
 		MissedBytes: f.MissedBytes, History: f.History.String(),
 		OrigPkts: f.OrigPkts, OrigIPBytes: f.OrigIPBytes, RespPkts: f.RespPkts, RespIPBytes: f.RespIPBytes,
+		CommunityID: string(f.CommunityID[:]),
 	}
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(&r); err != nil {
@@ -69,7 +70,15 @@ func randomFlow(r *rand.Rand) record.Flow {
 	for range r.IntN(record.HistoryMax + 3) {
 		f.History.AppendLetter("SHADFRIQTWG^shadfriqtwg"[r.IntN(23)])
 	}
+	setCommunityID(&f)
 	return f
+}
+
+// setCommunityID gives f the Community ID of its 5-tuple, as the pipeline
+// does.
+func setCommunityID(f *record.Flow) {
+	k := capture.Key{Src: f.Orig, Dst: f.Resp, SrcPort: f.OrigPort, DstPort: f.RespPort, Proto: f.Proto}
+	capture.AppendCommunityID(f.CommunityID[:0], &k, 0, false)
 }
 
 // TestAppendJSONIsEncodingJSON: the encoder writes encoding/json's bytes
@@ -119,7 +128,7 @@ func FuzzAppendJSON(f *testing.F) {
 			r.History != fl.History.String() || r.OrigPkts != fl.OrigPkts || r.RespPkts != fl.RespPkts ||
 			r.OrigBytes != fl.OrigBytes || r.RespBytes != fl.RespBytes || r.OrigIPBytes != fl.OrigIPBytes ||
 			r.RespIPBytes != fl.RespIPBytes || r.MissedBytes != fl.MissedBytes ||
-			r.TS != float64(fl.Start)/1e9 || r.Duration != fl.Duration() {
+			r.TS != float64(fl.Start)/1e9 || r.Duration != fl.Duration() || r.CommunityID != string(fl.CommunityID[:]) {
 			t.Fatalf("read back %+v from %s", r, line)
 		}
 	})
@@ -204,6 +213,7 @@ func typicalFlow(r *rand.Rand) record.Flow {
 	for _, c := range []byte("ShADadFf") {
 		f.History.AppendLetter(c)
 	}
+	setCommunityID(&f)
 	return f
 }
 
@@ -237,7 +247,8 @@ func BenchmarkEncodingJSON(b *testing.B) {
 		f := typicalFlow(r)
 		recs[i] = Record{TS: float64(f.Start) / 1e9, UID: record.UIDString(f.UID), OrigH: f.Orig, OrigP: f.OrigPort,
 			RespH: f.Resp, RespP: f.RespPort, Proto: Proto(f.Proto), Duration: f.Duration(), OrigBytes: f.OrigBytes,
-			RespBytes: f.RespBytes, ConnState: f.State.String(), History: f.History.String(), OrigPkts: f.OrigPkts}
+			RespBytes: f.RespBytes, ConnState: f.State.String(), History: f.History.String(), OrigPkts: f.OrigPkts,
+			CommunityID: string(f.CommunityID[:])}
 	}
 	enc := json.NewEncoder(io.Discard)
 	b.ReportAllocs()
