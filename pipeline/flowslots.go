@@ -72,7 +72,7 @@ type recordFields struct {
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
 	conn        connFields
 	unknown     uint32 // packets the ACSM answered "don't know" (record.Flow.Confidence)
-	_           [4]byte
+	interimAt   uint32 // seconds from first to the last interim record (flowTable.interim)
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so

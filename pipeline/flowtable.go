@@ -59,6 +59,10 @@ type flowTable struct {
 	out    *recordOut // where records go; nil without record sinks
 	// cidSeed is the seed of the records' Community IDs.
 	cidSeed uint16
+	// activeSec is the active timeout in seconds (0: none): a flow gets
+	// an interim record at its first packet activeSec after its start or
+	// its last interim record.
+	activeSec uint32
 }
 
 // endedFlow names an ended flow by its flow hash and uid seed: if the
@@ -163,6 +167,9 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	// The state as the backend answered it at the flow's latest packet: an
 	// open flow's record carries it, even if the flow has aged out since.
 	e.state, e.origIsDst = ev.State, origIsDst
+	if t.activeSec > 0 && t.recs != nil && !ev.Ended {
+		t.interim(idx, now)
+	}
 	if !ev.Ended {
 		t.meta[i].deadline = now + t.timeout(e.state)
 		return
@@ -175,6 +182,18 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	}
 	t.ended[(t.head+t.nEnded)%len(t.ended)] = endedFlow{hash: p.Hash, uid: e.uid, at: now}
 	t.nEnded++
+}
+
+// interim writes an interim record of the open flow in flowSlot idx when
+// its active timeout has passed since its start or its last one. The
+// record carries the flow's counts since its start, as its final record
+// will: a collector keeps the latest of a uid's records.
+func (t *flowTable) interim(idx uint32, now int64) {
+	r := &t.recs[idx]
+	if age := uint32(min((now-r.first)/1e9, math.MaxUint32)); age >= r.interimAt+t.activeSec {
+		r.interimAt = age
+		t.write(idx, record.EndActive)
+	}
 }
 
 // opensHandshake reports whether p is a TCP SYN without ACK: the first

@@ -50,6 +50,10 @@ type Config struct {
 	Sinks []record.Named
 	// CommunityIDSeed seeds the records' Community IDs (record.Flow).
 	CommunityIDSeed uint16
+	// ActiveTimeout, when not 0 (whole seconds), writes a flow open longer
+	// than it as an interim record (record.EndActive, its counts since it
+	// started), and again each time it passes, until the flow ends.
+	ActiveTimeout time.Duration
 	// Logger is where the pipeline reports a sink's failure when it
 	// starts and when it ends (nil: nowhere; the metrics still count it).
 	Logger *slog.Logger

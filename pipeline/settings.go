@@ -31,7 +31,11 @@ type Settings struct {
 	DecodeOnly    bool          `yaml:"decode-only"`
 	// CommunityIDSeed seeds the flow records' Community IDs (the spec's
 	// default is 0; peers joining logs must use the same).
-	CommunityIDSeed uint16 `yaml:"community-id-seed"`
+	CommunityIDSeed int `yaml:"community-id-seed"`
+	// ActiveTimeout, when not 0, has a flow open longer than it written
+	// as an interim record (its counts so far), and again each time it
+	// passes, until it ends; whole seconds.
+	ActiveTimeout time.Duration `yaml:"active-timeout"`
 }
 
 // Bounds of the numeric settings. The sizes bound memory (the ACSM and
@@ -43,6 +47,7 @@ const (
 	MaxWorkers       = 256
 	MaxDedupWindow   = 10 * time.Second
 	MaxRetransWindow = time.Minute
+	MaxActiveTimeout = 24 * time.Hour
 )
 
 // DefaultSettings are what `flowmon replay` runs without flags.
@@ -122,6 +127,12 @@ func (s *Settings) Validate(given func(name string) bool) error {
 	if s.RetransWindow < 0 || s.RetransWindow > MaxRetransWindow {
 		errs = append(errs, &SettingError{"retrans-window", s.RetransWindow.String(), fmt.Sprintf("must be between 0 (off) and %v", MaxRetransWindow)})
 	}
+	if s.CommunityIDSeed < 0 || s.CommunityIDSeed > 0xffff {
+		errs = append(errs, &SettingError{"community-id-seed", fmt.Sprint(s.CommunityIDSeed), "must be between 0 (the spec's default) and 65535"})
+	}
+	if a := s.ActiveTimeout; a != 0 && (a < time.Second || a > MaxActiveTimeout || a%time.Second != 0) {
+		errs = append(errs, &SettingError{"active-timeout", a.String(), fmt.Sprintf("must be 0 (off) or whole seconds from 1s to %v", MaxActiveTimeout)})
+	}
 	if s.MaxFlows < 1 || s.MaxFlows > MaxMaxFlows {
 		errs = append(errs, &SettingError{"max-flows", fmt.Sprint(s.MaxFlows), fmt.Sprintf("must be between 1 and %d", MaxMaxFlows)})
 	}
@@ -151,7 +162,7 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 	if s.DecodeOnly {
 		why := "with {decode-only} (no stage runs)"
 		for _, n := range []string{"backend", "kbf-encoder", "kbf-layout", "machine", "capacity", "p",
-			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers", "community-id-seed"} {
+			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers", "community-id-seed", "active-timeout"} {
 			errs = append(errs, useless(n, s.value(n), why))
 		}
 	}
@@ -204,7 +215,7 @@ func (s *Settings) Config() (Config, error) {
 		cfg.Dedup.Retrans = dedup.RetransConfig{Enabled: true, Window: s.RetransWindow}
 	}
 	cfg.MaxFlows, cfg.Workers, cfg.DecodeOnly = s.MaxFlows, s.Workers, s.DecodeOnly
-	cfg.CommunityIDSeed = s.CommunityIDSeed
+	cfg.CommunityIDSeed, cfg.ActiveTimeout = uint16(s.CommunityIDSeed), s.ActiveTimeout
 	return cfg, nil
 }
 
@@ -241,6 +252,8 @@ func (s *Settings) value(name string) string {
 		return fmt.Sprint(s.DecodeOnly)
 	case "community-id-seed":
 		return fmt.Sprint(s.CommunityIDSeed)
+	case "active-timeout":
+		return s.ActiveTimeout.String()
 	}
 	return ""
 }

@@ -124,6 +124,18 @@ const (
 // AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
 // pipeline, the embedded default rules, no watchlists and no flow
 // history, metrics on 127.0.0.1:9100.
+// DefaultActiveTimeout is the live agent's active timeout: a long flow's
+// interim record every minute, as routers export theirs (a replay writes
+// none unless asked).
+const DefaultActiveTimeout = time.Minute
+
+// runSettings are the pipeline's defaults for a live run.
+func runSettings() pipeline.Settings {
+	s := pipeline.DefaultSettings()
+	s.ActiveTimeout = DefaultActiveTimeout
+	return s
+}
+
 func Default() Config {
 	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
 	return Config{
@@ -141,7 +153,7 @@ func Default() Config {
 			Promisc: true,
 			Timeout: ring.BlockTimeout,
 		},
-		Pipeline:    pipeline.DefaultSettings(),
+		Pipeline:    runSettings(),
 		History:     History{RAM: DefaultHistoryRAM},
 		Listen:      "127.0.0.1:9100",
 		Snapshot:    Snapshot{MaxAge: 10 * time.Minute},

@@ -82,7 +82,7 @@ func TestFull(t *testing.T) {
 			Timeout: 100 * time.Millisecond},
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
-			MaxFlows: 500000, Workers: 3},
+			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second},
 		Rules:    abs(t, "testdata/ref/rules.yaml"),
 		Alerting: abs(t, "testdata/ref/alerting.yaml"),
 		Watchlists: Watchlists{Dir: "/var/lib/flowmon/watchlists", Lists: []Watchlist{

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strconv"
 	"syscall"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -61,14 +60,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.DurationVar(&s.DedupWindow, "dedup-window", s.DedupWindow, fmt.Sprintf("how long a packet is remembered to drop its duplicates, up to %v", pipeline.MaxDedupWindow))
 	fs.StringVar(&s.Dedup, "dedup", s.Dedup, "how the dedup stage remembers packets: table (a table of their fingerprints, the default) or fbf (the paper's Forgetful Bloom Filter, slower)")
 	fs.BoolVar(&s.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
-	fs.Func("community-id-seed", "seed of the flow records' Community IDs, 0 to 65535 (default 0, the spec's)", func(v string) error {
-		n, err := strconv.ParseUint(v, 10, 16)
-		if err != nil {
-			return fmt.Errorf("want a number from 0 to 65535")
-		}
-		s.CommunityIDSeed = uint16(n)
-		return nil
-	})
+	fs.IntVar(&s.CommunityIDSeed, "community-id-seed", 0, "seed of the flow records' Community IDs, 0 to 65535 (0: the spec's default)")
+	fs.DurationVar(&s.ActiveTimeout, "active-timeout", 0, fmt.Sprintf("write an interim record of a flow open longer than this, and again each time it passes (whole seconds up to %v; 0: off)", pipeline.MaxActiveTimeout))
 	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", pipeline.MaxRetransWindow))
 	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", pipeline.MaxMaxFlows))
 	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", pipeline.MaxWorkers))

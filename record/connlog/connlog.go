@@ -1,8 +1,11 @@
 // Package connlog writes flow records as Zeek's conn.log in JSON lines
 // (Zeek's LogAscii::use_json): one object a flow with conn.log's field
 // names, in conn.log's order, for the fields flowmon knows, and last the
-// flow's community_id as Zeek's Community ID package adds it. history is
-// empty where Zeek's is unset ("-"), as for ICMP.
+// flow's community_id as Zeek's Community ID package adds it. An interim
+// record of a flow still open (record.EndActive, with an active timeout)
+// is such a line with the counts so far, its uid the flow's, and
+// "interim":true last; the flow's last line has none. history is empty
+// where Zeek's is unset ("-"), as for ICMP.
 //
 // The encoder appends into a reused buffer without reflection, and its
 // bytes are encoding/json's for the same fields (Record, the type a
@@ -41,6 +44,7 @@ type Record struct {
 	RespPkts    uint64     `json:"resp_pkts"`
 	RespIPBytes uint64     `json:"resp_ip_bytes"`
 	CommunityID string     `json:"community_id"`
+	Interim     bool       `json:"interim,omitempty"`
 }
 
 // Proto is conn.log's proto for an IP protocol number: Zeek's
@@ -94,6 +98,9 @@ func AppendJSON(b []byte, f *record.Flow) []byte {
 	b = appendUint(b, f.RespIPBytes)
 	b = append(b, `,"community_id":"`...)
 	b = append(b, f.CommunityID[:]...)
+	if f.EndReason == record.EndActive {
+		return append(b, `","interim":true}`+"\n"...)
+	}
 	return append(b, "\"}\n"...)
 }
 

@@ -28,7 +28,7 @@ func reference(t testing.TB, f *record.Flow) []byte {
 		OrigBytes: f.OrigBytes, RespBytes: f.RespBytes, ConnState: f.State.String(),
 		MissedBytes: f.MissedBytes, History: f.History.String(),
 		OrigPkts: f.OrigPkts, OrigIPBytes: f.OrigIPBytes, RespPkts: f.RespPkts, RespIPBytes: f.RespIPBytes,
-		CommunityID: string(f.CommunityID[:]),
+		CommunityID: string(f.CommunityID[:]), Interim: f.EndReason == record.EndActive,
 	}
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(&r); err != nil {
@@ -71,6 +71,7 @@ func randomFlow(r *rand.Rand) record.Flow {
 		f.History.AppendLetter("SHADFRIQTWG^shadfriqtwg"[r.IntN(23)])
 	}
 	setCommunityID(&f)
+	f.EndReason = record.EndReason(1 + r.IntN(5))
 	return f
 }
 
