@@ -733,8 +733,15 @@ static __always_inline void handle(struct pkt *k, __u32 wire, __u32 ifindex, __u
 			r->flags |= F_HAS_TCP;
 		copy_payload(k, &p, r);
 	}
+	/* Wake the reader once, as the ring's unread bytes cross wakeup_bytes
+	 * (this record's 8-byte header and its data included): a reader that
+	 * is awake reads on without another wakeup, and one that sleeps finds
+	 * fewer records at its poll's timeout. Waking at every record past the
+	 * mark would cost each one an irq_work while the reader lags. */
 	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
-	bpf_ringbuf_submit(r, avail >= cfg->wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	__u64 wake = cfg->wakeup_bytes;
+	int cross = avail >= wake && avail < wake + sizeof(*r) + 8;
+	bpf_ringbuf_submit(r, cross ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	c->emitted++;
 }
 
