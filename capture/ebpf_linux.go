@@ -232,7 +232,8 @@ type EBPFCounters struct {
 }
 
 // Counters returns the program's counts for this source's ring. Safe to
-// call from any goroutine; after Close, an error.
+// call from any goroutine; once every source of the capture has closed,
+// an error.
 func (s *EBPF) Counters() (EBPFCounters, error) {
 	s.sh.mu.Lock()
 	defer s.sh.mu.Unlock()
@@ -253,7 +254,8 @@ func (s *EBPF) Counters() (EBPFCounters, error) {
 // KernelStats returns the program's counts for this source's ring as
 // KernelStats: Packets are the packets it kept for the ring (not left out
 // by sampling or the pre-filter), Drops the records lost to a full ring.
-// After Close, the counts read at Close.
+// Once every source of the capture has closed, an error: the program is
+// gone.
 func (s *EBPF) KernelStats() (KernelStats, error) {
 	c, err := s.Counters()
 	if err != nil {
