@@ -45,7 +45,8 @@ fuzz-short:
 	  done; \
 	done
 
-# Regenerate generated code (eBPF objects once bpf/ has them).
+# Regenerate generated code: the eBPF objects and their Go bindings in
+# bpf/ (needs clang; scripts/install-deps.sh test installs it).
 generate:
 	$(GO) generate $(PKGS)
 

@@ -123,8 +123,12 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	// The sockets have been capturing into their rings since they were
 	// opened; the shards start reading them now.
 	a.ready.Store(true)
+	source := cfg.Source
+	if at := attachedAt(a.srcs); at != "" {
+		source += " at " + at
+	}
 	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving http://%s/metrics\n",
-		cfg.Interface, cfg.Source, len(a.srcs), a.srv.addr)
+		cfg.Interface, source, len(a.srcs), a.srv.addr)
 	s, err := pipeline.RunLive(ctx, a.pl, opt)
 	a.ready.Store(false)
 	if s != nil {

@@ -31,8 +31,33 @@ func openSources(cfg *config.Config) ([]capture.Source, error) {
 			srcs[i] = s
 		}
 		return srcs, nil
-	case "pcap":
+	case config.SourcePcap:
 		return openPcap(cfg)
+	case config.SourceXDP, config.SourceTC:
+		ec, err := cfg.EBPFCapture()
+		if err != nil {
+			return nil, err
+		}
+		rings, err := capture.OpenEBPF(ec, workers)
+		if err != nil {
+			return nil, err
+		}
+		srcs := make([]capture.Source, len(rings))
+		for i, r := range rings {
+			srcs[i] = r
+		}
+		return srcs, nil
 	}
-	return nil, fmt.Errorf("unknown source %q (afpacket or pcap)", cfg.Source)
+	return nil, fmt.Errorf("unknown source %q (afpacket, pcap, xdp or tc)", cfg.Source)
+}
+
+// attachedAt says where an eBPF source's program is attached ("xdp
+// driver", "xdp generic", "tcx"), "" for the other sources.
+func attachedAt(srcs []capture.Source) string {
+	if len(srcs) > 0 {
+		if e, ok := srcs[0].(*capture.EBPF); ok {
+			return e.Attached()
+		}
+	}
+	return ""
 }

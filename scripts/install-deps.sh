@@ -10,7 +10,9 @@ test)
 	command -v capinfos >/dev/null || need+=(tshark)       # capture tests compare counts with capinfos
 	command -v tcpreplay >/dev/null || need+=(tcpreplay)   # flowmon run's tests send traces into veth pairs
 	command -v ip >/dev/null || need+=(iproute2)           # and make the pairs in namespaces of their own
-	[ -e /usr/include/pcap.h ] || need+=(libpcap-dev) ;;   # the libpcap source (-tags pcap)
+	[ -e /usr/include/pcap.h ] || need+=(libpcap-dev)      # the libpcap source (-tags pcap)
+	command -v clang >/dev/null || need+=(clang llvm)      # bpf's TestGeneratedUpToDate regenerates the eBPF objects
+	[ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev) ;; # and their C includes libbpf's helper definitions
 bench) for p in tcpdump:tcpdump softflowd:softflowd nfpcapd:nfdump argus:argus-server racount:argus-client; do PATH=$PATH:/usr/sbin command -v "${p%%:*}" >/dev/null || need+=("${p#*:}"); done; [ -x /usr/bin/time ] || need+=(time) ;;
 e2e)
 	command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)

@@ -41,8 +41,10 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if c.Interface != "" && !ifaceName(c.Interface) {
 		add("interface", "%q is not an interface name (1 to %d bytes, not . or .., without '/', ':' or spaces)", c.Interface, capture.MaxIfaceName)
 	}
-	if c.Source != SourceAFPacket && c.Source != SourcePcap {
-		add("source", "%q must be %s or %s", c.Source, SourceAFPacket, SourcePcap)
+	switch c.Source {
+	case SourceAFPacket, SourcePcap, SourceXDP, SourceTC:
+	default:
+		add("source", "%q must be %s, %s, %s or %s", c.Source, SourceAFPacket, SourcePcap, SourceXDP, SourceTC)
 	}
 
 	ps = append(ps, checkAFPacket(&c.AFPacket)...)
@@ -59,6 +61,8 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if t := c.Pcap.Timeout; t < capture.MinReadTimeout || t > capture.MaxReadTimeout {
 		add("pcap.timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(capture.MinReadTimeout), formatDuration(capture.MaxReadTimeout))
 	}
+
+	ps = append(ps, checkEBPF(&c.EBPF)...)
 
 	ps = append(ps, checkPipeline(&c.Pipeline, given)...)
 
@@ -100,6 +104,25 @@ func checkAFPacket(a *AFPacket) []problem {
 			ps = append(ps, problem{key: "afpacket", msg: e.Error()})
 		case se.Key != "iface":
 			ps = append(ps, problem{key: "afpacket." + se.Key, msg: se.Msg})
+		}
+	}
+	return ps
+}
+
+// checkEBPF runs capture's Validate on the eBPF capture's settings and
+// names them as the file does ("ebpf.ring-size: 3000 must be a power of
+// two ..."). The interface and the source are checked on their own.
+func checkEBPF(e *EBPF) []problem {
+	ec, ps := e.capture("x", SourceXDP)
+	for _, err := range unjoin(ec.Validate()) {
+		var se *capture.SettingError
+		switch {
+		case !errors.As(err, &se):
+			ps = append(ps, problem{key: "ebpf", msg: err.Error()})
+		case se.Key == "sample" && e.Sample < 1:
+			// said by Capture
+		case se.Key != "iface" && se.Key != "source":
+			ps = append(ps, problem{key: "ebpf." + se.Key, msg: se.Msg})
 		}
 	}
 	return ps

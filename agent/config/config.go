@@ -1,6 +1,11 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
@@ -12,9 +17,10 @@ import (
 // the file.
 type Config struct {
 	Interface string            // interface: the interface to capture on; "" until given (flowmon run --iface)
-	Source    string            // source: SourceAFPacket (default) or SourcePcap
+	Source    string            // source: SourceAFPacket (default), SourcePcap, SourceXDP or SourceTC
 	AFPacket  AFPacket          // afpacket: the AF_PACKET ring, when Source is afpacket
 	Pcap      Pcap              // pcap: the libpcap handle, when Source is pcap
+	EBPF      EBPF              // ebpf: the eBPF program's rings, sampling and pre-filter, when Source is xdp or tc
 	Pipeline  pipeline.Settings // pipeline: the keys of pipeline.Settings, checked by its Validate
 	// Rules is the rules file (rules:): a path, RulesNone for no rules,
 	// or "" for the embedded default rules.
@@ -61,6 +67,70 @@ type Pcap struct {
 	Timeout time.Duration // timeout: libpcap's read timeout
 }
 
+// EBPF is the eBPF capture (capture.EBPFConfig): its settings are
+// checked by capture's Validate against its bounds.
+type EBPF struct {
+	XDPMode     string        // xdp-mode: capture.XDPAuto, XDPDriver or XDPGeneric
+	RingSize    int           // ring-size: bytes of each worker's ring buffer, a power of two
+	PollTimeout time.Duration // poll-timeout: how long a worker waits for records
+	Sample      int           // sample: keep 1 flow in this many; 1 keeps every flow
+	// CIDRs and Ports are the pre-filter, comma-separated (cidrs:
+	// "10.0.0.0/8, 2001:db8::/32"; ports: "53, 443"): a packet is kept
+	// only with an address in a prefix, and only with a port in the list;
+	// "" leaves the test out.
+	CIDRs string
+	Ports string
+}
+
+// capture returns the capture's settings for iface at hook, and what is
+// wrong with the sample, the prefixes and the ports, keyed as the file
+// names them.
+func (e EBPF) capture(iface, hook string) (capture.EBPFConfig, []problem) {
+	c := capture.EBPFConfig{Iface: iface, Hook: hook, XDPMode: e.XDPMode, RingSize: e.RingSize,
+		PollTimeout: e.PollTimeout, Sample: uint32(max(e.Sample, 0))}
+	var ps []problem
+	if e.Sample < 1 || e.Sample > 1<<31 {
+		ps = append(ps, problem{key: "ebpf.sample", msg: fmt.Sprintf("%d must be from 1 (every flow) to %d", e.Sample, 1<<31)})
+	}
+	for _, f := range splitList(e.CIDRs) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(f); aerr == nil {
+				p = netip.PrefixFrom(a, a.BitLen())
+			} else {
+				ps = append(ps, problem{key: "ebpf.cidrs", msg: fmt.Sprintf("%q is not an address or a CIDR prefix", f)})
+				continue
+			}
+		}
+		c.Prefixes = append(c.Prefixes, p)
+	}
+	for _, f := range splitList(e.Ports) {
+		n, err := strconv.ParseUint(f, 10, 16)
+		if err != nil {
+			ps = append(ps, problem{key: "ebpf.ports", msg: fmt.Sprintf("%q is not a port (0 to 65535)", f)})
+			continue
+		}
+		c.Ports = append(c.Ports, uint16(n))
+	}
+	return c, ps
+}
+
+// EBPFCapture returns the eBPF capture's settings for c's interface and
+// source (xdp or tc); the error, each *Error joined, when the ebpf
+// section's prefixes, ports or sample do not read (Validate says so too).
+func (c *Config) EBPFCapture() (capture.EBPFConfig, error) {
+	ec, ps := c.EBPF.capture(c.Interface, c.Source)
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, &Error{Key: p.key, Msg: p.msg})
+	}
+	return ec, errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+}
+
 // Snapshot is where the flow state is saved at exit and read at start.
 type Snapshot struct {
 	Path   string        // path: "" for no snapshot
@@ -99,6 +169,8 @@ type History struct {
 const (
 	SourceAFPacket = "afpacket"
 	SourcePcap     = "pcap"
+	SourceXDP      = capture.HookXDP
+	SourceTC       = capture.HookTC
 
 	RulesNone = "none"
 )
@@ -120,10 +192,6 @@ const (
 	DefaultHistoryRAM = 16 << 20
 )
 
-// Default returns the configuration with no file and no flag: an
-// AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
-// pipeline, the embedded default rules, no watchlists and no flow
-// history, metrics on 127.0.0.1:9100.
 // DefaultActiveTimeout is the live agent's active timeout: a long flow's
 // interim record every minute, as routers export theirs (a replay writes
 // none unless asked).
@@ -136,8 +204,13 @@ func runSettings() pipeline.Settings {
 	return s
 }
 
+// Default returns the configuration with no file and no flag: an
+// AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
+// pipeline, the embedded default rules, no watchlists and no flow
+// history, metrics on 127.0.0.1:9100.
 func Default() Config {
 	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
+	bpfDefaults := capture.EBPFConfig{}.WithDefaults()
 	return Config{
 		Source: SourceAFPacket,
 		AFPacket: AFPacket{
@@ -152,6 +225,12 @@ func Default() Config {
 			Snaplen: capture.MaxSnaplen,
 			Promisc: true,
 			Timeout: ring.BlockTimeout,
+		},
+		EBPF: EBPF{
+			XDPMode:     bpfDefaults.XDPMode,
+			RingSize:    bpfDefaults.RingSize,
+			PollTimeout: bpfDefaults.PollTimeout,
+			Sample:      int(bpfDefaults.Sample),
 		},
 		Pipeline:    runSettings(),
 		History:     History{RAM: DefaultHistoryRAM},

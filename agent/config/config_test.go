@@ -95,7 +95,7 @@ func TestSet(t *testing.T) {
 		{"workers", "0", "--workers: 0 must be between 1 and 256"},
 		{"workers", "two", `--workers: want an integer, got "two"`},
 		{"iface", "a/b", `--iface: "a/b" is not an interface name`},
-		{"source", "netmap", `--source: "netmap" must be afpacket or pcap`},
+		{"source", "netmap", `--source: "netmap" must be afpacket, pcap, xdp or tc`},
 		{"listen", "localhost", `--listen: "localhost" must be host:port`},
 		{"user", "-x", `--user: "-x" is not a user name`},
 		{"stop-timeout", "1h", "--stop-timeout: 1h must be between 1s and 5m"},

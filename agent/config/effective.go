@@ -117,7 +117,7 @@ func note(key string, v reflect.Value) string {
 	switch key {
 	case "interface":
 		return "none yet: flowmon run --iface gives it"
-	case "afpacket.filter", "pcap.filter":
+	case "afpacket.filter", "pcap.filter", "ebpf.cidrs", "ebpf.ports":
 		return "every packet"
 	case "rules":
 		return "the embedded default rules (flowmon rules show)"
@@ -144,6 +144,9 @@ func note(key string, v reflect.Value) string {
 // sectionNote says that a capture source's section is not the one used.
 func sectionNote(c *Config, sec string) string {
 	if (sec == SourceAFPacket || sec == SourcePcap) && sec != c.Source {
+		return "not used: source is " + c.Source
+	}
+	if sec == "ebpf" && c.Source != SourceXDP && c.Source != SourceTC {
 		return "not used: source is " + c.Source
 	}
 	return ""

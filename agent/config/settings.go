@@ -56,6 +56,12 @@ func init() {
 	add(setting{key: "pcap.promisc", field: ptr(func(c *Config) any { return &c.Pcap.Promisc })})
 	add(setting{key: "pcap.filter", field: ptr(func(c *Config) any { return &c.Pcap.Filter })})
 	add(setting{key: "pcap.timeout", field: ptr(func(c *Config) any { return &c.Pcap.Timeout })})
+	add(setting{key: "ebpf.xdp-mode", field: ptr(func(c *Config) any { return &c.EBPF.XDPMode })})
+	add(setting{key: "ebpf.ring-size", field: ptr(func(c *Config) any { return &c.EBPF.RingSize }), size: true})
+	add(setting{key: "ebpf.poll-timeout", field: ptr(func(c *Config) any { return &c.EBPF.PollTimeout })})
+	add(setting{key: "ebpf.sample", field: ptr(func(c *Config) any { return &c.EBPF.Sample })})
+	add(setting{key: "ebpf.cidrs", field: ptr(func(c *Config) any { return &c.EBPF.CIDRs })})
+	add(setting{key: "ebpf.ports", field: ptr(func(c *Config) any { return &c.EBPF.Ports })})
 	st := reflect.TypeFor[pipeline.Settings]()
 	for i := range st.NumField() {
 		name, _, _ := strings.Cut(st.Field(i).Tag.Get("yaml"), ",")

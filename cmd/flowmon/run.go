@@ -42,7 +42,7 @@ type runFlags struct {
 // runOverrides are the flags that set a config key of the same name.
 var runOverrides = []struct{ name, usage string }{
 	{"iface", "capture on this `interface` (the config's interface)"},
-	{"source", "capture source: afpacket (Linux, the default) or pcap (libpcap; a build with -tags pcap)"},
+	{"source", "capture source: afpacket (Linux, the default), xdp or tc (the eBPF program, Linux; docs/run.md says which to choose) or pcap (libpcap; a build with -tags pcap)"},
 	{"workers", "capture sockets and shards, one goroutine each, 1..256 (default: the CPUs)"},
 	{"listen", "serve /metrics, /healthz and /-/ready on this `host:port` (default 127.0.0.1:9100)"},
 	{"snapshot", "save the state to `FILE` at stop and restore it at start"},

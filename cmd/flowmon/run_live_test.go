@@ -214,6 +214,9 @@ func testRunMatchesReplay(t *testing.T, source string, workerCounts ...string) {
 	for _, workers := range workerCounts {
 		t.Run("workers="+workers, func(t *testing.T) {
 			a := startAgent(t, bin, n, "--source", source, "--workers", workers)
+			if (source == "xdp" || source == "tc") && !strings.Contains(a.stderr.String(), source+" at ") {
+				t.Errorf("flowmon run does not say where the program is attached:\n%s", a.stderr)
+			}
 			if code, body := a.get(t, n, "/-/ready"); code != http.StatusOK {
 				t.Errorf("/-/ready: %d %q while capturing", code, body)
 			}

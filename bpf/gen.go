@@ -1,0 +1,3 @@
+package bpf
+
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -I./include" -type record -type counters -type config -type lpm_key -type port_bits flowmon capture.c

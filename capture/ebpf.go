@@ -1,0 +1,131 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// eBPF capture: the settings (this file, every platform), the source on
+// the program of package bpf (ebpf_linux.go), a stub elsewhere
+// (ebpf_other.go).
+//
+// The program parses each frame in the kernel, at XDP or TC, as Decode
+// does, and hands user space one fixed-size record per packet through a
+// BPF ring buffer per worker: the record becomes a Packet by copying
+// fields, with no decode, and the packet itself is never copied.
+
+// Hooks of EBPFConfig.Hook.
+const (
+	HookXDP = "xdp" // XDP: ingress only, before the kernel allocates an skb
+	HookTC  = "tc"  // TC (TCX): ingress and egress
+)
+
+// XDP attach modes of EBPFConfig.XDPMode.
+const (
+	XDPAuto    = "auto"    // driver mode where the driver has it, else generic
+	XDPDriver  = "driver"  // native XDP, or fail
+	XDPGeneric = "generic" // the kernel's generic XDP
+)
+
+// EBPFConfig is one eBPF capture. Zero fields take the defaults of
+// WithDefaults; Validate names the setting of any value out of range, by
+// its key in the agent's config file (its ebpf section).
+type EBPFConfig struct {
+	Iface string // interface to capture on
+	Hook  string // HookXDP or HookTC
+	// XDPMode is how the XDP program attaches (XDPAuto by default); the
+	// source says which mode it got (EBPF.Attached).
+	XDPMode string
+	// RingSize is each worker's ring buffer in bytes: a power of two from
+	// a page to 1 GiB. Default 8 MiB (about 50,000 records).
+	RingSize int
+	// PollTimeout is how long Next waits for records before returning
+	// ErrNoPacket; records written meanwhile wait for it unless a quarter
+	// of the ring fills first. From 1 ms to 10 s; default 10 ms.
+	PollTimeout time.Duration
+	// Sample keeps 1 flow in Sample, chosen by the flow hash (both
+	// directions of a kept flow, every packet); 0 or 1 keeps every flow.
+	Sample uint32
+	// Prefixes and Ports are the pre-filter: with prefixes, a packet is
+	// kept only if one of its addresses is in one of them; with ports,
+	// only if one of its ports is one of them. Empty: no such test.
+	Prefixes []netip.Prefix
+	Ports    []uint16
+}
+
+// Bounds of EBPFConfig's settings.
+const (
+	EBPFMinRingSize = 4 << 10
+	EBPFMaxRingSize = 1 << 30
+	EBPFMaxPrefixes = 4096
+	ebpfMaxWorkers  = 256
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c EBPFConfig) WithDefaults() EBPFConfig {
+	if c.XDPMode == "" {
+		c.XDPMode = XDPAuto
+	}
+	if c.RingSize == 0 {
+		c.RingSize = 8 << 20
+	}
+	if c.PollTimeout == 0 {
+		c.PollTimeout = 10 * time.Millisecond
+	}
+	if c.Sample == 0 {
+		c.Sample = 1
+	}
+	return c
+}
+
+// Validate reports every setting of c out of range, each a
+// *SettingError naming its key, joined (errors.Join).
+func (c EBPFConfig) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
+	switch {
+	case c.Iface == "":
+		bad("iface", "no interface named")
+	case len(c.Iface) > MaxIfaceName:
+		bad("iface", "%q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), MaxIfaceName)
+	}
+	switch c.Hook {
+	case HookXDP, HookTC:
+	default:
+		bad("source", "%q must be %s or %s", c.Hook, HookXDP, HookTC)
+	}
+	switch c.XDPMode {
+	case XDPAuto, XDPDriver, XDPGeneric:
+	default:
+		bad("xdp-mode", "%q must be %s, %s or %s", c.XDPMode, XDPAuto, XDPDriver, XDPGeneric)
+	}
+	if s := c.RingSize; s < EBPFMinRingSize || s > EBPFMaxRingSize || s&(s-1) != 0 {
+		bad("ring-size", "%s must be a power of two from %s to %s", FormatSize(int64(s)), FormatSize(EBPFMinRingSize), FormatSize(EBPFMaxRingSize))
+	}
+	if t := c.PollTimeout; t < MinReadTimeout || t > MaxReadTimeout {
+		bad("poll-timeout", "%v must be between %v and %v", t, MinReadTimeout, MaxReadTimeout)
+	}
+	if c.Sample == 0 {
+		bad("sample", "0 must be at least 1 (1 keeps every flow)")
+	}
+	if n := len(c.Prefixes); n > EBPFMaxPrefixes {
+		bad("cidrs", "%d prefixes, more than %d", n, EBPFMaxPrefixes)
+	}
+	for _, p := range c.Prefixes {
+		if !p.IsValid() {
+			bad("cidrs", "%v is not a prefix", p)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validEBPFWorkers(workers int) error {
+	if workers < 1 || workers > ebpfMaxWorkers {
+		return fmt.Errorf("workers %d must be from 1 to %d (one ring buffer each)", workers, ebpfMaxWorkers)
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+//go:build linux
+
+package capture
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/flowmon/flowmon/bpf"
+)
+
+// EBPF is one worker's ring buffer of the eBPF capture program, a Source.
+// The program (package bpf) parses each frame at XDP or TC and writes a
+// record into the ring its flow hash picks; Next turns the record into a
+// Packet by copying fields (the key, the header fields, up to
+// bpf.PayloadMax payload bytes, which Payload points to until the next
+// call). Frames the program could not parse come as records of their
+// reason and are counted in Stats, as a file reader counts them.
+//
+// Timestamps are the kernel's monotonic clock at the record's writing,
+// moved to the wall clock by an offset measured when the source opens and
+// again at each poll that times out. The wire and captured lengths are the
+// frame's length as the hook sees it (at TC with the outer VLAN tag the
+// kernel took out put back, as the AF_PACKET source does). The link type
+// is Ethernet: the program reads Ethernet frames only.
+//
+// Next, Stats and Attached are for the one goroutine that reads the
+// source; KernelStats, Counters and Close may be called from any
+// goroutine.
+type EBPF struct {
+	sh      *ebpfShared
+	ring    int
+	rd      *ringbuf.Reader
+	rec     ringbuf.Record
+	timeout time.Duration
+	rearm   bool  // set a new poll deadline before the next read
+	monoOff int64 // wall clock minus monotonic clock, ns
+	stats   Stats
+	closed  atomic.Bool
+}
+
+var _ Source = (*EBPF)(nil)
+
+// ebpfShared is what the sources of one OpenEBPF share: the program, its
+// maps and links, released when the last source closes.
+type ebpfShared struct {
+	objs     *bpf.Objects
+	attached string
+	mu       sync.Mutex
+	open     int
+}
+
+func (sh *ebpfShared) release() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.open--; sh.open > 0 {
+		return nil
+	}
+	return sh.objs.Close()
+}
+
+// OpenEBPF loads the capture program with one ring buffer per worker,
+// sets its sampling and pre-filter, attaches it to c.Iface at c.Hook (XDP
+// in c.XDPMode; TC at ingress and egress through TCX links) and returns
+// one source per ring. A flow's packets, both directions, reach one ring:
+// the program picks it by a symmetric hash of the flow key. IPv4
+// fragments are not reassembled (the AF_PACKET source's fanout does):
+// a non-first fragment goes with the flow of its addresses and protocol.
+//
+// Loading needs CAP_BPF and CAP_NET_ADMIN (or root), and the error says
+// so. The program is detached when the last source closes, and by the
+// kernel when the process ends, however it ends: its links are the
+// process's file descriptors and nothing is pinned. workers is from 1 to
+// 256.
+func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
+	c = c.WithDefaults()
+	if err := errors.Join(c.Validate(), validEBPFWorkers(workers)); err != nil {
+		return nil, fmt.Errorf("open %s: %w", c.Hook, err)
+	}
+	fail := func(err error) ([]*EBPF, error) {
+		return nil, fmt.Errorf("open %s on %s: %w", c.Hook, c.Iface, err)
+	}
+	ifc, err := net.InterfaceByName(c.Iface)
+	if err != nil {
+		return fail(fmt.Errorf("no interface %q in this network namespace: %w", c.Iface, err))
+	}
+	objs, err := bpf.Load(bpf.Options{Rings: workers, RingSize: c.RingSize})
+	if err != nil {
+		return fail(err)
+	}
+	sh := &ebpfShared{objs: objs, open: workers}
+	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports)); err != nil {
+		objs.Close()
+		return fail(err)
+	}
+	srcs := make([]*EBPF, 0, workers)
+	for i := range workers {
+		rd, err := objs.NewReader(i)
+		if err != nil {
+			for _, s := range srcs {
+				s.rd.Close()
+			}
+			objs.Close()
+			return fail(err)
+		}
+		s := &EBPF{sh: sh, ring: i, rd: rd, timeout: c.PollTimeout, rearm: true}
+		s.rec.RawSample = make([]byte, 0, bpf.RecordSize)
+		s.setClock()
+		srcs = append(srcs, s)
+	}
+	// Attach last: no record is written before every ring has a reader.
+	if c.Hook == HookXDP {
+		sh.attached, err = objs.AttachXDP(ifc.Index, c.XDPMode)
+		sh.attached = "xdp " + sh.attached
+	} else {
+		sh.attached, err = objs.AttachTC(ifc.Index)
+	}
+	if err != nil {
+		for _, s := range srcs {
+			s.rd.Close()
+		}
+		objs.Close()
+		return fail(err)
+	}
+	return srcs, nil
+}
+
+// setClock measures the offset of the wall clock from the monotonic
+// clock the program's timestamps are on.
+func (s *EBPF) setClock() {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return
+	}
+	s.monoOff = time.Now().UnixNano() - ts.Nano()
+}
+
+// Attached says where the program is attached: "xdp driver", "xdp
+// generic" or "tcx" (ingress and egress).
+func (s *EBPF) Attached() string { return s.sh.attached }
+
+// Next reads the next record into p: no decode, no allocation. Records of
+// frames the program could not parse are counted in Stats and skipped.
+// When no record comes within the poll timeout it returns ErrNoPacket;
+// after Close, io.EOF.
+func (s *EBPF) Next(p *Packet) error {
+	for {
+		if s.rearm {
+			s.rd.SetDeadline(time.Now().Add(s.timeout))
+			s.rearm = false
+		}
+		if err := s.rd.ReadInto(&s.rec); err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				s.rearm = true
+				s.setClock()
+				return ErrNoPacket
+			case s.closed.Load() || errors.Is(err, os.ErrClosed) || errors.Is(err, ringbuf.ErrClosed):
+				return io.EOF
+			}
+			return fmt.Errorf("read ring %d: %w", s.ring, err)
+		}
+		if len(s.rec.RawSample) < bpf.RecordSize {
+			continue // not a record of this program: nothing writes one
+		}
+		r := (*bpf.Record)(unsafe.Pointer(&s.rec.RawSample[0]))
+		reason := fromRecord(p, r, s.monoOff)
+		s.stats.Count(p, reason)
+		if reason == ReasonNone {
+			return nil
+		}
+	}
+}
+
+// fromRecord fills p from the program's record, as Decode fills it from
+// the frame the record was made of, and returns the record's reason.
+func fromRecord(p *Packet, r *bpf.Record, monoOff int64) Reason {
+	wire := int(r.WireLen)
+	p.reset(time.Unix(0, int64(r.Ts)+monoOff), LinkEthernet, wire, wire)
+	p.VLANs = r.Vlans
+	p.EtherType = r.EtherType
+	if r.Reason != uint8(ReasonNone) {
+		if r.Reason >= uint8(numReasons) {
+			return ReasonLinkUnsupported
+		}
+		return Reason(r.Reason)
+	}
+	p.TTL, p.IPID, p.IPLen, p.Fragment = r.Ttl, r.IpId, r.IpLen, FragKind(r.Fragment)
+	p.HasTCP = r.Flags&bpf.FlagHasTCP != 0
+	p.Flags, p.Seq, p.Ack, p.Window = TCPFlags(r.TcpFlags), r.Seq, r.Ack, r.Window
+	p.PayloadLen = r.PayloadLen
+	if n := int(r.PayloadCap); n > 0 {
+		p.Payload = r.Payload[:min(n, len(r.Payload)):min(n, len(r.Payload))]
+	}
+	p.Reversed = r.Flags&bpf.FlagReversed != 0
+	k := &r.Key
+	if k[37] == 4 {
+		p.Key.Src, p.Key.Dst = netip.AddrFrom4([4]byte(k[12:16])), netip.AddrFrom4([4]byte(k[28:32]))
+	} else {
+		p.Key.Src, p.Key.Dst = netip.AddrFrom16([16]byte(k[0:16])), netip.AddrFrom16([16]byte(k[16:32]))
+	}
+	p.Key.SrcPort, p.Key.DstPort = binary.BigEndian.Uint16(k[32:]), binary.BigEndian.Uint16(k[34:])
+	p.Key.Proto = k[36]
+	p.Hash = hashKeyBytes(k)
+	return ReasonNone
+}
+
+// Stats returns the counts of the records read. They change as Next is
+// called.
+func (s *EBPF) Stats() *Stats { return &s.stats }
+
+// EBPFCounters are the program's counts for one ring, since it loaded.
+type EBPFCounters struct {
+	Seen        uint64 // packets whose flow hash picked the ring (frames that did not parse: ring 0)
+	Emitted     uint64 // records written
+	Lost        uint64 // records lost: the ring was full
+	SampledOut  uint64 // packets of flows sampling leaves out
+	FilteredOut uint64 // packets the pre-filter leaves out
+	Failures    [numReasons]uint64
+}
+
+// Counters returns the program's counts for this source's ring. Safe to
+// call from any goroutine; once every source of the capture has closed,
+// an error.
+func (s *EBPF) Counters() (EBPFCounters, error) {
+	s.sh.mu.Lock()
+	defer s.sh.mu.Unlock()
+	if s.sh.open == 0 {
+		return EBPFCounters{}, errors.New("read the eBPF counters: closed")
+	}
+	c, err := s.sh.objs.Counters(s.ring)
+	if err != nil {
+		return EBPFCounters{}, err
+	}
+	out := EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
+	for r := range out.Failures {
+		out.Failures[r] = c.Reasons[r]
+	}
+	return out, nil
+}
+
+// KernelStats returns the program's counts for this source's ring as
+// KernelStats: Packets are the packets it kept for the ring (not left out
+// by sampling or the pre-filter), Drops the records lost to a full ring.
+// Once every source of the capture has closed, an error: the program is
+// gone.
+func (s *EBPF) KernelStats() (KernelStats, error) {
+	c, err := s.Counters()
+	if err != nil {
+		return KernelStats{}, err
+	}
+	return KernelStats{Packets: c.Seen - c.SampledOut - c.FilteredOut, Drops: c.Lost}, nil
+}
+
+// Close closes the source's ring reader, waking a Next that waits, which
+// returns io.EOF; the last source to close detaches the program and frees
+// it. Closing twice does nothing.
+func (s *EBPF) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return errors.Join(s.rd.Close(), s.sh.release())
+}

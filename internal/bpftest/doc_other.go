@@ -1,0 +1,4 @@
+//go:build !linux
+
+// Package bpftest is Linux's: see bpftest_linux.go.
+package bpftest
