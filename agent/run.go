@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
@@ -63,6 +65,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	a.closers.add(closeLog)
+	reg := prometheus.NewRegistry()
 	if a.srcs, err = openSources(&cfg); err != nil {
 		return nil, err
 	}
@@ -94,7 +97,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if a.al != nil {
 		reload = func() error { return a.al.reload("POST /-/reload") }
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
+	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
