@@ -181,7 +181,7 @@ type collector struct {
 func newCollector(idx int, addr string, o Options) *collector {
 	c := &collector{idx: idx, addr: addr, opt: o, log: o.Logger.With("collector", addr, "transport", o.Transport),
 		items: make(chan item, o.Queue+1), free: make(chan []record.Flow, o.Queue),
-		stop: make(chan struct{}), done: make(chan struct{}), minBackoff: minBackoff}
+		stop: make(chan struct{}), done: make(chan struct{}), minBackoff: o.minBackoff}
 	for range o.Queue {
 		c.free <- make([]record.Flow, 0, batchLen)
 	}

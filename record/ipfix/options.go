@@ -79,6 +79,8 @@ type Options struct {
 	CloseWait time.Duration
 	// Logger says when a collector fails and recovers; nil: discarded.
 	Logger *slog.Logger
+
+	minBackoff time.Duration // the first wait after a failure; 0: minBackoff
 }
 
 // withDefaults fills the zero fields.
@@ -100,6 +102,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.minBackoff == 0 {
+		o.minBackoff = minBackoff
 	}
 	return o
 }
