@@ -22,10 +22,17 @@ func openFlowLog(name string, stdout, log io.Writer, cfg *pipeline.Config) (func
 		return nil, err
 	}
 	cfg.Sinks = append(cfg.Sinks, record.Named{Name: "connlog", Sink: connlog.NewWriter(out)})
+	sinkLogger(cfg, log)
+	return out.Close, nil
+}
+
+// sinkLogger returns the logger the record sinks' failures go to, made
+// on log if cfg has none yet.
+func sinkLogger(cfg *pipeline.Config, log io.Writer) *slog.Logger {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 	}
-	return out.Close, nil
+	return cfg.Logger
 }
 
 // closer runs what closes an agent's parts, last opened first, and

@@ -4,10 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record/ipfix"
 )
+
+// replayFlushWait bounds how long the end of a replay waits for the IPFIX
+// exporter to send what it queued: records go out as fast as the socket
+// takes them, so only a collector that is down makes it wait that long.
+const replayFlushWait = 30 * time.Second
 
 // ReplayOptions are what a replay (flowmon replay) runs with beside its
 // files.
@@ -16,6 +25,10 @@ type ReplayOptions struct {
 	Pipeline pipeline.Config
 	// FlowsOut is the flow log: a file, - for Stdout, "" for none.
 	FlowsOut string
+	// IPFIX, when not nil, exports the records to its collectors; the
+	// replay's end waits for them to be sent (FlushWait, by default
+	// 30 s).
+	IPFIX *ipfix.Options
 	// Rules is the rules file: "" for the embedded rules, "none" for
 	// none. A file is reloaded on SIGHUP, when it changes and on
 	// POST /-/reload.
@@ -47,9 +60,9 @@ type Replayer struct {
 	closers closer
 }
 
-// OpenReplay opens what opt names: the flow log, the rules and their
-// sinks, the watchlists, the flow history, and with Listen the pipeline
-// and its metrics server.
+// OpenReplay opens what opt names: the flow log, the IPFIX exporter, the
+// rules and their sinks, the watchlists, the flow history, and with
+// Listen the pipeline and its metrics server.
 func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 	r := &Replayer{opt: opt, cfg: opt.Pipeline}
 	defer func() {
@@ -62,6 +75,18 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		return nil, err
 	}
 	r.closers.add(closeLog)
+	reg := prometheus.NewRegistry()
+	if opt.IPFIX != nil {
+		o := *opt.IPFIX
+		if o.FlushWait == 0 {
+			o.FlushWait = replayFlushWait
+		}
+		closeIPFIX, err := openIPFIX(&o, reg, &r.cfg, sinkLogger(&r.cfg, opt.Log))
+		if err != nil {
+			return nil, err
+		}
+		r.closers.add(closeIPFIX)
+	}
 	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Log)
 	if err != nil {
 		return nil, err
@@ -85,7 +110,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		if r.pl, err = pipeline.NewPipeline(r.cfg); err != nil {
 			return nil, err
 		}
-		srv, err := serveMetrics(opt.Listen, r.pl, al, lk, reload, nil)
+		srv, err := serveMetrics(opt.Listen, reg, r.pl, al, lk, reload, nil)
 		if err != nil {
 			return nil, err
 		}

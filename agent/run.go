@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
@@ -42,7 +45,7 @@ type Agent struct {
 	closers  closer
 }
 
-// Open opens what cfg names: the flow log, the capture sources (one per
+// Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
 // worker), the rules and their sinks, the watchlists and the flow
 // history; builds the live pipeline, restores its snapshot and serves
 // its metrics; then drops privileges to cfg.User. The sockets capture
@@ -63,6 +66,19 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	a.closers.add(closeLog)
+	reg := prometheus.NewRegistry()
+	if x := cfg.Export.IPFIX; len(x.Collectors) > 0 {
+		o := x.Options()
+		o.IngressInterface = ifaceIndex(cfg.Interface)
+		// The live agent flushes at quiet times without waiting; at its
+		// stop it gives the collectors part of the stop timeout.
+		o.CloseWait = cfg.StopTimeout / 2
+		closeIPFIX, err := openIPFIX(&o, reg, &ecfg, sinkLogger(&ecfg, opt.Log))
+		if err != nil {
+			return nil, err
+		}
+		a.closers.add(closeIPFIX)
+	}
 	if a.srcs, err = openSources(&cfg); err != nil {
 		return nil, err
 	}
@@ -94,7 +110,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if a.al != nil {
 		reload = func() error { return a.al.reload("POST /-/reload") }
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
+	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
@@ -161,6 +177,16 @@ func (a *Agent) Status() Status {
 // Close stops serving the metrics, flushes the alert sinks, and closes
 // the lookups, the sources and the flow log.
 func (a *Agent) Close() error { return a.closers.close() }
+
+// ifaceIndex is the interface's index, the records' ingressInterface (0:
+// unknown, not exported).
+func ifaceIndex(name string) uint32 {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil || ifi.Index <= 0 {
+		return 0
+	}
+	return uint32(ifi.Index)
+}
 
 // restoreSnapshot takes over the state in path, or says why not and
 // leaves the pipeline empty.

@@ -24,11 +24,11 @@ type metricsServer struct {
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
 // live agent: once capture runs); without, they answer 200. /metrics
-// has the pipeline's metrics and those the rules and alerts (al, nil
-// without rules), the watchlists and the flow history (lk) register; the
+// has what is registered on reg already (the record sinks' exporters),
+// the pipeline's metrics and those the rules and alerts (al, nil without
+// rules), the watchlists and the flow history (lk) register; the
 // watchlists' API (watchlist.Path) serves lk's lists.
-func serveMetrics(addr string, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool) (*metricsServer, error) {
-	reg := prometheus.NewRegistry()
+func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool) (*metricsServer, error) {
 	if al != nil {
 		if err := al.register(reg); err != nil {
 			return nil, err

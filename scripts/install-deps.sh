@@ -2,7 +2,7 @@
 # Installs what a flowmon target needs beyond Go, on Debian, as root.
 #   install-deps.sh test    what `make test` needs
 #   install-deps.sh bench   tcpdump, for scripts/bench-replay.sh
-#   install-deps.sh e2e     prometheus, promtool and alertmanager, for make e2e
+#   install-deps.sh e2e     prometheus, promtool, alertmanager and nfdump (nfcapd), for make e2e
 set -euo pipefail
 need=()
 case "${1:-test}" in
@@ -16,7 +16,8 @@ test)
 bench) for p in tcpdump:tcpdump softflowd:softflowd nfpcapd:nfdump argus:argus-server racount:argus-client; do PATH=$PATH:/usr/sbin command -v "${p%%:*}" >/dev/null || need+=("${p#*:}"); done; [ -x /usr/bin/time ] || need+=(time) ;;
 e2e)
 	command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)
-	command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || need+=(prometheus-alertmanager) ;;
+	command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || need+=(prometheus-alertmanager)
+	command -v nfcapd >/dev/null && command -v nfdump >/dev/null || need+=(nfdump) ;; # the IPFIX export's collector
 *) echo "usage: $0 test|bench|e2e" >&2; exit 2 ;;
 esac
 if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record/ipfix"
 )
 
 // A problem is one broken rule, and the key it is about.
@@ -85,6 +87,47 @@ func (c *Config) check(given func(key string) bool) []problem {
 	}
 	if t := c.StopTimeout; t < MinStopTimeout || t > MaxStopTimeout {
 		add("stop-timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(MinStopTimeout), formatDuration(MaxStopTimeout))
+	}
+	ps = append(ps, checkIPFIX(&c.Export.IPFIX)...)
+	return ps
+}
+
+// checkIPFIX checks export.ipfix. Its keys are checked with no
+// collector too (Effective writes them all), so that adding one later
+// meets no surprise.
+func checkIPFIX(x *IPFIX) []problem {
+	var ps []problem
+	add := func(key, format string, args ...any) {
+		ps = append(ps, problem{key: "export.ipfix." + key, msg: fmt.Sprintf(format, args...)})
+	}
+	if len(x.Collectors) > ipfix.MaxCollectors {
+		add("collectors", "%d collectors: at most %d", len(x.Collectors), ipfix.MaxCollectors)
+	}
+	for i, col := range x.Collectors {
+		if msg := ipfix.CheckCollector(col); msg != "" {
+			add("collectors", "[%d]: %s", i, msg)
+		}
+	}
+	if x.Transport != ipfix.TransportUDP && x.Transport != ipfix.TransportTCP {
+		add("transport", "%q must be %s or %s", x.Transport, ipfix.TransportUDP, ipfix.TransportTCP)
+	}
+	if x.Mode != ipfix.ModeBiflow && x.Mode != ipfix.ModeCompat {
+		add("mode", "%q must be %s or %s", x.Mode, ipfix.ModeBiflow, ipfix.ModeCompat)
+	}
+	if x.MTU < ipfix.MinMTU || x.MTU > ipfix.MaxMTU {
+		add("mtu", "%d must be between %d and %d", x.MTU, ipfix.MinMTU, ipfix.MaxMTU)
+	}
+	if t := x.TemplateRefresh; t < ipfix.MinTemplateRefresh || t > ipfix.MaxTemplateRefresh {
+		add("template-refresh", "%s must be between %s and %s", formatDuration(t), formatDuration(ipfix.MinTemplateRefresh), formatDuration(ipfix.MaxTemplateRefresh))
+	}
+	if n := x.EnterpriseNumber; n < 0 || n > math.MaxUint32 {
+		add("enterprise-number", "%d must be between 0 (none) and %d", n, uint32(math.MaxUint32))
+	}
+	if n := x.ObservationDomain; n < 0 || n > math.MaxUint32 {
+		add("observation-domain", "%d must be between 0 and %d", n, uint32(math.MaxUint32))
+	}
+	if x.Queue < ipfix.MinQueue || x.Queue > ipfix.MaxQueue {
+		add("queue", "%d must be between %d and %d batches", x.Queue, ipfix.MinQueue, ipfix.MaxQueue)
 	}
 	return ps
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record/ipfix"
 )
 
 // Config is the agent's configuration: plain data, from Parse, Load or
@@ -37,6 +38,7 @@ type Config struct {
 	// FlowLog is the JSON-lines flow log (flow-log:): a path, "-" for
 	// standard output, "" for none.
 	FlowLog string
+	Export  Export // export: where else the flow records go
 	// User is who the agent becomes once its sockets are open (user:): a
 	// user name or a numeric uid; "" stays as started.
 	User string
@@ -164,6 +166,31 @@ type History struct {
 	RAM     int           // ram: bytes of RAM for the filter's first level, a size
 }
 
+// Export is where the flow records go besides the flow log.
+type Export struct {
+	IPFIX IPFIX // ipfix: IPFIX collectors (record/ipfix)
+}
+
+// IPFIX is the IPFIX exporter's settings (ipfix.Options); no collector
+// is no export.
+type IPFIX struct {
+	Collectors        []string      // collectors: HOST:PORT, each sent every record
+	Transport         string        // transport: udp or tcp
+	Mode              string        // mode: biflow (RFC 5103) or compat (two one-way records a flow)
+	MTU               int           // mtu: the path MTU to the collectors, bytes
+	TemplateRefresh   time.Duration // template-refresh: how often UDP collectors get the templates again
+	EnterpriseNumber  int64         // enterprise-number: the operator's PEN for flowmon's own elements; 0 for none
+	ObservationDomain int64         // observation-domain: the messages' observation domain ID
+	Queue             int           // queue: each collector's queue, in batches of 256 records
+}
+
+// Options are the exporter's options for these settings.
+func (x IPFIX) Options() ipfix.Options {
+	return ipfix.Options{Collectors: x.Collectors, Transport: x.Transport, Mode: x.Mode, MTU: x.MTU,
+		TemplateRefresh: x.TemplateRefresh, EnterpriseNumber: uint32(x.EnterpriseNumber),
+		ObservationDomain: uint32(x.ObservationDomain), Queue: x.Queue}
+}
+
 // The values of Source and Rules that mean something; AFPacket.Fanout's
 // are capture's (capture.FanoutHash, FanoutCPU, FanoutLB).
 const (
@@ -207,7 +234,7 @@ func runSettings() pipeline.Settings {
 // Default returns the configuration with no file and no flag: an
 // AF_PACKET ring of 64 MiB (64 blocks of 1 MiB), the engine's default
 // pipeline, the embedded default rules, no watchlists and no flow
-// history, metrics on 127.0.0.1:9100.
+// history, no IPFIX export, metrics on 127.0.0.1:9100.
 func Default() Config {
 	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
 	bpfDefaults := capture.EBPFConfig{}.WithDefaults()
@@ -232,10 +259,12 @@ func Default() Config {
 			PollTimeout: bpfDefaults.PollTimeout,
 			Sample:      int(bpfDefaults.Sample),
 		},
-		Pipeline:    runSettings(),
-		History:     History{RAM: DefaultHistoryRAM},
-		Listen:      "127.0.0.1:9100",
-		Snapshot:    Snapshot{MaxAge: 10 * time.Minute},
+		Pipeline: runSettings(),
+		History:  History{RAM: DefaultHistoryRAM},
+		Listen:   "127.0.0.1:9100",
+		Snapshot: Snapshot{MaxAge: 10 * time.Minute},
+		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
+			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue}},
 		StopTimeout: 10 * time.Second,
 	}
 }

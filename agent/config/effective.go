@@ -28,22 +28,24 @@ func (c Config) Effective() ([]byte, error) {
 		inert[p.key] = p.want
 	}
 	var b bytes.Buffer
-	section := ""
+	var open []string // the sections written last, outermost first
 	for _, s := range settings {
-		name, indent := s.key, ""
-		if i := strings.LastIndexByte(s.key, '.'); i >= 0 {
-			name, indent = s.key[i+1:], "  "
-			if sec := s.key[:i]; sec != section {
-				section = sec
-				b.WriteString(sec + ":")
-				if n := sectionNote(&c, sec); n != "" {
-					b.WriteString("  # " + n)
-				}
-				b.WriteByte('\n')
-			}
-		} else {
-			section = ""
+		parts := strings.Split(s.key, ".")
+		name, secs := parts[len(parts)-1], parts[:len(parts)-1]
+		indent := strings.Repeat("  ", len(secs))
+		same := 0
+		for same < len(secs) && same < len(open) && secs[same] == open[same] {
+			same++
 		}
+		for d := same; d < len(secs); d++ {
+			sec := strings.Join(secs[:d+1], ".")
+			b.WriteString(strings.Repeat("  ", d) + secs[d] + ":")
+			if n := sectionNote(&c, sec); n != "" {
+				b.WriteString("  # " + n)
+			}
+			b.WriteByte('\n')
+		}
+		open = secs
 		v := s.field(&c)
 		text, err := keyValue(name, encode(v, s.size))
 		if err != nil {
@@ -71,6 +73,12 @@ func encode(f reflect.Value, size bool) *yaml.Node {
 	switch {
 	case f.Type() == watchlistsType:
 		return encodeLists(f.Interface().([]Watchlist))
+	case f.Type() == stringsType:
+		l := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+		for _, s := range f.Interface().([]string) {
+			l.Content = append(l.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s})
+		}
+		return l
 	case f.Type() == durationType:
 		n.Value = formatDuration(durationOf(f))
 	case f.Kind() == reflect.String:
@@ -79,7 +87,7 @@ func encode(f reflect.Value, size bool) *yaml.Node {
 		n.Value = strconv.FormatBool(f.Bool())
 	case f.Kind() == reflect.Int && size && f.Int()%(1<<20) == 0:
 		n.Value = capture.FormatSize(f.Int()) // 1MiB; smaller sizes in bytes
-	case f.Kind() == reflect.Int:
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 		n.Value = strconv.FormatInt(f.Int(), 10)
 	case f.Kind() == reflect.Float64:
 		n.Value = strconv.FormatFloat(f.Float(), 'g', -1, 64)
@@ -135,6 +143,10 @@ func note(key string, v reflect.Value) string {
 		return "no snapshot"
 	case "flow-log":
 		return "no flow log"
+	case "export.ipfix.collectors":
+		return "none: no IPFIX export"
+	case "export.ipfix.enterprise-number":
+		return "none: no enterprise elements"
 	case "user":
 		return "stays the user it starts as"
 	}

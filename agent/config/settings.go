@@ -35,7 +35,8 @@ var (
 	// aliases are the flags whose name is not their key's.
 	aliases = map[string]string{"iface": "interface", "snapshot": "snapshot.path",
 		"watchlist": "watchlists.lists", "watchlist-dir": "watchlists.dir",
-		"history-dir": "history.dir", "history-horizon": "history.horizon", "history-ram": "history.ram"}
+		"history-dir": "history.dir", "history-horizon": "history.horizon", "history-ram": "history.ram",
+		"ipfix": "export.ipfix.collectors"}
 )
 
 func init() {
@@ -84,13 +85,24 @@ func init() {
 	add(setting{key: "snapshot.path", field: ptr(func(c *Config) any { return &c.Snapshot.Path }), path: true})
 	add(setting{key: "snapshot.max-age", field: ptr(func(c *Config) any { return &c.Snapshot.MaxAge })})
 	add(setting{key: "flow-log", field: ptr(func(c *Config) any { return &c.FlowLog }), path: true, keep: []string{"-"}})
+	add(setting{key: "export.ipfix.collectors", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Collectors })})
+	add(setting{key: "export.ipfix.transport", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Transport })})
+	add(setting{key: "export.ipfix.mode", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Mode })})
+	add(setting{key: "export.ipfix.mtu", field: ptr(func(c *Config) any { return &c.Export.IPFIX.MTU })})
+	add(setting{key: "export.ipfix.template-refresh", field: ptr(func(c *Config) any { return &c.Export.IPFIX.TemplateRefresh })})
+	add(setting{key: "export.ipfix.enterprise-number", field: ptr(func(c *Config) any { return &c.Export.IPFIX.EnterpriseNumber })})
+	add(setting{key: "export.ipfix.observation-domain", field: ptr(func(c *Config) any { return &c.Export.IPFIX.ObservationDomain })})
+	add(setting{key: "export.ipfix.queue", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Queue })})
 	add(setting{key: "user", field: ptr(func(c *Config) any { return &c.User })})
 	add(setting{key: "stop-timeout", field: ptr(func(c *Config) any { return &c.StopTimeout })})
 	byKey = make(map[string]*setting, len(settings))
 	for _, s := range settings {
 		byKey[s.key] = s
-		if i := strings.LastIndexByte(s.key, '.'); i >= 0 && !slices.Contains(sections, s.key[:i]) {
-			sections = append(sections, s.key[:i])
+		// every enclosing mapping is a section: export and export.ipfix
+		for i := range len(s.key) {
+			if s.key[i] == '.' && !slices.Contains(sections, s.key[:i]) {
+				sections = append(sections, s.key[:i])
+			}
 		}
 	}
 }

@@ -16,12 +16,18 @@ import (
 // what is wrong with the value's form, or "". Ranges are checked after,
 // on the whole configuration (check.go).
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	stringsType  = reflect.TypeFor[[]string]()
+)
 
 // decode sets the field f (addressable) from v, as its type and size
 // say.
 func decode(f reflect.Value, v *yaml.Node, size bool) string {
 	bad := func() string { return "want " + want(f.Type(), size) + ", got " + yamlnode.Describe(v) }
+	if f.Type() == stringsType {
+		return decodeStrings(f, v)
+	}
 	if v.Kind != yaml.ScalarNode {
 		return bad()
 	}
@@ -43,12 +49,12 @@ func decode(f reflect.Value, v *yaml.Node, size bool) string {
 			return bad()
 		}
 		f.SetBool(b)
-	case f.Kind() == reflect.Int:
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
 		n, msg := integer(v, size)
 		if msg != "" {
 			return msg
 		}
-		if n < math.MinInt || n > math.MaxInt {
+		if f.Kind() == reflect.Int && (n < math.MinInt || n > math.MaxInt) {
 			return fmt.Sprintf("%s is out of range", v.Value)
 		}
 		f.SetInt(n)
@@ -61,6 +67,33 @@ func decode(f reflect.Value, v *yaml.Node, size bool) string {
 	default:
 		panic(fmt.Sprintf("config: no decoder for a field of type %v", f.Type()))
 	}
+	return ""
+}
+
+// decodeStrings reads a list of strings (null: none), or one string of
+// comma-separated items (a flag's value).
+func decodeStrings(f reflect.Value, v *yaml.Node) string {
+	var out []string
+	switch {
+	case v.Tag == "!!null":
+	case v.Kind == yaml.ScalarNode && v.Tag == "!!str":
+		for _, s := range strings.Split(v.Value, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	case v.Kind == yaml.SequenceNode:
+		for _, e := range v.Content {
+			e = yamlnode.Resolve(e)
+			if e.Kind != yaml.ScalarNode || e.Tag != "!!str" {
+				return "want a list of strings, got an element that is " + yamlnode.Describe(e)
+			}
+			out = append(out, e.Value)
+		}
+	default:
+		return "want a list of strings, got " + yamlnode.Describe(v)
+	}
+	f.Set(reflect.ValueOf(out))
 	return ""
 }
 
@@ -77,7 +110,7 @@ func want(t reflect.Type, size bool) string {
 		return "a string"
 	case reflect.Bool:
 		return "true or false"
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		return "an integer"
 	case reflect.Float64:
 		return "a number"

@@ -16,6 +16,7 @@ import (
 	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record/ipfix"
 )
 
 func init() {
@@ -41,6 +42,7 @@ type replayFlags struct {
 	alerting   string
 	watchlists watchlistFlags
 	history    config.History
+	ipfix      ipfix.Options
 	files      []string
 }
 
@@ -75,6 +77,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
 	historyFlags(fs, &f.history)
+	ipfixFlags(fs, &f.ipfix)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -100,6 +103,11 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		return nil, usageError(fs, "--alerts-out - shares stdout with the summary or the flows; write the alerts to a file")
 	case s.DecodeOnly && f.rules != "" && f.rules != "none":
 		return nil, usageError(fs, "--rules does nothing with --decode-only (no flow state to evaluate)")
+	case s.DecodeOnly && len(f.ipfix.Collectors) > 0:
+		return nil, usageError(fs, "--ipfix does nothing with --decode-only (no flows are tracked)")
+	}
+	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
+		return nil, err
 	}
 	if s.DecodeOnly {
 		f.rules = "none"
@@ -140,7 +148,11 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		}
 		defer stop()
 	}
-	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut,
+	var ipfixOpt *ipfix.Options
+	if len(f.ipfix.Collectors) > 0 {
+		ipfixOpt = &f.ipfix
+	}
+	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt,
 		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
 		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen,
 		Stdout: stdout, Log: stderr})

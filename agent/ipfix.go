@@ -1,0 +1,29 @@
+package agent
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/ipfix"
+)
+
+// openIPFIX starts an IPFIX exporter to o's collectors (nil o: none) as
+// a record sink in cfg, its metrics on reg, and returns what closes it.
+func openIPFIX(o *ipfix.Options, reg prometheus.Registerer, cfg *pipeline.Config, log *slog.Logger) (func() error, error) {
+	if o == nil || len(o.Collectors) == 0 {
+		return func() error { return nil }, nil
+	}
+	opt := *o
+	if opt.Logger == nil {
+		opt.Logger = log
+	}
+	x, err := ipfix.New(opt, reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sinks = append(cfg.Sinks, record.Named{Name: "ipfix", Sink: x})
+	return x.Close, nil
+}

@@ -1,0 +1,361 @@
+package ipfix
+
+import (
+	"encoding/binary"
+	"math"
+	"net/netip"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/record"
+)
+
+// encoder turns records into messages for one collector: it keeps the
+// templates, the sequence number and the message being filled. It is
+// not safe for concurrent use; each collector's goroutine has its own.
+type encoder struct {
+	t      [2]template // TemplateIPv4, TemplateIPv6
+	biflow bool
+	domain uint32
+	ifx    uint32 // ingressInterface, when the templates have it
+	max    int    // largest message, bytes
+
+	seq      uint32 // data records sent before the message being filled
+	buf      []byte // the message being filled, its header written
+	n        uint32 // data records in buf
+	setStart int    // offset of the open data set's header; 0: none
+	setID    uint16
+}
+
+// encoderOptions shape an encoder.
+type encoderOptions struct {
+	biflow     bool
+	enterprise uint32
+	domain     uint32
+	ingress    uint32 // 0: no ingressInterface element
+	maxMessage int
+}
+
+func newEncoder(o encoderOptions) *encoder {
+	to := templateOptions{biflow: o.biflow, enterprise: o.enterprise, ingress: o.ingress != 0}
+	e := &encoder{biflow: o.biflow, domain: o.domain, ifx: o.ingress, max: min(o.maxMessage, MaxMessage)}
+	e.t[0], e.t[1] = newTemplate(to, false), newTemplate(to, true)
+	e.buf = make([]byte, 0, e.max)
+	return e
+}
+
+// templateMessage returns a message holding both templates, valid until
+// the encoder's next call. Template records do not move the sequence
+// number.
+func (e *encoder) templateMessage(exportTime uint32) []byte {
+	b := e.header(e.buf[:0], exportTime)
+	set := len(b)
+	b = binary.BigEndian.AppendUint16(b, TemplateSetID)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = e.t[0].appendRecord(b)
+	b = e.t[1].appendRecord(b)
+	// Template records are whole 4-byte words: no padding.
+	binary.BigEndian.PutUint16(b[set+2:], uint16(len(b)-set))
+	binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+	e.buf = b[:0]
+	return b
+}
+
+// header appends a message header with the current sequence number and
+// a zero length (set when the message is done).
+func (e *encoder) header(b []byte, exportTime uint32) []byte {
+	b = binary.BigEndian.AppendUint16(b, Version)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint32(b, exportTime)
+	b = binary.BigEndian.AppendUint32(b, e.seq)
+	return binary.BigEndian.AppendUint32(b, e.domain)
+}
+
+// encode writes flows as data records into messages, calling emit with
+// each message (valid during the call) as it is full and with the last,
+// part-full one; it returns the first error emit returned and the count
+// of data records in the messages emit failed to send. The sequence
+// number counts every record encoded, sent or not: the collector sees
+// the records a failed message held as lost.
+func (e *encoder) encode(flows []record.Flow, exportTime uint32, emit func(msg []byte, records uint32) error) (lost uint64, err error) {
+	send := func() {
+		if e.n == 0 {
+			return
+		}
+		msg := e.finish()
+		if eerr := emit(msg, e.n); eerr != nil {
+			lost += uint64(e.n)
+			if err == nil {
+				err = eerr
+			}
+		}
+		e.seq += e.n
+		e.n = 0
+	}
+	e.buf = e.header(e.buf[:0], exportTime)
+	var r dirRec
+	for i := range flows {
+		f := &flows[i]
+		r.forward(f)
+		if !e.biflow && r.pkts == 0 && f.RespPkts > 0 {
+			// compat: the originator's direction sent nothing, so has no record
+		} else if !e.add(&r) {
+			send()
+			e.buf = e.header(e.buf[:0], exportTime)
+			e.add(&r)
+		}
+		if e.biflow || f.RespPkts == 0 {
+			continue
+		}
+		r.reverse(f)
+		if !e.add(&r) {
+			send()
+			e.buf = e.header(e.buf[:0], exportTime)
+			e.add(&r)
+		}
+	}
+	send()
+	e.buf = e.buf[:0]
+	return lost, err
+}
+
+// records is the count of data records flows make.
+func (e *encoder) records(flows []record.Flow) uint64 {
+	if e.biflow {
+		return uint64(len(flows))
+	}
+	var n uint64
+	for i := range flows {
+		f := &flows[i]
+		if f.OrigPkts > 0 || f.RespPkts == 0 {
+			n++
+		}
+		if f.RespPkts > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// finish closes the open set and writes the message's length.
+func (e *encoder) finish() []byte {
+	e.closeSet()
+	binary.BigEndian.PutUint16(e.buf[2:], uint16(len(e.buf)))
+	return e.buf
+}
+
+// closeSet pads the open data set to a 4-byte boundary and writes its
+// length. The padding (at most 3 bytes) is shorter than any record.
+func (e *encoder) closeSet() {
+	if e.setStart == 0 {
+		return
+	}
+	for len(e.buf)%4 != 0 {
+		e.buf = append(e.buf, 0)
+	}
+	binary.BigEndian.PutUint16(e.buf[e.setStart+2:], uint16(len(e.buf)-e.setStart))
+	e.setStart, e.setID = 0, 0
+}
+
+func align4(n int) int { return (n + 3) &^ 3 }
+
+// add appends r to the message if it fits, with the set it needs, and
+// reports whether it did.
+func (e *encoder) add(r *dirRec) bool {
+	t := &e.t[0]
+	if r.v6 {
+		t = &e.t[1]
+	}
+	n := t.fixed
+	if t.hasVar {
+		n += len(r.f.State.String()) + r.f.History.Len()
+	}
+	if e.setStart != 0 && e.setID == t.id {
+		if e.setStart+align4(len(e.buf)-e.setStart+n) > e.max {
+			return false
+		}
+	} else {
+		if align4(len(e.buf))+align4(SetHeaderLen+n) > e.max {
+			return false
+		}
+		e.closeSet()
+		e.setStart, e.setID = len(e.buf), t.id
+		e.buf = binary.BigEndian.AppendUint16(e.buf, t.id)
+		e.buf = binary.BigEndian.AppendUint16(e.buf, 0)
+	}
+	e.buf = e.appendData(e.buf, t, r)
+	e.n++
+	return true
+}
+
+// dirRec is a record's values in the direction it is sent: the flow's
+// (the originator's) or, for compat mode's second record, the
+// responder's.
+type dirRec struct {
+	f                  *record.Flow
+	v6                 bool
+	src, dst           netip.Addr
+	sport, dport, icmp uint16
+	pkts, octets       uint64
+	rpkts, roctets     uint64
+	flags, rflags      uint16
+	reason             uint8
+}
+
+// forward fills r with f in the originator's direction.
+func (r *dirRec) forward(f *record.Flow) {
+	r.f = f
+	r.src, r.dst = f.Orig.Unmap(), f.Resp.Unmap()
+	r.v6 = !r.src.Is4()
+	r.sport, r.dport, r.icmp = f.OrigPort, f.RespPort, 0
+	if isICMP(f.Proto) {
+		typ, code := uint16(f.OrigPort), uint16(f.RespPort)
+		if icmpPaired(f.Proto, f.OrigPort, f.RespPort) {
+			code = 0
+		}
+		r.sport, r.dport, r.icmp = 0, 0, typ<<8|code
+	}
+	r.pkts, r.octets = f.OrigPkts, f.OrigIPBytes
+	r.rpkts, r.roctets = f.RespPkts, f.RespIPBytes
+	r.flags, r.rflags = historyFlags(&f.History)
+	r.reason = endReason(f)
+}
+
+// reverse fills r with f in the responder's direction (compat mode).
+func (r *dirRec) reverse(f *record.Flow) {
+	r.forward(f)
+	r.src, r.dst = r.dst, r.src
+	r.sport, r.dport = r.dport, r.sport
+	if isICMP(f.Proto) && icmpPaired(f.Proto, f.OrigPort, f.RespPort) {
+		r.icmp = f.RespPort << 8 // the reply's type, code 0
+	}
+	r.pkts, r.octets, r.rpkts, r.roctets = r.rpkts, r.roctets, 0, 0
+	r.flags, r.rflags = r.rflags, 0
+}
+
+// appendData appends r as a data record of t.
+func (e *encoder) appendData(b []byte, t *template, r *dirRec) []byte {
+	be := binary.BigEndian
+	for i := range t.fields {
+		switch t.fields[i].kind {
+		case kSrcAddr:
+			b = appendAddr(b, r.src, r.v6)
+		case kDstAddr:
+			b = appendAddr(b, r.dst, r.v6)
+		case kSrcPort:
+			b = be.AppendUint16(b, r.sport)
+		case kDstPort:
+			b = be.AppendUint16(b, r.dport)
+		case kICMPTypeCode:
+			b = be.AppendUint16(b, r.icmp)
+		case kProto:
+			b = append(b, r.f.Proto)
+		case kFlags:
+			b = be.AppendUint16(b, r.flags)
+		case kStart:
+			b = be.AppendUint64(b, uint64(r.f.Start/1e6))
+		case kEnd:
+			b = be.AppendUint64(b, uint64(r.f.End/1e6))
+		case kPackets:
+			b = be.AppendUint64(b, r.pkts)
+		case kOctets:
+			b = be.AppendUint64(b, r.octets)
+		case kEndReason:
+			b = append(b, r.reason)
+		case kIngress:
+			b = be.AppendUint32(b, e.ifx)
+		case kRevPackets:
+			b = be.AppendUint64(b, r.rpkts)
+		case kRevOctets:
+			b = be.AppendUint64(b, r.roctets)
+		case kRevFlags:
+			b = be.AppendUint16(b, r.rflags)
+		case kConnState:
+			s := r.f.State.String()
+			b = append(b, byte(len(s)))
+			b = append(b, s...)
+		case kHistory:
+			b = append(b, byte(r.f.History.Len()))
+			b = r.f.History.AppendTo(b)
+		case kConfidence:
+			b = be.AppendUint32(b, math.Float32bits(r.f.Confidence))
+		}
+	}
+	return b
+}
+
+func appendAddr(b []byte, a netip.Addr, v6 bool) []byte {
+	if v6 {
+		x := a.As16()
+		return append(b, x[:]...)
+	}
+	x := a.As4()
+	return append(b, x[:]...)
+}
+
+func isICMP(p uint8) bool { return p == capture.ProtoICMP || p == capture.ProtoICMPv6 }
+
+// icmpPaired reports whether an ICMP flow's ports are a type and its
+// reply's type (capture keys such flows so), rather than a type and its
+// code: the code of a request or reply is then 0.
+func icmpPaired(proto uint8, typ, other uint16) bool {
+	pairs := icmp4Pairs[:]
+	if proto == capture.ProtoICMPv6 {
+		pairs = icmp6Pairs[:]
+	}
+	for _, p := range pairs {
+		if typ == p[0] && other == p[1] || typ == p[1] && other == p[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// The request and reply types capture pairs into one flow
+// (capture/decode.go's icmpPorts).
+var (
+	icmp4Pairs = [...][2]uint16{{8, 0}, {10, 9}, {13, 14}, {15, 16}, {17, 18}}
+	icmp6Pairs = [...][2]uint16{{128, 129}, {130, 131}, {133, 134}, {135, 136}}
+)
+
+// TCP flags (tcpControlBits).
+const (
+	flagFIN = 0x01
+	flagSYN = 0x02
+	flagRST = 0x04
+	flagACK = 0x10
+)
+
+// letterFlags is the flags a history letter says its packet had.
+var letterFlags = [256]uint16{
+	'S': flagSYN, 'H': flagSYN | flagACK, 'A': flagACK, 'F': flagFIN, 'R': flagRST, 'Q': flagSYN | flagFIN,
+	's': flagSYN, 'h': flagSYN | flagACK, 'a': flagACK, 'f': flagFIN, 'r': flagRST, 'q': flagSYN | flagFIN,
+}
+
+// historyFlags is the union of the flags each side's history letters
+// tell: upper case the originator's, lower case the responder's.
+func historyFlags(h *record.History) (orig, resp uint16) {
+	var buf [record.HistoryMax]byte
+	for _, c := range h.AppendTo(buf[:0]) {
+		if c >= 'a' && c <= 'z' {
+			resp |= letterFlags[c]
+		} else {
+			orig |= letterFlags[c]
+		}
+	}
+	return orig, resp
+}
+
+// endReason is the record's flowEndReason: the pipeline's, or, for a
+// record that has none, what its conn_state tells (a FIN or an RST ended
+// the flow, or it timed out).
+func endReason(f *record.Flow) uint8 {
+	if f.EndReason != 0 {
+		return uint8(f.EndReason)
+	}
+	switch f.State {
+	case acsm.SF, acsm.REJ, acsm.RSTO, acsm.RSTR, acsm.RSTOS0, acsm.RSTRH, acsm.SH, acsm.SHR:
+		return EndOfFlow
+	}
+	return EndIdleTimeout
+}

@@ -1,0 +1,58 @@
+package ipfix
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The exporter's metrics. A collector is labelled by its index in
+// Options.Collectors (the log lines name its address): labels never hold
+// an address.
+var (
+	descRecords = prometheus.NewDesc("flowmon_ipfix_records_exported_total",
+		"IPFIX data records sent to a collector.", []string{"collector"}, nil)
+	descDropped = prometheus.NewDesc("flowmon_ipfix_records_dropped_total",
+		"IPFIX data records not sent: queue_full (the collector's queue had no room), send_failed (in a message whose write failed).", []string{"collector", "reason"}, nil)
+	descMessages = prometheus.NewDesc("flowmon_ipfix_messages_total",
+		"IPFIX messages sent to a collector, templates included.", []string{"collector"}, nil)
+	descBytes = prometheus.NewDesc("flowmon_ipfix_bytes_total",
+		"Bytes of IPFIX messages sent to a collector.", []string{"collector"}, nil)
+	descUp = prometheus.NewDesc("flowmon_ipfix_collector_up",
+		"1 while the collector's last connection or write succeeded.", []string{"collector"}, nil)
+	descErrors = prometheus.NewDesc("flowmon_ipfix_errors_total",
+		"Failed connections (dial) and writes (send) to a collector.", []string{"collector", "op"}, nil)
+	descQueued = prometheus.NewDesc("flowmon_ipfix_queue_batches",
+		"Batches of records waiting in the collector's queue.", []string{"collector"}, nil)
+)
+
+// metrics exports an Exporter's counts at scrape time.
+type metrics struct{ x *Exporter }
+
+func (m metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRecords, descDropped, descMessages, descBytes, descUp, descErrors, descQueued} {
+		ch <- d
+	}
+}
+
+func (m metrics) Collect(ch chan<- prometheus.Metric) {
+	for i, s := range m.x.Stats() {
+		c := strconv.Itoa(i)
+		up := 0.0
+		if s.Up {
+			up = 1
+		}
+		counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{c}, labels...)...)
+		}
+		counter(descRecords, s.Records)
+		counter(descDropped, s.DroppedQueue, "queue_full")
+		counter(descDropped, s.DroppedSend, "send_failed")
+		counter(descMessages, s.Messages)
+		counter(descBytes, s.Bytes)
+		counter(descErrors, s.DialErrors, "dial")
+		counter(descErrors, s.SendErrors, "send")
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, c)
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(s.QueuedBatches), c)
+	}
+}
