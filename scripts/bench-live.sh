@@ -114,6 +114,10 @@ for trace in syn mix; do
 done
 cat "$table"
 out=${OUT:-docs/benchmarks.md}
+# The report's own section replaces the last one; the sections after it
+# (the IPFIX export's) stay.
+after=$(mktemp)
+[ -f "$out" ] && awk '/^## / {in_live = ($0 == "## Live capture"); if (!in_live && seen) keep = 1} /^## Live capture$/ {seen = 1} keep' "$out" >"$after"
 {
 	[ -f "$out" ] && sed '/^## Live capture/,$d' "$out"
 	echo "## Live capture"
@@ -135,6 +139,11 @@ out=${OUT:-docs/benchmarks.md}
 	echo "says so. flowmon's own ceiling is higher than any rate measured here (the replay of the same"
 	echo "pipeline runs at the rates above); a faster sender, or a machine with more cores, is needed to"
 	echo "find it."
+	if [ -s "$after" ]; then
+		echo
+		cat "$after"
+	fi
 } >"$out.tmp"
+rm -f "$after"
 mv "$out.tmp" "$out"
 echo "bench-live: wrote $out" >&2
