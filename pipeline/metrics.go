@@ -27,6 +27,9 @@ const publishEvery = 8192
 type collector struct {
 	pub    *published
 	shards []*shard
+	// target is the ACSM's target error rate (its p), 0 for the exact
+	// backend, which has none.
+	target float64
 }
 
 var (
@@ -54,11 +57,17 @@ var (
 	descFTMax   = prometheus.NewDesc("flowmon_flowtable_max_flows", "The flow table's cap (max-flows).", nil, nil)
 	descFTAtCap = prometheus.NewDesc("flowmon_flowtable_timed_out_at_cap_total", "Open flows timed out early because the flow table was full.", nil, nil)
 	descFTShed  = prometheus.NewDesc("flowmon_flowtable_shed_syns_total", "New flows whose SYN came while the flow table was full: counted, not entered (entered at their next packet).", nil, nil)
+	// The target beside the measured error (flowmon_acsm_shadow_*), so
+	// that a dashboard or an alerting rule compares the two without
+	// knowing each agent's configuration. It is the pipeline's, not a
+	// shard's: the stage collector sums the shards' samples.
+	descACSMTarget = prometheus.NewDesc("flowmon_acsm_target_error_ratio",
+		"The ACSM's target error rate (p), which the shadow's measured error (flowmon_acsm_shadow_disagreements_total / flowmon_acsm_shadow_checks_total) is held to; absent for the exact backend.", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPackets, descBytes, descNetwork, descTransport, descSkipped,
-		descUnique, descFCFlows, descFCDropped, descFCMem, descFCWindows, descFTOpen, descFTMax, descFTAtCap, descFTShed} {
+		descUnique, descFCFlows, descFCDropped, descFCMem, descFCWindows, descFTOpen, descFTMax, descFTAtCap, descFTShed, descACSMTarget} {
 		ch <- d
 	}
 }
@@ -111,7 +120,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFTMax, maxFlows)
 	counter(descFTAtCap, ft.atCap)
 	counter(descFTShed, ft.shed)
-
+	if c.target > 0 {
+		ch <- prometheus.MustNewConstMetric(descACSMTarget, prometheus.GaugeValue, c.target)
+	}
 }
 
 // stageCollector exports the samples the stages describe themselves (they

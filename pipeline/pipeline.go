@@ -330,7 +330,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if p.decodeOnly {
 		return fmt.Errorf("register pipeline metrics: a decode-only pipeline has none")
 	}
-	if err := reg.Register(&collector{pub: &p.pub, shards: p.shards}); err != nil {
+	c := &collector{pub: &p.pub, shards: p.shards}
+	if p.acsm.Backend != acsm.BackendExact {
+		c.target = p.acsm.FPRate
+	}
+	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("register pipeline metrics: %w", err)
 	}
 	if err := reg.Register(newStageCollector(p.shards)); err != nil {
