@@ -95,8 +95,10 @@ func RulesConsumer(eng *rules.Engine) pipeline.NewConsumer {
 	}
 }
 
-// attach makes the rules a consumer of the pipeline cfg builds.
+// attach makes the rules a consumer of the pipeline cfg builds; their
+// alerts' Community IDs take the records' seed.
 func (a *alerting) attach(cfg *pipeline.Config) {
+	a.eng.SetCommunityIDSeed(cfg.CommunityIDSeed)
 	cfg.Consumers = append(cfg.Consumers[:len(cfg.Consumers):len(cfg.Consumers)], RulesConsumer(a.eng))
 }
 

@@ -11,10 +11,11 @@ import (
 
 // build makes the alert r raises for a packet at t (ns) of the flow o
 // (from originator to responder) leaving it in state st with anomalies an,
-// whose measured figure is value. It allocates: it runs once per alert,
+// whose measured figure is value; the flow's Community ID has seed
+// cidSeed. It allocates: it runs once per alert,
 // not per packet. (It takes copies, not the packet: what it keeps must
 // not make the packet escape to the heap.)
-func (r *rule) build(o capture.Key, st acsm.ConnState, an acsm.Anomaly, t int64, value float64) alerts.Alert {
+func (r *rule) build(o capture.Key, st acsm.ConnState, an acsm.Anomaly, t int64, value float64, cidSeed uint16) alerts.Alert {
 	ls := append(alerts.Labels(nil), r.labels...)
 	switch r.Track {
 	case BySrc:
@@ -40,7 +41,7 @@ func (r *rule) build(o capture.Key, st acsm.ConnState, an acsm.Anomaly, t int64,
 		a.Flow = alerts.Flow{
 			Proto: capture.ProtoName(o.Proto), Src: o.Src.Unmap(), SrcPort: o.SrcPort,
 			Dst: o.Dst.Unmap(), DstPort: o.DstPort, ConnState: st.String(),
-			CommunityID: capture.CommunityID(&o, 0),
+			CommunityID: capture.CommunityID(&o, cidSeed),
 		}
 	}
 	if len(r.templates) > 0 {

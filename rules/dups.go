@@ -48,6 +48,6 @@ func (e *Engine) endDupWindow(r *rule, t int64, final bool) {
 	}
 	o := r.occurrence(alertHash(r.id, 0), 0, end)
 	if !e.mgr.Fold(o, 1) {
-		e.mgr.Fire(o, r.build(capture.Key{}, acsm.ConnUnknown, 0, end.UnixNano(), share))
+		e.mgr.Fire(o, r.build(capture.Key{}, acsm.ConnUnknown, 0, end.UnixNano(), share, 0))
 	}
 }

@@ -19,8 +19,9 @@ import (
 // packet through an atomic pointer, so a reload never stops the packets,
 // and a rule whose definition did not change keeps its counters.
 type Engine struct {
-	set atomic.Pointer[Set]
-	mgr *alerts.Manager
+	set     atomic.Pointer[Set]
+	mgr     *alerts.Manager
+	cidSeed uint16 // of the alerts' Community IDs
 
 	// nextTick is the packet time (ns) of the next window end or sweep;
 	// a shard that sees a packet past it runs tick.
@@ -109,6 +110,11 @@ func Load(path string) (*Set, error) {
 	}
 	return Compile(f)
 }
+
+// SetCommunityIDSeed sets the seed of the Community IDs the alerts that
+// name a flow carry (0, the spec's default, unless set); before the
+// shards run.
+func (e *Engine) SetCommunityIDSeed(seed uint16) { e.cidSeed = seed }
 
 // NewShard returns the evaluator of one pipeline shard, which asks lk
 // what its watchlist and novelty rules need. Every shard of an engine is

@@ -323,7 +323,7 @@ func (s *Shard) cross(r *rule, x *packetCtx, key uint64, w int64, value float64)
 	o := r.occurrence(alertHash(r.id, key), key, utc(x.t))
 	o.Crossing, o.Window = true, w
 	if !s.eng.mgr.Fold(o, 1) {
-		s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value))
+		s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value, s.eng.cidSeed))
 	}
 }
 
@@ -341,7 +341,7 @@ func (s *Shard) fire(r *rule, x *packetCtx, key uint64, value float64) {
 	o := r.occurrence(h, key, utc(x.t))
 	firing := s.eng.mgr.Fold(o, 1)
 	if !firing {
-		firing = s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value))
+		firing = s.eng.mgr.Fire(o, r.build(*x.origin(), x.ev.State, x.ev.Anomalies, x.t, value, s.eng.cidSeed))
 	}
 	hold := r.Suppress / 4
 	if !firing {
