@@ -39,6 +39,9 @@ type connSide struct {
 	rxmt                      uint32 // retransmissions (T), scaled letters
 	win0, gaps                uint16 // zero windows (W), gaps (G), saturating
 	flags                     sideFlags
+	// tcpFlags is the union of the TCP flags the side sent (IPFIX's
+	// tcpControlBits), in the padding after flags.
+	tcpFlags capture.TCPFlags
 }
 
 type sideFlags uint8
@@ -172,6 +175,7 @@ func (c *connFields) packet(p *capture.Packet, dir int, isOrig bool) {
 	switch p.Key.Proto {
 	case capture.ProtoTCP:
 		if p.HasTCP {
+			s.tcpFlags |= p.Flags
 			c.tcp(p, s, &c.side[1-dir], isOrig)
 		}
 	case capture.ProtoUDP:

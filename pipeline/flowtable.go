@@ -419,4 +419,5 @@ func (t *flowTable) write(idx uint32, why record.EndReason) {
 	f.MissedBytes = uint64(o.missed) + uint64(rs.missed)
 	f.OrigBytes, f.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
 	f.OrigIPBytes, f.RespIPBytes = o.ipBytes, rs.ipBytes
+	f.OrigTCPFlags, f.RespTCPFlags = o.tcpFlags, rs.tcpFlags
 }

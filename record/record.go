@@ -51,6 +51,9 @@ type Flow struct {
 	Confidence float32
 	// History is Zeek's history letters (conn.log's history).
 	History History
+	// OrigTCPFlags and RespTCPFlags are the union of the TCP flags each
+	// side sent (IPFIX's tcpControlBits; 0 for other protocols).
+	OrigTCPFlags, RespTCPFlags capture.TCPFlags
 	// CommunityID is the flow's Community ID v1 in base64 ("1:" and 28
 	// characters; capture.AppendCommunityID), with the pipeline's seed.
 	CommunityID [capture.CommunityIDLen]byte

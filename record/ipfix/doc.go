@@ -61,12 +61,9 @@
 // direction's own): collectors that map only some of RFC 5103's reverse
 // elements (nfdump and goflow2 among them) then count both directions.
 //
-// tcpControlBits is the union of the flags the direction's packets had,
-// as far as Zeek's history letters tell them, for record.Flow holds no
-// flag union of its own: S is SYN, H SYN and ACK, A ACK, F FIN, R RST, Q
-// SYN and FIN (upper case the originator's letters, lower case the
-// responder's). A data packet (D) adds no flag, so a direction that only
-// sent payload after the handshake shows what its other letters say.
+// tcpControlBits is the union of the flags the direction's packets had
+// (record.Flow's OrigTCPFlags and RespTCPFlags, which the pipeline keeps
+// per side; capture.TCPFlags has RFC 7125's bits).
 //
 // flowEndReason is the record's (record.Flow.EndReason: idle timeout,
 // active timeout for an interim record, end of flow, forced end at the

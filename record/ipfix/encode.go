@@ -217,7 +217,7 @@ func (r *dirRec) forward(f *record.Flow) {
 	}
 	r.pkts, r.octets = f.OrigPkts, f.OrigIPBytes
 	r.rpkts, r.roctets = f.RespPkts, f.RespIPBytes
-	r.flags, r.rflags = historyFlags(&f.History)
+	r.flags, r.rflags = uint16(f.OrigTCPFlags), uint16(f.RespTCPFlags) // capture.TCPFlags has RFC 7125's bits
 	r.reason = endReason(f)
 }
 
@@ -317,34 +317,6 @@ var (
 	icmp4Pairs = [...][2]uint16{{8, 0}, {10, 9}, {13, 14}, {15, 16}, {17, 18}}
 	icmp6Pairs = [...][2]uint16{{128, 129}, {130, 131}, {133, 134}, {135, 136}}
 )
-
-// TCP flags (tcpControlBits).
-const (
-	flagFIN = 0x01
-	flagSYN = 0x02
-	flagRST = 0x04
-	flagACK = 0x10
-)
-
-// letterFlags is the flags a history letter says its packet had.
-var letterFlags = [256]uint16{
-	'S': flagSYN, 'H': flagSYN | flagACK, 'A': flagACK, 'F': flagFIN, 'R': flagRST, 'Q': flagSYN | flagFIN,
-	's': flagSYN, 'h': flagSYN | flagACK, 'a': flagACK, 'f': flagFIN, 'r': flagRST, 'q': flagSYN | flagFIN,
-}
-
-// historyFlags is the union of the flags each side's history letters
-// tell: upper case the originator's, lower case the responder's.
-func historyFlags(h *record.History) (orig, resp uint16) {
-	var buf [record.HistoryMax]byte
-	for _, c := range h.AppendTo(buf[:0]) {
-		if c >= 'a' && c <= 'z' {
-			resp |= letterFlags[c]
-		} else {
-			orig |= letterFlags[c]
-		}
-	}
-	return orig, resp
-}
 
 // endReason is the record's flowEndReason: the pipeline's, or, for a
 // record that has none, what its conn_state tells (a FIN or an RST ended

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -20,6 +21,7 @@ func tcpFlow() record.Flow {
 		Orig: netip.MustParseAddr("10.0.0.1"), Resp: netip.MustParseAddr("10.0.0.2"),
 		OrigPort: 40000, RespPort: 80, Proto: 6, State: acsm.SF, Confidence: 1,
 		OrigPkts: 5, RespPkts: 4, OrigIPBytes: 400, RespIPBytes: 3000,
+		OrigTCPFlags: capture.SYN | capture.ACK | capture.FIN, RespTCPFlags: capture.SYN | capture.ACK | capture.FIN,
 	}
 	for _, c := range []byte("ShADadFf") {
 		f.History.AppendLetter(c)
@@ -191,7 +193,7 @@ func TestCompatRecords(t *testing.T) {
 	if get(fwd, 33) != 5 || get(fwd, 41) != 400 || get(rev, 33) != 4 || get(rev, 41) != 3000 {
 		t.Fatalf("counts fwd %d/%d rev %d/%d", get(fwd, 33), get(fwd, 41), get(rev, 33), get(rev, 41))
 	}
-	if ff, rf := binary.BigEndian.Uint16(fwd[15:]), binary.BigEndian.Uint16(rev[15:]); ff != flagSYN|flagACK|flagFIN || rf != flagSYN|flagACK|flagFIN {
+	if ff, rf := binary.BigEndian.Uint16(fwd[15:]), binary.BigEndian.Uint16(rev[15:]); ff != uint16(capture.SYN|capture.ACK|capture.FIN) || rf != uint16(capture.SYN|capture.ACK|capture.FIN) {
 		t.Fatalf("flags fwd %#x rev %#x", ff, rf)
 	}
 	if fwd[49] != EndOfFlow {
@@ -276,15 +278,14 @@ func TestSplitAtMTU(t *testing.T) {
 	}
 }
 
-// TestHistoryFlags pins the letters' flags and the end reasons.
-func TestHistoryFlags(t *testing.T) {
-	var h record.History
-	for _, c := range []byte("ShAdfR") {
-		h.AppendLetter(c)
-	}
-	o, r := historyFlags(&h)
-	if o != flagSYN|flagACK|flagRST || r != flagSYN|flagACK|flagFIN {
-		t.Fatalf("orig %#x resp %#x", o, r)
+// TestFlagBits pins capture.TCPFlags to RFC 7125's tcpControlBits, which
+// the encoder sends as they are, and the end reasons.
+func TestFlagBits(t *testing.T) {
+	for f, bit := range map[capture.TCPFlags]uint16{capture.FIN: 0x01, capture.SYN: 0x02, capture.RST: 0x04, capture.PSH: 0x08,
+		capture.ACK: 0x10, capture.URG: 0x20, capture.ECE: 0x40, capture.CWR: 0x80, capture.NS: 0x100} {
+		if uint16(f) != bit {
+			t.Errorf("flag %v is %#x, tcpControlBits %#x", f, uint16(f), bit)
+		}
 	}
 	for s := acsm.ConnState(0); s < acsm.NumConnStates; s++ {
 		want := uint8(EndIdleTimeout)
