@@ -123,6 +123,41 @@ func (c EBPFConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// EBPFCounters are the eBPF program's counts for one ring (or, added up,
+// for all of them), since it loaded.
+type EBPFCounters struct {
+	Seen        uint64 // packets whose flow hash picked the ring (frames that did not parse: ring 0)
+	Emitted     uint64 // records written
+	Lost        uint64 // records lost: the ring was full
+	SampledOut  uint64 // packets of flows sampling leaves out
+	FilteredOut uint64 // packets the pre-filter leaves out
+	// Failures counts the frames that did not parse, by Reason: each gets
+	// a record too (unless the ring is full), which Next counts in Stats.
+	Failures [numReasons]uint64
+}
+
+// Add adds o's counts to c.
+func (c *EBPFCounters) Add(o EBPFCounters) {
+	c.Seen += o.Seen
+	c.Emitted += o.Emitted
+	c.Lost += o.Lost
+	c.SampledOut += o.SampledOut
+	c.FilteredOut += o.FilteredOut
+	for r := range c.Failures {
+		c.Failures[r] += o.Failures[r]
+	}
+}
+
+// FailureCounts returns the parse failures by reason name, every reason
+// a key.
+func (c *EBPFCounters) FailureCounts() map[string]uint64 {
+	m := make(map[string]uint64, numReasons-1)
+	for _, r := range Reasons() {
+		m[r.String()] = c.Failures[r]
+	}
+	return m
+}
+
 func validEBPFWorkers(workers int) error {
 	if workers < 1 || workers > ebpfMaxWorkers {
 		return fmt.Errorf("workers %d must be from 1 to %d (one ring buffer each)", workers, ebpfMaxWorkers)

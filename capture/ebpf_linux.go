@@ -58,6 +58,7 @@ var _ Source = (*EBPF)(nil)
 type ebpfShared struct {
 	objs     *bpf.Objects
 	attached string
+	sample   uint32 // 1 flow kept in sample (1: every flow)
 	mu       sync.Mutex
 	open     int
 }
@@ -100,7 +101,7 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sh := &ebpfShared{objs: objs, open: workers}
+	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1)}
 	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports)); err != nil {
 		objs.Close()
 		return fail(err)
@@ -146,6 +147,10 @@ func (s *EBPF) setClock() {
 	}
 	s.monoOff = time.Now().UnixNano() - ts.Nano()
 }
+
+// Sampling returns the sampling rate: the program keeps 1 flow in this
+// many (1: every flow).
+func (s *EBPF) Sampling() uint32 { return s.sh.sample }
 
 // Attached says where the program is attached: "xdp driver", "xdp
 // generic" or "tcx" (ingress and egress).
@@ -220,16 +225,6 @@ func fromRecord(p *Packet, r *bpf.Record, monoOff int64) Reason {
 // Stats returns the counts of the records read. They change as Next is
 // called.
 func (s *EBPF) Stats() *Stats { return &s.stats }
-
-// EBPFCounters are the program's counts for one ring, since it loaded.
-type EBPFCounters struct {
-	Seen        uint64 // packets whose flow hash picked the ring (frames that did not parse: ring 0)
-	Emitted     uint64 // records written
-	Lost        uint64 // records lost: the ring was full
-	SampledOut  uint64 // packets of flows sampling leaves out
-	FilteredOut uint64 // packets the pre-filter leaves out
-	Failures    [numReasons]uint64
-}
 
 // Counters returns the program's counts for this source's ring. Safe to
 // call from any goroutine; once every source of the capture has closed,
