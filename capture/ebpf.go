@@ -29,6 +29,13 @@ const (
 	XDPGeneric = "generic" // the kernel's generic XDP
 )
 
+// TC attach modes of EBPFConfig.TCMode.
+const (
+	TCAuto   = "auto"   // TCX where the kernel has it, else clsact
+	TCX      = "tcx"    // TCX links (kernel 6.6 and later), or fail
+	TCClsact = "clsact" // bpf filters on a clsact qdisc, the attach older kernels have
+)
+
 // EBPFConfig is one eBPF capture. Zero fields take the defaults of
 // WithDefaults; Validate names the setting of any value out of range, by
 // its key in the agent's config file (its ebpf section).
@@ -38,6 +45,10 @@ type EBPFConfig struct {
 	// XDPMode is how the XDP program attaches (XDPAuto by default); the
 	// source says which mode it got (EBPF.Attached).
 	XDPMode string
+	// TCMode is how the TC programs attach (TCAuto by default): TCX
+	// links, or a clsact qdisc's filters where the kernel has no TCX.
+	// The source says which it got (EBPF.Attached).
+	TCMode string
 	// RingSize is each worker's ring buffer in bytes: a power of two from
 	// a page to 1 GiB. Default 8 MiB (about 50,000 records).
 	RingSize int
@@ -67,6 +78,9 @@ const (
 func (c EBPFConfig) WithDefaults() EBPFConfig {
 	if c.XDPMode == "" {
 		c.XDPMode = XDPAuto
+	}
+	if c.TCMode == "" {
+		c.TCMode = TCAuto
 	}
 	if c.RingSize == 0 {
 		c.RingSize = 8 << 20
@@ -102,6 +116,11 @@ func (c EBPFConfig) Validate() error {
 	case XDPAuto, XDPDriver, XDPGeneric:
 	default:
 		bad("xdp-mode", "%q must be %s, %s or %s", c.XDPMode, XDPAuto, XDPDriver, XDPGeneric)
+	}
+	switch c.TCMode {
+	case TCAuto, TCX, TCClsact:
+	default:
+		bad("tc-mode", "%q must be %s, %s or %s", c.TCMode, TCAuto, TCX, TCClsact)
 	}
 	if s := c.RingSize; s < EBPFMinRingSize || s > EBPFMaxRingSize || s&(s-1) != 0 {
 		bad("ring-size", "%s must be a power of two from %s to %s", FormatSize(int64(s)), FormatSize(EBPFMinRingSize), FormatSize(EBPFMaxRingSize))

@@ -74,7 +74,7 @@ func (sh *ebpfShared) release() error {
 
 // OpenEBPF loads the capture program with one ring buffer per worker,
 // sets its sampling and pre-filter, attaches it to c.Iface at c.Hook (XDP
-// in c.XDPMode; TC at ingress and egress through TCX links) and returns
+// in c.XDPMode; TC at ingress and egress in c.TCMode) and returns
 // one source per ring. A flow's packets, both directions, reach one ring:
 // the program picks it by a symmetric hash of the flow key. IPv4
 // fragments are not reassembled (the AF_PACKET source's fanout does):
@@ -83,8 +83,9 @@ func (sh *ebpfShared) release() error {
 // Loading needs CAP_BPF and CAP_NET_ADMIN (or root), and the error says
 // so. The program is detached when the last source closes, and by the
 // kernel when the process ends, however it ends: its links are the
-// process's file descriptors and nothing is pinned. workers is from 1 to
-// 256.
+// process's file descriptors and nothing is pinned; clsact filters
+// (TC on kernels without TCX) stay after a SIGKILL, and the next start
+// on the interface replaces them. workers is from 1 to 256.
 func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 	c = c.WithDefaults()
 	if err := errors.Join(c.Validate(), validEBPFWorkers(workers)); err != nil {
@@ -126,7 +127,7 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 		sh.attached, err = objs.AttachXDP(ifc.Index, c.XDPMode)
 		sh.attached = "xdp " + sh.attached
 	} else {
-		sh.attached, err = objs.AttachTC(ifc.Index)
+		sh.attached, err = objs.AttachTC(ifc.Index, c.TCMode)
 	}
 	if err != nil {
 		for _, s := range srcs {
@@ -153,7 +154,8 @@ func (s *EBPF) setClock() {
 func (s *EBPF) Sampling() uint32 { return s.sh.sample }
 
 // Attached says where the program is attached: "xdp driver", "xdp
-// generic" or "tcx" (ingress and egress).
+// generic", "tcx" (TC ingress and egress through TCX links) or "clsact"
+// (TC ingress and egress through a clsact qdisc's filters).
 func (s *EBPF) Attached() string { return s.sh.attached }
 
 // Next reads the next record into p: no decode, no allocation. Records of

@@ -92,7 +92,7 @@ func (p *ebpfPart) KernelStats() (capture.KernelStats, error) {
 }
 func (p *ebpfPart) Counters() (capture.EBPFCounters, error) { return p.c, nil }
 func (p *ebpfPart) Sampling() uint32                        { return p.sample }
-func (p *ebpfPart) Attached() string                        { return "tc clsact" }
+func (p *ebpfPart) Attached() string                        { return "clsact" }
 
 // TestEBPFCountsReachSummaryAndMetrics: every counter of the eBPF
 // program (packets seen, records emitted and lost, packets sampled out
@@ -133,7 +133,7 @@ func TestEBPFCountsReachSummaryAndMetrics(t *testing.T) {
 	if err := json.Unmarshal(b, &keys); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]any{"attached": "tc clsact", "sample_one_in": 4.0, "seen_packets": 3000.0,
+	for k, v := range map[string]any{"attached": "clsact", "sample_one_in": 4.0, "seen_packets": 3000.0,
 		"emitted_records": 2200.0, "lost_records": 30.0, "sampled_out_packets": 650.0, "filtered_out_packets": 120.0} {
 		if keys.EBPF[k] != v {
 			t.Errorf("summary ebpf.%s = %v, want %v", k, keys.EBPF[k], v)

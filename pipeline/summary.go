@@ -85,7 +85,7 @@ type Summary struct {
 // FilteredOut is KernelPackets, and Lost is KernelDrops.
 type EBPFSummary struct {
 	// Attached says where the program ran: "xdp driver", "xdp generic",
-	// "tcx" (TC through TCX links) or "tc clsact" (TC through a clsact
+	// "tcx" (TC through TCX links) or "clsact" (TC through a clsact
 	// qdisc's filters, on kernels without TCX).
 	Attached string `json:"attached"`
 	// SampleOneIn is the sampling rate when sampling is on: 1 flow kept
