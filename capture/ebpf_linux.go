@@ -117,10 +117,7 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 			objs.Close()
 			return fail(err)
 		}
-		s := &EBPF{sh: sh, ring: i, rd: rd, timeout: c.PollTimeout, rearm: true}
-		s.rec.RawSample = make([]byte, 0, bpf.RecordSize)
-		s.setClock()
-		srcs = append(srcs, s)
+		srcs = append(srcs, newEBPF(sh, i, rd, c.PollTimeout))
 	}
 	// Attach last: no record is written before every ring has a reader.
 	if c.Hook == HookXDP {
@@ -137,6 +134,13 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 		return fail(err)
 	}
 	return srcs, nil
+}
+
+func newEBPF(sh *ebpfShared, ring int, rd *ringbuf.Reader, timeout time.Duration) *EBPF {
+	s := &EBPF{sh: sh, ring: ring, rd: rd, timeout: timeout, rearm: true}
+	s.rec.RawSample = make([]byte, 0, bpf.RecordSize)
+	s.setClock()
+	return s
 }
 
 // setClock measures the offset of the wall clock from the monotonic
