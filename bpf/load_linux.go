@@ -5,6 +5,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"sync"
@@ -83,7 +84,7 @@ type Objects struct {
 
 	mu    sync.Mutex
 	cfg   flowmonConfig
-	links []link.Link
+	links []io.Closer // bpf_links, or clsact filters
 }
 
 // errPerm adds what the kernel wants to an EPERM.
@@ -293,9 +294,48 @@ func (o *Objects) AttachXDP(ifindex int, mode string) (string, error) {
 	return "", fmt.Errorf("attach XDP: mode %q must be %s, %s or %s", mode, XDPAuto, XDPDriver, XDPGeneric)
 }
 
+// TC attach modes.
+const (
+	TCAuto   = "auto"   // TCX where the kernel has it, else clsact
+	TCX      = "tcx"    // TCX links (kernel 6.6 and later), or fail
+	TCClsact = "clsact" // bpf filters on a clsact qdisc, the attach before TCX
+)
+
 // AttachTC attaches the program at TC ingress and egress of the interface
-// with index ifindex, through TCX links, and returns "tcx".
-func (o *Objects) AttachTC(ifindex int) (string, error) {
+// with index ifindex, in mode (TCAuto, TCX or TCClsact), and returns the
+// mode it got. TCAuto takes TCX unless cilium/ebpf finds the kernel
+// without it (ebpf.ErrNotSupported), and then a clsact qdisc's filters
+// (clsact_linux.go); any other failure of TCX is the error.
+func (o *Objects) AttachTC(ifindex int, mode string) (string, error) {
+	switch mode {
+	case TCX:
+		if err := o.attachTCX(ifindex); err != nil {
+			return "", err
+		}
+		return TCX, nil
+	case TCClsact:
+		if err := o.attachClsact(ifindex); err != nil {
+			return "", err
+		}
+		return TCClsact, nil
+	case TCAuto, "":
+		err := o.attachTCX(ifindex)
+		if err == nil {
+			return TCX, nil
+		}
+		if !errors.Is(err, ebpf.ErrNotSupported) {
+			return "", err
+		}
+		if cerr := o.attachClsact(ifindex); cerr != nil {
+			return "", fmt.Errorf("attach TC: TCX: %v; clsact: %w", err, cerr)
+		}
+		return TCClsact, nil
+	}
+	return "", fmt.Errorf("attach TC: mode %q must be %s, %s or %s", mode, TCAuto, TCX, TCClsact)
+}
+
+func (o *Objects) attachTCX(ifindex int) error {
+	var ls []io.Closer
 	for _, at := range []struct {
 		prog *ebpf.Program
 		typ  ebpf.AttachType
@@ -303,13 +343,31 @@ func (o *Objects) AttachTC(ifindex int) (string, error) {
 	}{{o.objs.FlowmonTcIngress, ebpf.AttachTCXIngress, "ingress"}, {o.objs.FlowmonTcEgress, ebpf.AttachTCXEgress, "egress"}} {
 		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: at.prog, Attach: at.typ})
 		if err != nil {
-			return "", fmt.Errorf("attach TCX %s: %w", at.name, errPerm(err))
+			for _, l := range ls {
+				l.Close()
+			}
+			return fmt.Errorf("attach TCX %s: %w", at.name, errPerm(err))
 		}
-		o.mu.Lock()
-		o.links = append(o.links, l)
-		o.mu.Unlock()
+		ls = append(ls, l)
 	}
-	return "tcx", nil
+	o.mu.Lock()
+	o.links = append(o.links, ls...)
+	o.mu.Unlock()
+	return nil
+}
+
+func (o *Objects) attachClsact(ifindex int) error {
+	f, err := attachClsact(ifindex, []clsactProg{
+		{fd: o.objs.FlowmonTcIngress.FD(), name: "flowmon_tc_ingress", parent: tcHIngress, hook: "ingress"},
+		{fd: o.objs.FlowmonTcEgress.FD(), name: "flowmon_tc_egress", parent: tcHEgress, hook: "egress"},
+	})
+	if err != nil {
+		return fmt.Errorf("attach TC (clsact): %w", errPerm(err))
+	}
+	o.mu.Lock()
+	o.links = append(o.links, f)
+	o.mu.Unlock()
+	return nil
 }
 
 // XDPProgram, TCIngressProgram and TCEgressProgram are the loaded
@@ -332,9 +390,10 @@ func (o *Objects) Detach() error {
 	return errors.Join(errs...)
 }
 
-// Close detaches the program and releases it and its maps. The links are
-// bpf_links owned by this process and nothing is pinned, so the kernel
-// detaches them also when the process dies without calling Close.
+// Close detaches the program and releases it and its maps. XDP and TCX
+// links are bpf_links owned by this process and nothing is pinned, so the
+// kernel detaches them also when the process dies without calling Close;
+// clsact filters stay until deleted (clsact_linux.go).
 func (o *Objects) Close() error {
 	errs := []error{o.Detach(), o.objs.Close()}
 	for _, m := range o.rings {

@@ -29,6 +29,13 @@ const (
 	XDPGeneric = "generic" // the kernel's generic XDP
 )
 
+// TC attach modes of EBPFConfig.TCMode.
+const (
+	TCAuto   = "auto"   // TCX where the kernel has it, else clsact
+	TCX      = "tcx"    // TCX links (kernel 6.6 and later), or fail
+	TCClsact = "clsact" // bpf filters on a clsact qdisc, the attach older kernels have
+)
+
 // EBPFConfig is one eBPF capture. Zero fields take the defaults of
 // WithDefaults; Validate names the setting of any value out of range, by
 // its key in the agent's config file (its ebpf section).
@@ -38,6 +45,10 @@ type EBPFConfig struct {
 	// XDPMode is how the XDP program attaches (XDPAuto by default); the
 	// source says which mode it got (EBPF.Attached).
 	XDPMode string
+	// TCMode is how the TC programs attach (TCAuto by default): TCX
+	// links, or a clsact qdisc's filters where the kernel has no TCX.
+	// The source says which it got (EBPF.Attached).
+	TCMode string
 	// RingSize is each worker's ring buffer in bytes: a power of two from
 	// a page to 1 GiB. Default 8 MiB (about 50,000 records).
 	RingSize int
@@ -67,6 +78,9 @@ const (
 func (c EBPFConfig) WithDefaults() EBPFConfig {
 	if c.XDPMode == "" {
 		c.XDPMode = XDPAuto
+	}
+	if c.TCMode == "" {
+		c.TCMode = TCAuto
 	}
 	if c.RingSize == 0 {
 		c.RingSize = 8 << 20
@@ -103,6 +117,11 @@ func (c EBPFConfig) Validate() error {
 	default:
 		bad("xdp-mode", "%q must be %s, %s or %s", c.XDPMode, XDPAuto, XDPDriver, XDPGeneric)
 	}
+	switch c.TCMode {
+	case TCAuto, TCX, TCClsact:
+	default:
+		bad("tc-mode", "%q must be %s, %s or %s", c.TCMode, TCAuto, TCX, TCClsact)
+	}
 	if s := c.RingSize; s < EBPFMinRingSize || s > EBPFMaxRingSize || s&(s-1) != 0 {
 		bad("ring-size", "%s must be a power of two from %s to %s", FormatSize(int64(s)), FormatSize(EBPFMinRingSize), FormatSize(EBPFMaxRingSize))
 	}
@@ -121,6 +140,41 @@ func (c EBPFConfig) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// EBPFCounters are the eBPF program's counts for one ring (or, added up,
+// for all of them), since it loaded.
+type EBPFCounters struct {
+	Seen        uint64 // packets whose flow hash picked the ring (frames that did not parse: ring 0)
+	Emitted     uint64 // records written
+	Lost        uint64 // records lost: the ring was full
+	SampledOut  uint64 // packets of flows sampling leaves out
+	FilteredOut uint64 // packets the pre-filter leaves out
+	// Failures counts the frames that did not parse, by Reason: each gets
+	// a record too (unless the ring is full), which Next counts in Stats.
+	Failures [numReasons]uint64
+}
+
+// Add adds o's counts to c.
+func (c *EBPFCounters) Add(o EBPFCounters) {
+	c.Seen += o.Seen
+	c.Emitted += o.Emitted
+	c.Lost += o.Lost
+	c.SampledOut += o.SampledOut
+	c.FilteredOut += o.FilteredOut
+	for r := range c.Failures {
+		c.Failures[r] += o.Failures[r]
+	}
+}
+
+// FailureCounts returns the parse failures by reason name, every reason
+// a key.
+func (c *EBPFCounters) FailureCounts() map[string]uint64 {
+	m := make(map[string]uint64, numReasons-1)
+	for _, r := range Reasons() {
+		m[r.String()] = c.Failures[r]
+	}
+	return m
 }
 
 func validEBPFWorkers(workers int) error {

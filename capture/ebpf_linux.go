@@ -58,6 +58,7 @@ var _ Source = (*EBPF)(nil)
 type ebpfShared struct {
 	objs     *bpf.Objects
 	attached string
+	sample   uint32 // 1 flow kept in sample (1: every flow)
 	mu       sync.Mutex
 	open     int
 }
@@ -73,7 +74,7 @@ func (sh *ebpfShared) release() error {
 
 // OpenEBPF loads the capture program with one ring buffer per worker,
 // sets its sampling and pre-filter, attaches it to c.Iface at c.Hook (XDP
-// in c.XDPMode; TC at ingress and egress through TCX links) and returns
+// in c.XDPMode; TC at ingress and egress in c.TCMode) and returns
 // one source per ring. A flow's packets, both directions, reach one ring:
 // the program picks it by a symmetric hash of the flow key. IPv4
 // fragments are not reassembled (the AF_PACKET source's fanout does):
@@ -82,8 +83,9 @@ func (sh *ebpfShared) release() error {
 // Loading needs CAP_BPF and CAP_NET_ADMIN (or root), and the error says
 // so. The program is detached when the last source closes, and by the
 // kernel when the process ends, however it ends: its links are the
-// process's file descriptors and nothing is pinned. workers is from 1 to
-// 256.
+// process's file descriptors and nothing is pinned; clsact filters
+// (TC on kernels without TCX) stay after a SIGKILL, and the next start
+// on the interface replaces them. workers is from 1 to 256.
 func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 	c = c.WithDefaults()
 	if err := errors.Join(c.Validate(), validEBPFWorkers(workers)); err != nil {
@@ -100,7 +102,7 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sh := &ebpfShared{objs: objs, open: workers}
+	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1)}
 	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports)); err != nil {
 		objs.Close()
 		return fail(err)
@@ -115,17 +117,14 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 			objs.Close()
 			return fail(err)
 		}
-		s := &EBPF{sh: sh, ring: i, rd: rd, timeout: c.PollTimeout, rearm: true}
-		s.rec.RawSample = make([]byte, 0, bpf.RecordSize)
-		s.setClock()
-		srcs = append(srcs, s)
+		srcs = append(srcs, newEBPF(sh, i, rd, c.PollTimeout))
 	}
 	// Attach last: no record is written before every ring has a reader.
 	if c.Hook == HookXDP {
 		sh.attached, err = objs.AttachXDP(ifc.Index, c.XDPMode)
 		sh.attached = "xdp " + sh.attached
 	} else {
-		sh.attached, err = objs.AttachTC(ifc.Index)
+		sh.attached, err = objs.AttachTC(ifc.Index, c.TCMode)
 	}
 	if err != nil {
 		for _, s := range srcs {
@@ -135,6 +134,13 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 		return fail(err)
 	}
 	return srcs, nil
+}
+
+func newEBPF(sh *ebpfShared, ring int, rd *ringbuf.Reader, timeout time.Duration) *EBPF {
+	s := &EBPF{sh: sh, ring: ring, rd: rd, timeout: timeout, rearm: true}
+	s.rec.RawSample = make([]byte, 0, bpf.RecordSize)
+	s.setClock()
+	return s
 }
 
 // setClock measures the offset of the wall clock from the monotonic
@@ -147,8 +153,13 @@ func (s *EBPF) setClock() {
 	s.monoOff = time.Now().UnixNano() - ts.Nano()
 }
 
+// Sampling returns the sampling rate: the program keeps 1 flow in this
+// many (1: every flow).
+func (s *EBPF) Sampling() uint32 { return s.sh.sample }
+
 // Attached says where the program is attached: "xdp driver", "xdp
-// generic" or "tcx" (ingress and egress).
+// generic", "tcx" (TC ingress and egress through TCX links) or "clsact"
+// (TC ingress and egress through a clsact qdisc's filters).
 func (s *EBPF) Attached() string { return s.sh.attached }
 
 // Next reads the next record into p: no decode, no allocation. Records of
@@ -220,16 +231,6 @@ func fromRecord(p *Packet, r *bpf.Record, monoOff int64) Reason {
 // Stats returns the counts of the records read. They change as Next is
 // called.
 func (s *EBPF) Stats() *Stats { return &s.stats }
-
-// EBPFCounters are the program's counts for one ring, since it loaded.
-type EBPFCounters struct {
-	Seen        uint64 // packets whose flow hash picked the ring (frames that did not parse: ring 0)
-	Emitted     uint64 // records written
-	Lost        uint64 // records lost: the ring was full
-	SampledOut  uint64 // packets of flows sampling leaves out
-	FilteredOut uint64 // packets the pre-filter leaves out
-	Failures    [numReasons]uint64
-}
 
 // Counters returns the program's counts for this source's ring. Safe to
 // call from any goroutine; once every source of the capture has closed,

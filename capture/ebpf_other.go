@@ -23,6 +23,13 @@ func (s *EBPF) KernelStats() (KernelStats, error) {
 	return KernelStats{}, fmt.Errorf("ebpf: %w", ErrNotSupported)
 }
 
+func (s *EBPF) Counters() (EBPFCounters, error) {
+	return EBPFCounters{}, fmt.Errorf("ebpf: %w", ErrNotSupported)
+}
+
+// Sampling says every flow: nothing samples on this platform.
+func (s *EBPF) Sampling() uint32 { return 1 }
+
 // Attached says nothing: nothing is attached on this platform.
 func (s *EBPF) Attached() string { return "" }
 

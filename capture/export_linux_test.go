@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"time"
+
+	"github.com/flowmon/flowmon/bpf"
 )
 
 // FromRecord is fromRecord, for the eBPF tests of package capture_test
@@ -44,4 +47,14 @@ func EachFrame(name string, fn func(link uint16, data []byte)) error {
 		}
 		fn(link, data)
 	}
+}
+
+// NewEBPFOn returns a source on ring 0 of objs, attached nowhere, for
+// tests that fill the ring with BPF_PROG_TEST_RUN. Closing it closes objs.
+func NewEBPFOn(objs *bpf.Objects, timeout time.Duration) (*EBPF, error) {
+	rd, err := objs.NewReader(0)
+	if err != nil {
+		return nil, err
+	}
+	return newEBPF(&ebpfShared{objs: objs, open: 1, sample: 1}, 0, rd, timeout), nil
 }

@@ -121,6 +121,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 		s.KernelPackets, s.KernelDrops = &ks.Packets, &ks.Drops
 		s.KernelFreezes, s.KernelIfDrops = &ks.FreezeQueue, &ks.IfDrops
 	}
+	s.EBPF = pl.ebpfSummary()
 	s.RestoredFlows = pl.restored
 	if opt.Snapshot != "" {
 		carried, serr := pl.SaveSnapshot(opt.Snapshot, s.TraceEnd)
@@ -321,6 +322,112 @@ func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{descKernelPackets, ks.Packets}, {descKernelDrops, ks.Drops}, {descKernelFreezes, ks.FreezeQueue}, {descKernelIfDrops, ks.IfDrops}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
 	}
+}
+
+// ebpfSource is a live source fed by the eBPF capture program
+// (capture.EBPF), which keeps counts of its own beyond KernelStats'.
+type ebpfSource interface {
+	Counters() (capture.EBPFCounters, error)
+	Sampling() uint32
+	Attached() string
+}
+
+// EBPFCounters sums the eBPF program's counts over the sources it feeds
+// (each reads its own ring); ok is false when no source is one of its.
+func (p *Pipeline) EBPFCounters() (c capture.EBPFCounters, ok bool) {
+	p.kernelMu.Lock()
+	defer p.kernelMu.Unlock()
+	for _, src := range p.live {
+		es, isE := src.(ebpfSource)
+		if !isE {
+			continue
+		}
+		rc, err := es.Counters()
+		if err != nil {
+			continue
+		}
+		c.Add(rc)
+		ok = true
+	}
+	return c, ok
+}
+
+// ebpfSampling returns the eBPF program's sampling rate, 0 when no
+// source is the program's.
+func (p *Pipeline) ebpfSampling() uint32 {
+	for _, src := range p.live {
+		if es, ok := src.(ebpfSource); ok {
+			return es.Sampling()
+		}
+	}
+	return 0
+}
+
+// ebpfSummary is the summary's part for the eBPF program, nil when no
+// source is its.
+func (p *Pipeline) ebpfSummary() *EBPFSummary {
+	c, ok := p.EBPFCounters()
+	if !ok {
+		return nil
+	}
+	s := &EBPFSummary{Seen: c.Seen, Emitted: c.Emitted, Lost: c.Lost, SampledOut: c.SampledOut,
+		FilteredOut: c.FilteredOut, ParseFailures: c.FailureCounts()}
+	for _, src := range p.live {
+		if es, ok := src.(ebpfSource); ok {
+			s.Attached = es.Attached()
+			if n := es.Sampling(); n > 1 {
+				s.SampleOneIn = n
+			}
+			break
+		}
+	}
+	return s
+}
+
+var (
+	descEBPFSeen = prometheus.NewDesc("flowmon_capture_ebpf_seen_packets_total",
+		"Packets the eBPF capture program saw at its hook.", nil, nil)
+	descEBPFEmitted = prometheus.NewDesc("flowmon_capture_ebpf_emitted_records_total",
+		"Records the eBPF capture program wrote into its ring buffers.", nil, nil)
+	descEBPFLost = prometheus.NewDesc("flowmon_capture_ebpf_lost_records_total",
+		"Records the eBPF capture program could not write because a ring buffer was full: flowmon did not keep up.", nil, nil)
+	descEBPFSampledOut = prometheus.NewDesc("flowmon_capture_ebpf_sampled_out_packets_total",
+		"Packets the eBPF capture program left out by sampling (their flow not among the 1 in N kept).", nil, nil)
+	descEBPFFilteredOut = prometheus.NewDesc("flowmon_capture_ebpf_filtered_out_packets_total",
+		"Packets the eBPF capture program's pre-filter (CIDRs, ports) left out.", nil, nil)
+	descEBPFParseFailures = prometheus.NewDesc("flowmon_capture_ebpf_parse_failures_total",
+		"Frames the eBPF capture program could not parse into a flow packet, by reason.", []string{"reason"}, nil)
+	descEBPFSample = prometheus.NewDesc("flowmon_capture_ebpf_sample_one_in",
+		"The eBPF capture program keeps 1 flow in this many (1: every flow).", nil, nil)
+)
+
+// ebpfCollector exports the eBPF capture program's counts at scrape time,
+// every one it keeps.
+type ebpfCollector struct{ p *Pipeline }
+
+func (c ebpfCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descEBPFSeen, descEBPFEmitted, descEBPFLost,
+		descEBPFSampledOut, descEBPFFilteredOut, descEBPFParseFailures, descEBPFSample} {
+		ch <- d
+	}
+}
+
+func (c ebpfCollector) Collect(ch chan<- prometheus.Metric) {
+	ec, ok := c.p.EBPFCounters()
+	if !ok {
+		return
+	}
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v uint64
+	}{{descEBPFSeen, ec.Seen}, {descEBPFEmitted, ec.Emitted}, {descEBPFLost, ec.Lost},
+		{descEBPFSampledOut, ec.SampledOut}, {descEBPFFilteredOut, ec.FilteredOut}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
+	}
+	for _, r := range capture.Reasons() {
+		ch <- prometheus.MustNewConstMetric(descEBPFParseFailures, prometheus.CounterValue, float64(ec.Failures[r]), r.String())
+	}
+	ch <- prometheus.MustNewConstMetric(descEBPFSample, prometheus.GaugeValue, float64(c.p.ebpfSampling()))
 }
 
 // Status is a running live pipeline's figures for its status line.

@@ -349,6 +349,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 		if err := reg.Register(kernelCollector{p}); err != nil {
 			return fmt.Errorf("register kernel metrics: %w", err)
 		}
+		if p.ebpfSampling() > 0 {
+			if err := reg.Register(ebpfCollector{p}); err != nil {
+				return fmt.Errorf("register eBPF capture metrics: %w", err)
+			}
+		}
 	}
 	return nil
 }

@@ -64,6 +64,9 @@ type Summary struct {
 	// packets the interface dropped (libpcap; 0 for AF_PACKET).
 	KernelFreezes *uint64 `json:"kernel_ring_freezes,omitempty"`
 	KernelIfDrops *uint64 `json:"kernel_interface_drops,omitempty"`
+	// EBPF is the eBPF capture program's own counts, in a live run on
+	// its source (xdp or tc): absent otherwise.
+	EBPF *EBPFSummary `json:"ebpf,omitempty"`
 	// SnapshotFlows is the open flows written to the state snapshot when
 	// the run stopped: they go on in the next run, which reports them
 	// (RestoredFlows), and are not in this run's flows or conn_states.
@@ -74,6 +77,26 @@ type Summary struct {
 	// Warnings say what makes a result less than it seems (an ACSM over
 	// its error target); the command prints them on stderr.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// EBPFSummary is the eBPF capture program's part of a live run's summary:
+// its counters summed over the CPUs and rings (capture.EBPFCounters).
+// Records delivered are the summary's packets; Seen less SampledOut and
+// FilteredOut is KernelPackets, and Lost is KernelDrops.
+type EBPFSummary struct {
+	// Attached says where the program ran: "xdp driver", "xdp generic",
+	// "tcx" (TC through TCX links) or "clsact" (TC through a clsact
+	// qdisc's filters, on kernels without TCX).
+	Attached string `json:"attached"`
+	// SampleOneIn is the sampling rate when sampling is on: 1 flow kept
+	// in this many. Absent when every flow is kept.
+	SampleOneIn   uint32            `json:"sample_one_in,omitempty"`
+	Seen          uint64            `json:"seen_packets"`
+	Emitted       uint64            `json:"emitted_records"`
+	Lost          uint64            `json:"lost_records"`
+	SampledOut    uint64            `json:"sampled_out_packets"`
+	FilteredOut   uint64            `json:"filtered_out_packets"`
+	ParseFailures map[string]uint64 `json:"parse_failures"` // frames that did not parse, by reason
 }
 
 // ACSMSummary is the state tracker's part of the summary.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Live capture throughput of flowmon run on a veth pair, beside the
-# sender's own rate (make bench-live; as root).
+# sender's own rate, and flowmon's CPU per packet for each source
+# (make bench-live; as root).
 #
 #   scripts/bench-live.sh [BIN] [PCAP_BIN]
 #
@@ -13,16 +14,23 @@
 # byte random-source SYNs (the most packets a second a sender makes), and
 # "mix", flowmon gen's default mix of full-size packets. For each, the
 # sender alone (nothing capturing: its own ceiling), then flowmon with
-# afpacket and 1 and 2 workers, and pcap. Captured packets/s is the
-# packets flowmon processed over the sender's elapsed time (the capture
-# cannot finish before the sender); kernel drops are the kernel's count
-# of packets the rings had no room for. The machine has two cores shared
-# by sender and capture: when flowmon drops nothing it kept up with the
-# sender, and the sender was the limit.
+# afpacket and 1 and 2 workers, pcap, and the eBPF program at xdp and at
+# tc with 1 worker, in turn within each round, so every source meets the
+# same machine. Captured packets/s is the packets flowmon processed over
+# the sender's elapsed time (the capture cannot finish before the
+# sender); kernel drops are the kernel's count of packets the rings had
+# no room for (for xdp and tc: the records the program could not write,
+# its lost_records). CPU per packet is flowmon's user and system time
+# (utime and stime of /proc/PID/stat, from the start line to the stop),
+# over the packets it processed; the kernel's receive path and the eBPF
+# program run in the sender's softirq and are not in it. The machine has
+# two cores shared by sender and capture: when flowmon drops nothing it
+# kept up with the sender, and the sender was the limit.
 #
 # Environment: ROUNDS=3, LOOPS=5 (times tcpreplay sends a trace in one
 # run), OUT=FILE (default docs/benchmarks.md: its "## Live capture"
-# section, to its end, is replaced; make bench-replay keeps it).
+# section is replaced, the sections after it kept; make bench-replay
+# keeps it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-bin/flowmon}
@@ -59,45 +67,57 @@ send() {
 		sed -n 's/.*Actual: \([0-9]*\) packets ([0-9]* bytes) sent in \([0-9.]*\) seconds.*/\1 \2/p'
 }
 
-# capture BIN SOURCE WORKERS TRACE: "SENT SECS PACKETS KERNEL DROPS".
+hz=$(getconf CLK_TCK)
+# cputicks PID: the process's user and system time in clock ticks, "U S".
+cputicks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+
+# capture BIN SOURCE WORKERS TRACE: "SENT SECS PACKETS KERNEL DROPS USER_NS SYS_NS",
+# the last two flowmon's CPU time while it captured.
 capture() {
 	local bin=$1 source=$2 workers=$3 trace=$4 out=$dir/out.json err=$dir/err.txt
 	ip netns exec "$ns" "$bin" run --iface "$b" --source "$source" --workers "$workers" --json \
-		--rules none --listen 127.0.0.1:0 >"$out" 2>"$err" &
+		--rules none --listen 127.0.0.1:0 --no-status >"$out" 2>"$err" &
 	local pid=$!
 	for _ in $(seq 100); do grep -q "capturing on" "$err" && break; sleep 0.1; done
 	grep -q "capturing on" "$err" || { cat "$err" >&2; kill "$pid"; return 1; }
-	local sent
+	local sent u0 s0 u1 s1
+	read -r u0 s0 <<<"$(cputicks "$pid")"
 	sent=$(send "$trace")
 	sleep 1
+	read -r u1 s1 <<<"$(cputicks "$pid")"
 	kill -TERM "$pid"
 	wait "$pid"
-	echo "$sent $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out")"
+	echo "$sent $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz))"
 }
 
 table=$dir/table.md
 {
-	echo "| trace | what | runs | sent packets | sender's rate (Mpps) | captured (Mpps) | kernel drops |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| trace | what | runs | sent packets | sender's rate (Mpps) | captured (Mpps) | kernel drops | user CPU (ns/pkt) | system CPU (ns/pkt) |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 } >"$table"
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 for trace in syn mix; do
-	declare -A rate=() capt=() drops=() sentn=()
+	declare -A rate=() capt=() drops=() sentn=() ucpu=() scpu=()
 	modes=("sender alone" "afpacket, 1 worker" "afpacket, 2 workers")
 	[ -x "$PCAP_BIN" ] && modes+=("pcap")
+	modes+=("xdp, 1 worker" "tc, 1 worker")
 	for round in $(seq "$ROUNDS"); do
 		for mode in "${modes[@]}"; do
 			case $mode in
-			"sender alone") read -r n s <<<"$(send "$dir/$trace.pcap")"; p=0; k=0; d=0 ;;
-			"afpacket, 1 worker") read -r n s p k d <<<"$(capture "$BIN" afpacket 1 "$dir/$trace.pcap")" ;;
-			"afpacket, 2 workers") read -r n s p k d <<<"$(capture "$BIN" afpacket 2 "$dir/$trace.pcap")" ;;
-			pcap) read -r n s p k d <<<"$(capture "$PCAP_BIN" pcap 1 "$dir/$trace.pcap")" ;;
+			"sender alone") read -r n s <<<"$(send "$dir/$trace.pcap")"; p=0; k=0; d=0; u=0; y=0 ;;
+			"afpacket, 1 worker") read -r n s p k d u y <<<"$(capture "$BIN" afpacket 1 "$dir/$trace.pcap")" ;;
+			"afpacket, 2 workers") read -r n s p k d u y <<<"$(capture "$BIN" afpacket 2 "$dir/$trace.pcap")" ;;
+			pcap) read -r n s p k d u y <<<"$(capture "$PCAP_BIN" pcap 1 "$dir/$trace.pcap")" ;;
+			"xdp, 1 worker") read -r n s p k d u y <<<"$(capture "$BIN" xdp 1 "$dir/$trace.pcap")" ;;
+			"tc, 1 worker") read -r n s p k d u y <<<"$(capture "$BIN" tc 1 "$dir/$trace.pcap")" ;;
 			esac
 			rate[$mode]+="$(python3 -c "print($n/$s/1e6)") "
 			capt[$mode]+="$(python3 -c "print($p/$s/1e6)") "
 			drops[$mode]+="$d "
+			ucpu[$mode]+="$(python3 -c "print($u/max($p,1))") "
+			scpu[$mode]+="$(python3 -c "print($y/max($p,1))") "
 			sentn[$mode]=$n
-			echo "round $round $trace $mode: sent $n in ${s}s, flowmon $p packets, kernel $k, drops $d" >&2
+			echo "round $round $trace $mode: sent $n in ${s}s, flowmon $p packets, kernel $k, drops $d, cpu user ${u} ns sys ${y} ns" >&2
 		done
 	done
 	for mode in "${modes[@]}"; do
@@ -105,12 +125,18 @@ for trace in syn mix; do
 		c=$(tr ' ' '\n' <<<"${capt[$mode]}" | grep . | median)
 		d=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | median)
 		dmax=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | sort -g | tail -1)
+		uc=$(tr ' ' '\n' <<<"${ucpu[$mode]}" | grep . | median)
+		sc=$(tr ' ' '\n' <<<"${scpu[$mode]}" | grep . | median)
 		[ "$dmax" != "$d" ] && d="$d (max $dmax)"
-		[ "$mode" = "sender alone" ] && c=- && d=-
-		printf '| %s | %s | %d | %d | %.2f | %s | %s |\n' "$trace" "$mode" "$ROUNDS" "${sentn[$mode]}" "$r" \
-			"$([ "$c" = - ] && echo - || printf '%.2f' "$c")" "$d" >>"$table"
+		if [ "$mode" = "sender alone" ]; then
+			c=- d=- uc=- sc=-
+		else
+			c=$(printf '%.2f' "$c") uc=$(printf '%.0f' "$uc") sc=$(printf '%.0f' "$sc")
+		fi
+		printf '| %s | %s | %d | %d | %.2f | %s | %s | %s | %s |\n' "$trace" "$mode" "$ROUNDS" "${sentn[$mode]}" "$r" \
+			"$c" "$d" "$uc" "$sc" >>"$table"
 	done
-	unset rate capt drops sentn
+	unset rate capt drops sentn ucpu scpu
 done
 cat "$table"
 out=${OUT:-docs/benchmarks.md}
@@ -128,17 +154,22 @@ after=$(mktemp)
 	echo "\"syn\": 200,000 64-byte random-source SYNs, \"mix\": flowmon gen's default mix of full-size"
 	echo "packets; each sent $LOOPS times a run. Captured packets/s is what flowmon processed over the"
 	echo "sender's time; kernel drops are the packets the rings had no room for (PACKET_STATISTICS,"
-	echo "libpcap's ps_drop). Medians of $ROUNDS runs (and the largest drop count when it differs)."
+	echo "libpcap's ps_drop; for xdp and tc the records the program could not write, its lost_records)."
+	echo "CPU per packet is flowmon's user and system time from /proc/PID/stat (utime, stime) between"
+	echo "its start line and its stop, over the packets it processed; the kernel's receive path, the"
+	echo "copy into an AF_PACKET ring and the eBPF program run in the sender's softirq and are not in"
+	echo "it. Medians of $ROUNDS runs (and the largest drop count when it differs); the sources take turns"
+	echo "within each round."
 	echo
 	cat "$table"
 	echo
 	echo "On this 2-CPU machine the sender is the limit: alone it makes the rate in its row, beside a"
-	echo "capturing flowmon (which shares the two CPUs) a little less, and flowmon captures every packet it"
-	echo "sends, with no kernel drop in the median run, in every configuration; where a run dropped, the"
-	echo "sender, flowmon and the other work on the machine were sharing two CPUs, and the kernel's count"
-	echo "says so. flowmon's own ceiling is higher than any rate measured here (the replay of the same"
+	echo "capturing flowmon (which shares the two CPUs) a little less. Where a run dropped, the sender,"
+	echo "flowmon and the other work on the machine were sharing two CPUs, and the kernel's count says"
+	echo "so. flowmon's own ceiling is higher than any rate measured here (the replay of the same"
 	echo "pipeline runs at the rates above); a faster sender, or a machine with more cores, is needed to"
-	echo "find it."
+	echo "find it. The CPU columns are what the sources cost flowmon for each packet at these rates;"
+	echo "docs/results/bpf.md compares xdp's with afpacket's."
 	if [ -s "$after" ]; then
 		echo
 		cat "$after"

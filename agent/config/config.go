@@ -73,6 +73,7 @@ type Pcap struct {
 // checked by capture's Validate against its bounds.
 type EBPF struct {
 	XDPMode     string        // xdp-mode: capture.XDPAuto, XDPDriver or XDPGeneric
+	TCMode      string        // tc-mode: capture.TCAuto, TCX or TCClsact
 	RingSize    int           // ring-size: bytes of each worker's ring buffer, a power of two
 	PollTimeout time.Duration // poll-timeout: how long a worker waits for records
 	Sample      int           // sample: keep 1 flow in this many; 1 keeps every flow
@@ -88,7 +89,7 @@ type EBPF struct {
 // wrong with the sample, the prefixes and the ports, keyed as the file
 // names them.
 func (e EBPF) capture(iface, hook string) (capture.EBPFConfig, []problem) {
-	c := capture.EBPFConfig{Iface: iface, Hook: hook, XDPMode: e.XDPMode, RingSize: e.RingSize,
+	c := capture.EBPFConfig{Iface: iface, Hook: hook, XDPMode: e.XDPMode, TCMode: e.TCMode, RingSize: e.RingSize,
 		PollTimeout: e.PollTimeout, Sample: uint32(max(e.Sample, 0))}
 	var ps []problem
 	if e.Sample < 1 || e.Sample > 1<<31 {
@@ -255,6 +256,7 @@ func Default() Config {
 		},
 		EBPF: EBPF{
 			XDPMode:     bpfDefaults.XDPMode,
+			TCMode:      bpfDefaults.TCMode,
 			RingSize:    bpfDefaults.RingSize,
 			PollTimeout: bpfDefaults.PollTimeout,
 			Sample:      int(bpfDefaults.Sample),

@@ -80,7 +80,7 @@ func TestFull(t *testing.T) {
 			Fanout: capture.FanoutCPU, Promisc: false, Filter: "tcp port 443 or udp"},
 		Pcap: Pcap{Snaplen: 1500, Promisc: false, Filter: "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n",
 			Timeout: 100 * time.Millisecond},
-		EBPF: EBPF{XDPMode: capture.XDPGeneric, RingSize: 16 << 20, PollTimeout: 5 * time.Millisecond, Sample: 16,
+		EBPF: EBPF{XDPMode: capture.XDPGeneric, TCMode: capture.TCClsact, RingSize: 16 << 20, PollTimeout: 5 * time.Millisecond, Sample: 16,
 			CIDRs: "10.0.0.0/8, 2001:db8::/32", Ports: "53, 443"},
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,

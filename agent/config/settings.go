@@ -58,6 +58,7 @@ func init() {
 	add(setting{key: "pcap.filter", field: ptr(func(c *Config) any { return &c.Pcap.Filter })})
 	add(setting{key: "pcap.timeout", field: ptr(func(c *Config) any { return &c.Pcap.Timeout })})
 	add(setting{key: "ebpf.xdp-mode", field: ptr(func(c *Config) any { return &c.EBPF.XDPMode })})
+	add(setting{key: "ebpf.tc-mode", field: ptr(func(c *Config) any { return &c.EBPF.TCMode })})
 	add(setting{key: "ebpf.ring-size", field: ptr(func(c *Config) any { return &c.EBPF.RingSize }), size: true})
 	add(setting{key: "ebpf.poll-timeout", field: ptr(func(c *Config) any { return &c.EBPF.PollTimeout })})
 	add(setting{key: "ebpf.sample", field: ptr(func(c *Config) any { return &c.EBPF.Sample })})

@@ -70,6 +70,25 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 		}
 		fmt.Fprintln(w)
 	}
+	if e := s.EBPF; e != nil {
+		fmt.Fprintf(w, "ebpf             at %s: %d packets seen, %d records, %d lost (rings full)", e.Attached, e.Seen, e.Emitted, e.Lost)
+		if e.SampleOneIn > 1 {
+			fmt.Fprintf(w, ", sampling 1 flow in %d: %d packets left out", e.SampleOneIn, e.SampledOut)
+		}
+		if e.FilteredOut > 0 {
+			fmt.Fprintf(w, ", %d left out by the pre-filter", e.FilteredOut)
+		}
+		fmt.Fprintln(w)
+		fails := map[string]uint64{}
+		for k, v := range e.ParseFailures {
+			if v > 0 {
+				fails[k] = v
+			}
+		}
+		if len(fails) > 0 {
+			printCounts(w, "ebpf unparsed", fails)
+		}
+	}
 	if s.RestoredFlows != nil {
 		fmt.Fprintf(w, "restored         %d open flows taken over from the snapshot\n", *s.RestoredFlows)
 	}

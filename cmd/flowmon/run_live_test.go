@@ -52,6 +52,18 @@ type liveSummary struct {
 	Interface       string            `json:"interface"`
 	FlowsTimedOut   uint64            `json:"flows_timed_out"`
 	Retransmissions uint64            `json:"retransmissions"`
+	EBPF            *liveEBPF         `json:"ebpf"`
+}
+
+// liveEBPF is the summary's part for the eBPF program.
+type liveEBPF struct {
+	Attached    string `json:"attached"`
+	SampleOneIn uint32 `json:"sample_one_in"`
+	Seen        uint64 `json:"seen_packets"`
+	Emitted     uint64 `json:"emitted_records"`
+	Lost        uint64 `json:"lost_records"`
+	SampledOut  uint64 `json:"sampled_out_packets"`
+	FilteredOut uint64 `json:"filtered_out_packets"`
 }
 
 // liveNet is a namespace for the agent, with its loopback up for the
