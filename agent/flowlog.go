@@ -12,12 +12,25 @@ import (
 
 // openFlowLog opens the flow log name (- for stdout; "" for none), a
 // conn.log JSON lines sink in cfg whose failures are logged to log, and
-// returns what closes it.
-func openFlowLog(name string, stdout, log io.Writer, cfg *pipeline.Config) (func() error, error) {
+// returns what closes it. A replay writes a new file; the live agent
+// (appendLog) appends to the one it finds, so that a restart loses no
+// earlier record, after cutting the partial last line a crash in the
+// middle of a write leaves, which it says on log.
+func openFlowLog(name string, appendLog bool, stdout, log io.Writer, cfg *pipeline.Config) (func() error, error) {
 	if name == "" {
 		return func() error { return nil }, nil
 	}
-	out, err := outfile.Create(name, stdout)
+	var out *outfile.File
+	var err error
+	if appendLog {
+		var cut int64
+		out, cut, err = outfile.AppendLines(name, stdout)
+		if err == nil && cut > 0 {
+			sinkLogger(cfg, log).Warn("flow log: cut its partial last line (a run stopped in the middle of a write)", "file", name, "bytes", cut)
+		}
+	} else {
+		out, err = outfile.Create(name, stdout)
+	}
 	if err != nil {
 		return nil, err
 	}

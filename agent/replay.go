@@ -70,7 +70,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 			r.closers.close()
 		}
 	}()
-	closeLog, err := openFlowLog(opt.FlowsOut, opt.Stdout, opt.Log, &r.cfg)
+	closeLog, err := openFlowLog(opt.FlowsOut, false, opt.Stdout, opt.Log, &r.cfg)
 	if err != nil {
 		return nil, err
 	}

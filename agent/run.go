@@ -61,7 +61,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err != nil {
 		return nil, err
 	}
-	closeLog, err := openFlowLog(cfg.FlowLog, opt.Stdout, opt.Log, &ecfg)
+	closeLog, err := openFlowLog(cfg.FlowLog, true, opt.Stdout, opt.Log, &ecfg)
 	if err != nil {
 		return nil, err
 	}
