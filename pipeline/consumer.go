@@ -20,6 +20,12 @@ import (
 // not carry payloads).
 type Consumer interface {
 	Packet(p *capture.Packet, ev *acsm.Event)
+	// Idle is called, on the same goroutine, when a live shard's source
+	// has been quiet for its poll timeout, with the wall clock standing
+	// for the packet time no packet brings: what ends with time (a
+	// window, an alert that stopped) ends on a quiet link too. A replay
+	// never calls it.
+	Idle(now time.Time)
 	// Finish is called once after the last packet, when the shard's
 	// goroutine has stopped; end is the trace's last packet time.
 	Finish(end time.Time) error

@@ -30,6 +30,7 @@ func (c *countingConsumer) Packet(p *capture.Packet, ev *acsm.Event) {
 }
 
 func (c *countingConsumer) Finish(time.Time) error { c.finished = true; return nil }
+func (c *countingConsumer) Idle(time.Time)         {}
 
 // TestConsumersSeeEveryPacket: a consumer per shard sees each unique
 // packet once, on the shard that owns its flow, with the ACSM's events,
@@ -79,6 +80,7 @@ func (c *perPacketCounter) Packet(p *capture.Packet, _ *acsm.Event) {
 	c.hashes[p.Hash] = true
 }
 func (c *perPacketCounter) Finish(time.Time) error { c.ref.Flush(); return nil }
+func (c *perPacketCounter) Idle(time.Time)         {}
 
 // TestFlowCountsMatchPerPacketCounting: over a 150 s trace (two window
 // rotations, flows ending, timing out and capped), the shard's flow

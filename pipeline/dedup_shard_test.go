@@ -132,6 +132,7 @@ type nopConsumer struct{ n uint64 }
 
 func (c *nopConsumer) Packet(*capture.Packet, *acsm.Event) { c.n++ }
 func (c *nopConsumer) Finish(time.Time) error              { return nil }
+func (c *nopConsumer) Idle(time.Time)                      {}
 
 // TestPipelineNoAllocs: the whole packet path, every stage and a
 // consumer, with one worker (inline batches) and with two, allocates

@@ -81,6 +81,7 @@ func (c *synCounter) Packet(p *capture.Packet, ev *acsm.Event) {
 }
 
 func (c *synCounter) Finish(time.Time) error { return nil }
+func (c *synCounter) Idle(time.Time)         {}
 
 // Example_consumer attaches a consumer: the pipeline builds one a shard
 // and calls it on the shard's goroutine with every packet and the ACSM's

@@ -249,6 +249,9 @@ func (s *shard) idle(now time.Time) {
 	n := now.UnixNano()
 	s.flows.flushEnded(n)
 	s.flows.tick(n)
+	for _, c := range s.consumers {
+		c.Idle(now)
+	}
 }
 
 // start runs the shard on its own goroutine, fed through in.

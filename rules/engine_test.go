@@ -429,3 +429,21 @@ groups:
 		t.Fatalf("%d alerts from three attempts in the window before the clock's, want 1", n)
 	}
 }
+
+// TestIdleResolvesOnAQuietLink: a flood's alert resolves when the shard's
+// source has been quiet past the next window's end, with no packet to
+// move the clock (the live agent calls Idle with the wall clock).
+func TestIdleResolvesOnAQuietLink(t *testing.T) {
+	r := newRig(t, floodRule)
+	for i := range 300 {
+		r.packet(fmt.Sprintf("203.0.%d.%d", i/250, i%250+1), uint16(1024+i), "198.18.0.1", 80, capture.SYN, time.Duration(i)*time.Millisecond, 60)
+	}
+	if len(r.rec.firing("SYNFlood")) != 1 {
+		t.Fatalf("firing %v", r.rec.firing("SYNFlood"))
+	}
+	r.sh.Idle(t0.Add(15 * time.Second)) // the flood's window has ended: it is checked
+	r.sh.Idle(t0.Add(25 * time.Second)) // a whole quiet window
+	if res := r.rec.resolved("SYNFlood"); len(res) != 1 {
+		t.Fatalf("resolved %v after a quiet window, want the flood's alert", res)
+	}
+}

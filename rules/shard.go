@@ -368,6 +368,19 @@ func (r *rule) occurrence(h, key uint64, now time.Time) alerts.Occurrence {
 	return alerts.Occurrence{Hash: h, Key: key, Rule: r.Alert, Severity: r.Severity, Suppress: r.Suppress, For: r.For, Now: now}
 }
 
+// Idle ends, as a packet at now would, the windows now has passed while
+// the shard's source was quiet: counting rules' alerts resolve, and the
+// engine's other shards see the tick, on a quiet link too.
+func (s *Shard) Idle(now time.Time) {
+	t := now.UnixNano()
+	s.flushAll()
+	s.publish()
+	if s.set != nil && t >= s.eng.nextTick.Load() {
+		s.eng.tick(t)
+	}
+	s.nextTick = s.eng.nextTick.Load()
+}
+
 // Finish reports what the shard's front still holds; the last shard to
 // finish ends the duplicates rules' last (partial) window.
 func (s *Shard) Finish(end time.Time) error {
