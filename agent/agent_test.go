@@ -126,3 +126,27 @@ func TestReplayCountsAlerts(t *testing.T) {
 		t.Errorf("no alert key in the summary")
 	}
 }
+
+// TestBuildInfo: the registry an agent and a replay use says which build
+// answers: flowmon_build_info 1 with its version, revision and Go labels.
+func TestBuildInfo(t *testing.T) {
+	mfs, err := newRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "flowmon_build_info" {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if m.GetGauge().GetValue() != 1 || labels["goversion"] == "" || labels["version"] == "" || labels["revision"] == "" {
+			t.Errorf("flowmon_build_info %v %v", m.GetGauge().GetValue(), labels)
+		}
+		return
+	}
+	t.Fatal("no flowmon_build_info")
+}

@@ -6,8 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
@@ -75,7 +73,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		return nil, err
 	}
 	r.closers.add(closeLog)
-	reg := prometheus.NewRegistry()
+	reg := newRegistry()
 	if opt.IPFIX != nil {
 		o := *opt.IPFIX
 		if o.FlushWait == 0 {

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
@@ -66,7 +64,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	a.closers.add(closeLog)
-	reg := prometheus.NewRegistry()
+	reg := newRegistry()
 	if x := cfg.Export.IPFIX; len(x.Collectors) > 0 {
 		o := x.Options()
 		o.IngressInterface = ifaceIndex(cfg.Interface)

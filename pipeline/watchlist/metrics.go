@@ -10,7 +10,7 @@ import (
 // traffic.
 var (
 	descEntries = prometheus.NewDesc("flowmon_watchlist_entries", "Addresses and prefixes on each watchlist.", []string{"list"}, nil)
-	descSat     = prometheus.NewDesc("flowmon_watchlist_saturations", "Increments a watchlist filter's 4-bit counters absorbed at 15, where they stick: never a false negative, a little more false-positive rate.", []string{"list"}, nil)
+	descSat     = prometheus.NewDesc("flowmon_watchlist_saturations_total", "Increments a watchlist filter's 4-bit counters absorbed at 15, where they stick: never a false negative, a little more false-positive rate.", []string{"list"}, nil)
 )
 
 // Register registers the set's metrics (flowmon_watchlist_*, one series
@@ -41,6 +41,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(descEntries, prometheus.GaugeValue, float64(l.Len()), name)
-		ch <- prometheus.MustNewConstMetric(descSat, prometheus.GaugeValue, float64(l.Saturations()), name)
+		ch <- prometheus.MustNewConstMetric(descSat, prometheus.CounterValue, float64(l.Saturations()), name)
 	}
 }
