@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,8 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs); without, they answer 200. /metrics
+// live agent: once capture runs), and /healthz also while a record sink
+// is failing (unhealthy); without ready, neither is served. /metrics
 // has what is registered on reg already (the record sinks' exporters),
 // the pipeline's metrics and those the rules and alerts (al, nil without
 // rules), the watchlists and the flow history (lk) register; the
@@ -45,15 +47,24 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 	mux.Handle("/", ph)
 	mux.Handle(watchlist.Path, lk.wl.Handler())
 	if ready != nil {
-		h := func(w http.ResponseWriter, _ *http.Request) {
+		mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
 			if !ready() {
 				http.Error(w, "not capturing", http.StatusServiceUnavailable)
 				return
 			}
 			w.Write([]byte("ok\n"))
-		}
-		mux.HandleFunc("GET /healthz", h)
-		mux.HandleFunc("GET /-/ready", h)
+		})
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			if !ready() {
+				http.Error(w, "not capturing", http.StatusServiceUnavailable)
+				return
+			}
+			if bad := unhealthy(pl); len(bad) > 0 {
+				http.Error(w, strings.Join(bad, "\n"), http.StatusServiceUnavailable)
+				return
+			}
+			w.Write([]byte("ok\n"))
+		})
 	}
 	if reload != nil {
 		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, _ *http.Request) {
@@ -72,6 +83,18 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 	m := &metricsServer{addr: ln.Addr(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1)}
 	go func() { m.done <- m.srv.Serve(ln) }()
 	return m, nil
+}
+
+// unhealthy says what of pl is failing now: each record sink whose last
+// call failed (its failure was logged when it began, and is counted).
+func unhealthy(pl *pipeline.Pipeline) []string {
+	var bad []string
+	for _, h := range pl.Sinks() {
+		if h.Failing {
+			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))
+		}
+	}
+	return bad
 }
 
 // close stops the server and returns why it had stopped serving, if it

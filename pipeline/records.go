@@ -265,7 +265,7 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 		s.mu.Unlock()
 		return
 	}
-	if k.failing.Load() {
+	if k.failing.Load() && op == "write" { // a flush that works says nothing of the writes
 		k.failing.Store(false)
 		s.log.Info("flow record sink recovered", "sink", k.Name, "failed_records", k.failed.Load(), "errors", k.errors.Load())
 	}
