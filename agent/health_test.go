@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
@@ -61,5 +63,45 @@ func TestHealthzSaysASinkFails(t *testing.T) {
 			t.Errorf("/-/ready %d %q", code, body)
 		}
 		srv.close()
+	}
+}
+
+// TestReloadMetrics: a reload at SIGHUP that fails sets
+// flowmon_config_last_reload_successful to 0 and counts a failure; one
+// that takes sets it back to 1.
+func TestReloadMetrics(t *testing.T) {
+	r := newReloads()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(r)
+	value := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				m := mf.GetMetric()[0]
+				if g := m.GetGauge(); g != nil {
+					return g.GetValue()
+				}
+				return m.GetCounter().GetValue()
+			}
+		}
+		t.Fatalf("no %s", name)
+		return 0
+	}
+	fail := true
+	reload := r.wrap(func() error {
+		if fail {
+			return errors.New("config.yaml:3:1: unknown key")
+		}
+		return nil
+	})
+	if reload() == nil || value("flowmon_config_last_reload_successful") != 0 || value("flowmon_config_reload_failures_total") != 1 {
+		t.Errorf("after a failed reload: %v, %v", value("flowmon_config_last_reload_successful"), value("flowmon_config_reload_failures_total"))
+	}
+	fail = false
+	if reload() != nil || value("flowmon_config_last_reload_successful") != 1 || value("flowmon_config_last_reload_success_timestamp_seconds") <= 0 {
+		t.Errorf("after a reload that took: %v", value("flowmon_config_last_reload_successful"))
 	}
 }

@@ -8,7 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
@@ -137,4 +141,56 @@ func listChanges(have *watchlist.Set, lists []config.Watchlist) (added bool, rem
 		}
 	}
 	return added, removed
+}
+
+// reloads keeps the outcome of the config file's (or the watchlists')
+// reloads at SIGHUP for the metrics, as Prometheus keeps its own:
+// whether the last one took, when one last did, and how many failed.
+type reloads struct {
+	ok       atomic.Bool
+	okAt     atomic.Int64 // Unix seconds of the last reload that took (or the start)
+	failures atomic.Uint64
+}
+
+func newReloads() *reloads {
+	r := &reloads{}
+	r.ok.Store(true)
+	r.okAt.Store(time.Now().Unix())
+	return r
+}
+
+// wrap returns reload recording its outcomes in r.
+func (r *reloads) wrap(reload func() error) func() error {
+	return func() error {
+		err := reload()
+		r.ok.Store(err == nil)
+		if err != nil {
+			r.failures.Add(1)
+		} else {
+			r.okAt.Store(time.Now().Unix())
+		}
+		return err
+	}
+}
+
+var (
+	descReloadOK     = prometheus.NewDesc("flowmon_config_last_reload_successful", "Whether the last reload of the config file (or the watchlists' files) at SIGHUP took: 1, or 0 while the running configuration stays the one before.", nil, nil)
+	descReloadOKAt   = prometheus.NewDesc("flowmon_config_last_reload_success_timestamp_seconds", "When the config was last loaded or reloaded whole (Unix seconds).", nil, nil)
+	descReloadFailed = prometheus.NewDesc("flowmon_config_reload_failures_total", "Reloads at SIGHUP that did not take.", nil, nil)
+)
+
+func (r *reloads) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descReloadOK
+	ch <- descReloadOKAt
+	ch <- descReloadFailed
+}
+
+func (r *reloads) Collect(ch chan<- prometheus.Metric) {
+	ok := 0.0
+	if r.ok.Load() {
+		ok = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descReloadOK, prometheus.GaugeValue, ok)
+	ch <- prometheus.MustNewConstMetric(descReloadOKAt, prometheus.GaugeValue, float64(r.okAt.Load()))
+	ch <- prometheus.MustNewConstMetric(descReloadFailed, prometheus.CounterValue, float64(r.failures.Load()))
 }

@@ -41,6 +41,7 @@ type Agent struct {
 	ready    atomic.Bool
 	progress pipeline.Progress
 	closers  closer
+	reloads  *reloads // the config's reloads at SIGHUP
 }
 
 // Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
@@ -108,6 +109,10 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if a.al != nil {
 		reload = func() error { return a.al.reload("POST /-/reload") }
 	}
+	a.reloads = newReloads()
+	if err := reg.Register(a.reloads); err != nil {
+		return nil, fmt.Errorf("register reload metrics: %w", err)
+	}
 	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
 		return nil, err
 	}
@@ -129,9 +134,9 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	cfg := a.cfg
 	switch {
 	case a.opt.ConfigFile != "": // the config's reload rereads the watchlists too
-		reloadOnHUP(ctx, "config", configReloader(a.opt.ConfigFile, a.opt.Reload, cfg, a.al, a.lk.wl, a.opt.Log), a.opt.Log)
+		reloadOnHUP(ctx, "config", a.reloads.wrap(configReloader(a.opt.ConfigFile, a.opt.Reload, cfg, a.al, a.lk.wl, a.opt.Log)), a.opt.Log)
 	case len(cfg.Watchlists.Lists) > 0:
-		reloadOnHUP(ctx, "watchlists", a.lk.wl.Reload, a.opt.Log)
+		reloadOnHUP(ctx, "watchlists", a.reloads.wrap(a.lk.wl.Reload), a.opt.Log)
 	}
 	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &a.progress}
 	// The sockets have been capturing into their rings since they were
