@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -76,6 +77,9 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Write
 		if err != nil {
 			return nil, err
 		}
+		// A sink that starts failing, drops alerts or delivers again says
+		// so, naming itself, when it happens.
+		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
 		more, err := cfg.Open()
 		if err != nil {
 			return nil, err
