@@ -116,7 +116,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	cfg, err := loadRunConfig(f)
 	if err != nil {
-		return err
+		return exitWith(2, err) // bad settings, as replay's
 	}
 	a, err := agent.Open(cfg, agent.Options{
 		ConfigFile: f.configFile,
