@@ -78,6 +78,10 @@ type queue struct {
 
 	batch   []Alert // the batch being delivered (goroutine only)
 	failing bool    // the last attempt failed (goroutine only), for logs
+	// failingErr is the error of the attempt that started the current
+	// failure, nil while the sink delivers: Close gives a failing sink no
+	// grace, and names why.
+	failingErr atomic.Pointer[error]
 
 	sent, failed, dropped, queued atomic.Uint64
 }
@@ -242,6 +246,7 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 			done(len(batch))
 			if q.failing {
 				q.failing = false
+				q.failingErr.Store(nil)
 				q.o.log.Info("alert sink delivers again", "sink", q.name, "attempts", attempt+1)
 			}
 			return true
@@ -262,6 +267,7 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 		}
 		if !q.failing {
 			q.failing = true
+			q.failingErr.Store(&err)
 			q.o.log.Warn("alert sink delivery failing, retrying", "sink", q.name, "err", err)
 		}
 		t := time.NewTimer(q.backoff(attempt, err))
@@ -291,6 +297,9 @@ func (q *queue) backoff(attempt int, err error) time.Duration {
 	return d
 }
 
+// failingGrace is what a stop gives a sink that is failing when it comes.
+const failingGrace = time.Second
+
 // close implements Sink.Close for the queue: see there.
 func (q *queue) close(ctx context.Context) error {
 	q.closeOnce.Do(func() {
@@ -300,6 +309,16 @@ func (q *queue) close(ctx context.Context) error {
 		select {
 		case q.wake <- struct{}{}:
 		default:
+		}
+		// A sink failing now gets at most failingGrace of a stop that has
+		// a deadline: the stop would mostly wait out its backoff, and its
+		// failure was logged when it began. (Without a deadline Close
+		// waits for the queue, as a replay's end does.)
+		failing := q.failingErr.Load()
+		if _, bounded := ctx.Deadline(); failing != nil && bounded {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, failingGrace)
+			defer cancel()
 		}
 		select {
 		case <-q.done:
@@ -316,7 +335,10 @@ func (q *queue) close(ctx context.Context) error {
 		q.mu.Unlock()
 		q.dropped.Add(uint64(left))
 		var errs []error
-		if left > 0 {
+		switch {
+		case left > 0 && failing != nil && ctx.Err() != nil:
+			errs = append(errs, fmt.Errorf("closing alert sink %s: %d alerts undelivered, the sink failing (%v): %w", q.name, left, *failing, ctx.Err()))
+		case left > 0:
 			errs = append(errs, fmt.Errorf("closing alert sink %s: %d alerts undelivered: %w", q.name, left, ctx.Err()))
 		}
 		if err := q.t.close(); err != nil {

@@ -419,3 +419,23 @@ func TestWriterSinkQueueHoldsABurst(t *testing.T) {
 		t.Errorf("%d lines written, want 5000", n)
 	}
 }
+
+// TestQueueCloseFailingSink: a stop with a deadline gives a sink that is
+// failing when it comes no more than failingGrace, and the error names
+// the sink and its failure.
+func TestQueueCloseFailingSink(t *testing.T) {
+	ft := &fakeTarget{fail: func([]Alert) error { return errors.New("connection refused") }}
+	s := newQueueSink("am", ft, queueOptions{minBackoff: time.Minute, maxBackoff: time.Minute})
+	sendAll(t, s, 0, 3)
+	waitFor(t, "a failed attempt", func() bool { return s.Stats().Failed >= 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	err := s.Close(ctx)
+	if took := time.Since(start); took > failingGrace+time.Second {
+		t.Errorf("Close took %v with a failing sink, want about %v", took, failingGrace)
+	}
+	if err == nil || !strings.Contains(err.Error(), "closing alert sink am: 3 alerts undelivered, the sink failing (connection refused)") {
+		t.Errorf("Close: %v", err)
+	}
+}
