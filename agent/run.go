@@ -56,6 +56,11 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 			a.closers.close()
 		}
 	}()
+	// Before anything opens: a snapshot directory the user cannot write
+	// would lose the state at the stop, hours later.
+	if err := cfg.CheckHost(); err != nil {
+		return nil, err
+	}
 	ecfg, err := cfg.Pipeline.Config()
 	if err != nil {
 		return nil, err

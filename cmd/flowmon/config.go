@@ -24,11 +24,14 @@ func init() {
 }
 
 func runConfig(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("config", "check [FILE]", stderr,
+	fs := newFlagSet("config", "[--offline] check [FILE]", stderr,
 		"\ncheck: parse flowmon run's config FILE strictly, and the rules and alerting files it names; print every",
 		"error as file:line:col: key: what is wrong (exit 1), or \"FILE: valid\" and the effective configuration:",
 		"every key with its value, the defaults filled, paths made absolute (flowmon run --config reads it back).",
+		"It checks this machine too, as flowmon run will: the user exists, the directories it writes in are there",
+		"and writable by that user (--offline: the settings only, for a config made for another machine).",
 		"With no FILE, print the defaults.")
+	offline := fs.Bool("offline", false, "check the settings only, not this machine (the user, the directories)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,15 +48,16 @@ func runConfig(args []string, stdout, stderr io.Writer) error {
 		if len(files) == 1 {
 			file = files[0]
 		}
-		return configCheck(file, stdout, stderr)
+		return configCheck(file, !*offline, stdout, stderr)
 	default:
 		return usageError(fs, "unknown subcommand %q (want check)", sub)
 	}
 }
 
 // configCheck checks file ("" for none: the defaults) and the files it
-// names, printing every error, or the effective configuration.
-func configCheck(file string, stdout, stderr io.Writer) error {
+// names, and with host what it needs of this machine (config.CheckHost),
+// printing every error, or the effective configuration.
+func configCheck(file string, host bool, stdout, stderr io.Writer) error {
 	c, err := config.Load(file)
 	if errors.Is(err, config.ErrInvalid) {
 		fmt.Fprintln(stderr, err)
@@ -78,6 +82,14 @@ func configCheck(file string, stdout, stderr io.Writer) error {
 		bad++
 	}
 	bad += checkWatchlists(c, set, stderr)
+	if err := c.CheckHost(); host && err != nil {
+		// What the agent writes where, as the user it runs as: a start
+		// refused now, not a state lost at the stop.
+		for _, e := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(stderr, e)
+		}
+		bad++
+	}
 	if c.Alerting != "" {
 		if err := checkAlerting(c.Alerting); err != nil {
 			fmt.Fprintln(stderr, err)

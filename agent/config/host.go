@@ -1,0 +1,73 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+)
+
+// CheckHost checks what c needs of the machine it runs on, which Validate
+// (about the settings alone) cannot: the user to run as exists, and the
+// directories the agent writes in exist and are writable by the user it
+// runs as (c.User, or the one running this): the snapshot's (else the
+// state is lost at the stop), the flow log's, the watchlists' and the
+// history's. It returns every problem, each an *Error naming its key.
+func (c Config) CheckHost() error {
+	var errs []error
+	add := func(key, format string, a ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
+	uid, gids := os.Getuid(), []int{os.Getgid()}
+	if c.User != "" {
+		u, err := user.Lookup(c.User)
+		if err != nil {
+			add("user", "%q: %v", c.User, err)
+			return errors.Join(errs...)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		g, _ := strconv.Atoi(u.Gid)
+		gids = []int{g}
+		if more, err := u.GroupIds(); err == nil {
+			for _, s := range more {
+				if n, err := strconv.Atoi(s); err == nil {
+					gids = append(gids, n)
+				}
+			}
+		}
+	}
+	dir := func(key, d string) {
+		st, err := os.Stat(d)
+		switch {
+		case err != nil:
+			add(key, "%v", err)
+		case !st.IsDir():
+			add(key, "%s is not a directory", d)
+		case !writable(st, uid, gids):
+			who := "this user"
+			if c.User != "" {
+				who = "user " + c.User
+			}
+			add(key, "%s is not writable by %s", d, who)
+		}
+	}
+	if p := c.Snapshot.Path; p != "" {
+		dir("snapshot.path", filepath.Dir(p))
+	}
+	if p := c.FlowLog; p != "" && p != "-" {
+		dir("flow-log", filepath.Dir(p))
+	}
+	if d := c.Watchlists.Dir; d != "" {
+		dir("watchlists.dir", d)
+	}
+	if d := c.History.Dir; d != "" {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+			dir("history.dir", filepath.Dir(d)) // the agent makes it
+		} else {
+			dir("history.dir", d)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,49 @@
+//go:build unix
+
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckHost: a user that does not exist, a missing directory, and a
+// directory the user cannot write are each refused naming the key; a
+// configuration whose directories are there passes.
+func TestCheckHost(t *testing.T) {
+	dir := t.TempDir()
+	good := Default()
+	good.Snapshot.Path = filepath.Join(dir, "state.snap")
+	good.FlowLog = filepath.Join(dir, "flows.jsonl")
+	good.History.Dir = filepath.Join(dir, "history") // made by the agent
+	if err := good.CheckHost(); err != nil {
+		t.Fatalf("a good configuration: %v", err)
+	}
+	missing := good
+	missing.Watchlists.Dir = filepath.Join(dir, "no", "such")
+	missing.Snapshot.Path = filepath.Join(dir, "gone", "state.snap")
+	if err := missing.CheckHost(); err == nil || !strings.Contains(err.Error(), "watchlists.dir:") || !strings.Contains(err.Error(), "snapshot.path:") {
+		t.Errorf("missing directories: %v", err)
+	}
+	nobody := good
+	nobody.User = "no-such-user-flowmon"
+	if err := nobody.CheckHost(); err == nil || !strings.Contains(err.Error(), "user:") {
+		t.Errorf("an unknown user: %v", err)
+	}
+	if os.Getuid() == 0 {
+		// root may write anywhere; as user nobody, a directory only root
+		// may write is refused.
+		locked := filepath.Join(dir, "locked")
+		if err := os.Mkdir(locked, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c := good
+		c.User = "nobody"
+		c.Snapshot.Path = filepath.Join(locked, "state.snap")
+		if err := c.CheckHost(); err == nil || !strings.Contains(err.Error(), "not writable by user nobody") {
+			t.Errorf("a directory nobody cannot write: %v", err)
+		}
+	}
+}

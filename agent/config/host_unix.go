@@ -1,0 +1,37 @@
+//go:build unix
+
+package config
+
+import (
+	"os"
+	"syscall"
+)
+
+// writable reports whether a user (uid, in groups gids) may create files
+// in the directory st describes, by its permission bits: root may always.
+func writable(st os.FileInfo, uid int, gids []int) bool {
+	if uid == 0 {
+		return true
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true // no owner to check against: leave it to the open
+	}
+	mode := st.Mode().Perm()
+	switch {
+	case int(sys.Uid) == uid:
+		return mode&0o300 == 0o300
+	case containsInt(gids, int(sys.Gid)):
+		return mode&0o030 == 0o030
+	}
+	return mode&0o003 == 0o003
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
