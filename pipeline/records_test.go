@@ -106,3 +106,18 @@ func gathered(t *testing.T, reg *prometheus.Registry, name, sink string) float64
 	t.Fatalf("no %s{sink=%q}", name, sink)
 	return 0
 }
+
+// TestSummaryWarnsOfKernelDrops: a live run's summary warns when the
+// kernel dropped more than a quarter of the packets, and not below.
+func TestSummaryWarnsOfKernelDrops(t *testing.T) {
+	for _, c := range []struct {
+		packets, drops uint64
+		warn           bool
+	}{{1000, 0, false}, {1000, 250, false}, {1000, 251, true}, {0, 0, false}} {
+		s := &Summary{KernelPackets: &c.packets, KernelDrops: &c.drops}
+		s.warn(1)
+		if got := len(s.Warnings) == 1 && strings.Contains(s.Warnings[0], "the kernel dropped"); got != c.warn {
+			t.Errorf("%d of %d dropped: warnings %q", c.drops, c.packets, s.Warnings)
+		}
+	}
+}

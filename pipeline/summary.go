@@ -199,4 +199,13 @@ func (s *Summary) warn(capacity int) {
 				"it holds more concurrent flows than capacity %d sizes it for; raise the capacity setting",
 			sh.ErrorRate, sh.errors(), sh.Checks, sh.Target, capacity))
 	}
+	if p, d := s.KernelPackets, s.KernelDrops; p != nil && d != nil && *p > 0 && *d*dropWarnShare > *p {
+		s.Warnings = append(s.Warnings, fmt.Sprintf(
+			"the kernel dropped %d of the %d packets it passed the capture (%.1f%%): the capture fell behind; "+
+				"more workers, a bigger ring, or a filter would take less", *d, *p, 100*float64(*d)/float64(*p)))
+	}
 }
+
+// dropWarnShare: a live run whose kernel dropped more than 1/dropWarnShare
+// of its packets says so in its summary's warnings.
+const dropWarnShare = 4
