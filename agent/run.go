@@ -145,8 +145,19 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	}
 	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &a.progress}
 	// The sockets have been capturing into their rings since they were
-	// opened; the shards start reading them now.
+	// opened; the shards start reading them now. Once the stop begins the
+	// agent is not ready (503) while it drains and saves its state, the
+	// server still answering.
 	a.ready.Store(true)
+	stopping := make(chan struct{})
+	defer close(stopping)
+	go func() {
+		select {
+		case <-ctx.Done():
+			a.ready.Store(false)
+		case <-stopping:
+		}
+	}()
 	source := cfg.Source
 	if at := attachedAt(a.srcs); at != "" {
 		source += " at " + at
