@@ -7,14 +7,17 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+
+	"github.com/flowmon/flowmon/alerts"
 )
 
 // CheckHost checks what c needs of the machine it runs on, which Validate
 // (about the settings alone) cannot: the user to run as exists, and the
 // directories the agent writes in exist and are writable by the user it
 // runs as (c.User, or the one running this): the snapshot's (else the
-// state is lost at the stop), the flow log's, the watchlists' and the
-// history's. It returns every problem, each an *Error naming its key.
+// state is lost at the stop), the flow log's, the alert files' (of the
+// alerting file's file sinks; the file itself is checked by its own
+// parser), the watchlists' and the history's. It returns every problem, each an *Error naming its key.
 func (c Config) CheckHost() error {
 	var errs []error
 	add := func(key, format string, a ...any) {
@@ -61,6 +64,19 @@ func (c Config) CheckHost() error {
 	}
 	if d := c.Watchlists.Dir; d != "" {
 		dir("watchlists.dir", d)
+	}
+	if c.Alerting != "" {
+		// An alert file the user cannot write would be found only at the
+		// first alert, as a failing sink.
+		if data, err := os.ReadFile(c.Alerting); err == nil {
+			if ac, err := alerts.ParseConfig(c.Alerting, data); err == nil {
+				for _, sc := range ac.Sinks {
+					if sc.Type == alerts.SinkFile && sc.Path != "" {
+						dir("alerting", filepath.Dir(sc.Path))
+					}
+				}
+			}
+		}
 	}
 	if d := c.History.Dir; d != "" {
 		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {

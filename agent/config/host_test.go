@@ -47,3 +47,24 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHostAlertFile: an alerting file's file sink in a directory
+// that is not there is refused at the check, not at the first alert.
+func TestCheckHostAlertFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{{filepath.Join(dir, "alerts.jsonl"), true}, {filepath.Join(dir, "nowhere", "alerts.jsonl"), false}} {
+		file := filepath.Join(dir, "alerting.yaml")
+		if err := os.WriteFile(file, []byte("sinks:\n  - name: file\n    type: file\n    path: "+c.path+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := Default()
+		cfg.Alerting = file
+		err := cfg.CheckHost()
+		if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "alerting:") {
+			t.Errorf("alert file %s: %v", c.path, err)
+		}
+	}
+}
