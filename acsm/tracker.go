@@ -42,8 +42,8 @@ type Config struct {
 	// KBFLayout places the kbf backend's cells: kbf.Standard (the paper's,
 	// the default) or kbf.Blocked (a key's cells in three cache lines,
 	// fewer cache misses). Blocked has the standard layout's error rates
-	// up to the p-capacity but degrades faster past it: at twice the load
-	// it leaves 15x the don't-know answers (docs/results/kbf.md), and an
+	// up to the p-capacity but degrades faster past it: past it, it
+	// leaves many more don't-know answers (docs/results/kbf.md), and an
 	// overloaded replay gets conn_states wrong that the standard layout
 	// gets right (docs/results/kbf-layouts.md, "Past the p-capacity in a
 	// replay").

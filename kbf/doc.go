@@ -133,10 +133,9 @@
 //     two lines. A query's checks need the lines' contents, so they wait
 //     in the CPU until the misses return, and the next queries' reads
 //     cannot start: a few quick instructions that need two random reads
-//     make them cost several times as much (BenchmarkDependentWork). Even
-//     with no check at all, three lines stay under 3x faster one at a
-//     time. QueryBatch and Prefetch let the misses of several keys overlap
-//     instead.
+//     make them cost several times as much (BenchmarkDependentWork), and
+//     without the checks the gain one at a time stays small. QueryBatch
+//     and Prefetch let the misses of several keys overlap instead.
 //
 // # Batched queries
 //

@@ -88,9 +88,9 @@ const batchSize = 1024
 // order of release). A batch's lines were last read by the worker's core
 // when the reader writes them again; the reader claims them ahead of its
 // copy (batch.claim), so the ring need not be big enough for them to
-// leave that core's cache, which takes 16 batches (2.9 MB a shard). With
-// the claim, 8 batches (1.5 MB a shard) are faster than 16 and than
-// fewer (docs/results/pipeline.md, "Batch ring and claim").
+// leave that core's cache: a small ring keeps the batches in cache
+// (docs/results/pipeline.md, "Batch ring and claim", has the sizes
+// measured).
 const batchRing = 8
 
 // prefetchAhead is how many packets ahead of the one it processes a

@@ -7,8 +7,8 @@ import (
 // The per-slot scan, which branches on whether a slot straddles two
 // words, is the reference for find and empty: TestScanAgainstReference
 // compares the two on random tables, and the benchmarks' impl=ref runs
-// Insert on it in the same process as the branch-free scan (the machines
-// flowmon is measured on are too noisy for two runs to compare).
+// Insert on it in the same process as the branch-free scan, so the two
+// are compared under the same load.
 
 // getRef returns slot i's raw value, branching on whether it straddles
 // two words.
