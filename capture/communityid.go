@@ -86,26 +86,16 @@ func CommunityID(k *Key, seed uint16) string {
 }
 
 // icmpCounterpart is the spec's counterpart of an ICMP (or ICMPv6)
-// message of type t (echo and echo reply, ...); paired is false for a
-// type without one, whose ID is then not reordered.
+// message of type t: Zeek's pairs (ICMPCounterpart), and for ICMPv6 also
+// node information (who are you) and home agent address discovery,
+// which the spec pairs and Zeek does not; paired is false for a type
+// without one, whose ID is then not reordered.
 func icmpCounterpart(proto, t uint8) (peer uint8, paired bool) {
-	var pairs [][2]uint8
-	if proto == ProtoICMP {
-		// echo, router advertisement and solicitation, timestamp,
-		// information, address mask
-		pairs = [][2]uint8{{8, 0}, {9, 10}, {13, 14}, {15, 16}, {17, 18}}
-	} else {
-		// echo, router, neighbor, MLD query and report, node
-		// information (who are you), home agent address discovery
-		pairs = [][2]uint8{{128, 129}, {133, 134}, {135, 136}, {130, 131}, {139, 140}, {144, 145}}
+	v6 := proto == ProtoICMPv6
+	if peer, paired = ICMPCounterpart(t, v6); paired || !v6 {
+		return peer, paired
 	}
-	for _, p := range pairs {
-		switch t {
-		case p[0]:
-			return p[1], true
-		case p[1]:
-			return p[0], true
-		}
-	}
-	return 0, false
+	return pairOf(communityIDICMP6Pairs[:], t)
 }
+
+var communityIDICMP6Pairs = [...][2]uint8{{139, 140}, {144, 145}}

@@ -377,21 +377,34 @@ func setKey(p *Packet, src, dst []byte, sport, dport uint16, proto uint8) {
 // matching reply (so an echo request and its reply are one flow), or the
 // code for messages that have no reply.
 func icmpPorts(typ, code uint8, v6 bool) (uint16, uint16) {
-	var pairs [][2]uint8
-	if v6 {
-		pairs = icmp6Pairs[:]
-	} else {
-		pairs = icmp4Pairs[:]
-	}
-	for _, pr := range pairs {
-		if typ == pr[0] {
-			return uint16(typ), uint16(pr[1])
-		}
-		if typ == pr[1] {
-			return uint16(typ), uint16(pr[0])
-		}
+	if peer, ok := ICMPCounterpart(typ, v6); ok {
+		return uint16(typ), uint16(peer)
 	}
 	return uint16(typ), uint16(code)
+}
+
+// ICMPCounterpart is the type of the reply (or request) an ICMP message of
+// type t pairs with into one flow, as Zeek pairs them (v6: ICMPv6); ok is
+// false for a type without one, whose flow's second port is its code.
+func ICMPCounterpart(t uint8, v6 bool) (peer uint8, ok bool) {
+	pairs := icmp4Pairs[:]
+	if v6 {
+		pairs = icmp6Pairs[:]
+	}
+	return pairOf(pairs, t)
+}
+
+// pairOf is t's other in pairs.
+func pairOf(pairs [][2]uint8, t uint8) (uint8, bool) {
+	for _, pr := range pairs {
+		switch t {
+		case pr[0]:
+			return pr[1], true
+		case pr[1]:
+			return pr[0], true
+		}
+	}
+	return 0, false
 }
 
 var (

@@ -296,27 +296,16 @@ func appendAddr(b []byte, a netip.Addr, v6 bool) []byte {
 func isICMP(p uint8) bool { return p == capture.ProtoICMP || p == capture.ProtoICMPv6 }
 
 // icmpPaired reports whether an ICMP flow's ports are a type and its
-// reply's type (capture keys such flows so), rather than a type and its
-// code: the code of a request or reply is then 0.
+// reply's type (capture keys such flows so: capture.ICMPCounterpart),
+// rather than a type and its code: the code of a request or reply is
+// then 0.
 func icmpPaired(proto uint8, typ, other uint16) bool {
-	pairs := icmp4Pairs[:]
-	if proto == capture.ProtoICMPv6 {
-		pairs = icmp6Pairs[:]
+	if typ > 0xff {
+		return false
 	}
-	for _, p := range pairs {
-		if typ == p[0] && other == p[1] || typ == p[1] && other == p[0] {
-			return true
-		}
-	}
-	return false
+	peer, ok := capture.ICMPCounterpart(uint8(typ), proto == capture.ProtoICMPv6)
+	return ok && uint16(peer) == other
 }
-
-// The request and reply types capture pairs into one flow
-// (capture/decode.go's icmpPorts).
-var (
-	icmp4Pairs = [...][2]uint16{{8, 0}, {10, 9}, {13, 14}, {15, 16}, {17, 18}}
-	icmp6Pairs = [...][2]uint16{{128, 129}, {130, 131}, {133, 134}, {135, 136}}
-)
 
 // endReason is the record's flowEndReason: the pipeline's, or, for a
 // record that has none, what its conn_state tells (a FIN or an RST ended
