@@ -137,11 +137,8 @@ func (c AFPacketConfig) Validate() error {
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
-	switch {
-	case c.Iface == "":
-		bad("iface", "no interface named")
-	case len(c.Iface) > MaxIfaceName:
-		bad("iface", "%q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), MaxIfaceName)
+	if err := checkIface(c.Iface); err != nil {
+		errs = append(errs, err)
 	}
 	page := os.Getpagesize()
 	bs := c.BlockSize
@@ -207,4 +204,16 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// checkIface is a live source's iface setting's error, nil when it can
+// name an interface.
+func checkIface(iface string) error {
+	switch {
+	case iface == "":
+		return &SettingError{Key: "iface", Msg: "no interface named"}
+	case len(iface) > MaxIfaceName:
+		return &SettingError{Key: "iface", Msg: fmt.Sprintf("%q is %d bytes, more than an interface name's %d", iface, len(iface), MaxIfaceName)}
+	}
+	return nil
 }

@@ -101,11 +101,8 @@ func (c EBPFConfig) Validate() error {
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
-	switch {
-	case c.Iface == "":
-		bad("iface", "no interface named")
-	case len(c.Iface) > MaxIfaceName:
-		bad("iface", "%q is %d bytes, more than an interface name's %d", c.Iface, len(c.Iface), MaxIfaceName)
+	if err := checkIface(c.Iface); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.Hook {
 	case HookXDP, HookTC:
