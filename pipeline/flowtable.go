@@ -190,10 +190,12 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 // will: a collector keeps the latest of a uid's records.
 func (t *flowTable) interim(idx uint32, now int64) {
 	r := &t.recs[idx]
-	if age := uint32(min((now-r.first)/1e9, math.MaxUint32)); age >= r.interimAt+t.activeSec {
-		r.interimAt = age
-		t.write(idx, record.EndActive)
+	// A multiplication a packet; the division only when a record is due.
+	if now-r.first < int64(r.interimAt+t.activeSec)*1e9 {
+		return
 	}
+	r.interimAt = uint32(min((now-r.first)/1e9, math.MaxUint32))
+	t.write(idx, record.EndActive)
 }
 
 // opensHandshake reports whether p is a TCP SYN without ACK: the first
