@@ -76,11 +76,11 @@ type queue struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	batch   []Alert // the batch being delivered (goroutine only)
-	failing bool    // the last attempt failed (goroutine only), for logs
+	batch []Alert // the batch being delivered (goroutine only)
 	// failingErr is the error of the attempt that started the current
-	// failure, nil while the sink delivers: Close gives a failing sink no
-	// grace, and names why.
+	// failure, nil while the sink delivers: the logs say when a failure
+	// starts and ends, and Close gives a failing sink little grace and
+	// names why.
 	failingErr atomic.Pointer[error]
 
 	sent, failed, dropped, queued atomic.Uint64
@@ -244,8 +244,7 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 		q.sent.Add(uint64(n))
 		if err == nil {
 			done(len(batch))
-			if q.failing {
-				q.failing = false
+			if q.failingErr.Load() != nil {
 				q.failingErr.Store(nil)
 				q.o.log.Info("alert sink delivers again", "sink", q.name, "attempts", attempt+1)
 			}
@@ -265,8 +264,7 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 			done(len(batch))
 			return true
 		}
-		if !q.failing {
-			q.failing = true
+		if q.failingErr.Load() == nil {
 			q.failingErr.Store(&err)
 			q.o.log.Warn("alert sink delivery failing, retrying", "sink", q.name, "err", err)
 		}
