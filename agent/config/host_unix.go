@@ -4,6 +4,7 @@ package config
 
 import (
 	"os"
+	"slices"
 	"syscall"
 )
 
@@ -21,17 +22,8 @@ func writable(st os.FileInfo, uid int, gids []int) bool {
 	switch {
 	case int(sys.Uid) == uid:
 		return mode&0o300 == 0o300
-	case containsInt(gids, int(sys.Gid)):
+	case slices.Contains(gids, int(sys.Gid)):
 		return mode&0o030 == 0o030
 	}
 	return mode&0o003 == 0o003
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
