@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/snapshot"
 )
 
 // A live pipeline has one source per shard. AF_PACKET's fanout has already
@@ -42,6 +43,7 @@ func NewLivePipeline(cfg Config, srcs []capture.Source) (*Pipeline, error) {
 		return nil, err
 	}
 	p.liveStats = make([]capture.Stats, len(srcs))
+	p.ckpt = newCheckpoint(len(srcs))
 	return p, nil
 }
 
@@ -52,6 +54,13 @@ type LiveOptions struct {
 	// the run stops (snapshot.go): the flows still open are then carried
 	// in it rather than reported as ended.
 	Snapshot string
+	// SnapshotEvery, with Snapshot, also writes it this often while the
+	// run goes on (checkpoint.go); 0: only at the stop.
+	SnapshotEvery time.Duration
+	// Mark, with Snapshot, is called at each snapshot once every record
+	// of the state's instant is delivered and flushed; what it returns
+	// (the flow log's end) is kept in the snapshot, Restored.Mark.
+	Mark func() ([]byte, error)
 }
 
 // RunLive runs pl (NewLivePipeline) until ctx is done or every source has
@@ -72,12 +81,30 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	for i := range pl.live {
 		f := &feeder{p: pl, i: i, src: pl.live[i], s: pl.shards[i], prog: opt.Progress}
 		feeders[i] = f
+	}
+	var ckpt *checkpoint
+	if opt.Snapshot != "" && opt.SnapshotEvery > 0 {
+		ckpt = pl.ckpt
+	}
+	for _, f := range feeders {
+		f.ckpt = ckpt
 		wg.Go(func() {
+			defer f.exit()
 			if err := f.run(ctx); err != nil {
 				f.err = err
 				cancel(err) // one source failing stops the others
 			}
 		})
+	}
+	ckptDone := make(chan struct{})
+	stopCkpt := make(chan struct{})
+	if ckpt != nil {
+		go func() {
+			defer close(ckptDone)
+			pl.checkpointEvery(ckpt, feeders, opt, stopCkpt)
+		}()
+	} else {
+		close(ckptDone)
 	}
 	// Read the kernel's counts now and then while running: libpcap's are
 	// 32 bits, widened only if read before they wrap (71 minutes at
@@ -97,6 +124,8 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	}()
 	wg.Wait()
 	close(done)
+	close(stopCkpt)
+	<-ckptDone // the stop's snapshot is not written over by a periodic one
 	s := &Summary{}
 	var err error
 	var st capture.Stats
@@ -124,7 +153,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	s.EBPF = pl.ebpfSummary()
 	s.RestoredFlows = pl.restored
 	if opt.Snapshot != "" {
-		carried, serr := pl.SaveSnapshot(opt.Snapshot, s.TraceEnd)
+		carried, serr := pl.SaveSnapshot(opt.Snapshot, s.TraceEnd, opt.Mark)
 		if serr != nil {
 			err = errors.Join(err, serr)
 		} else {
@@ -150,6 +179,19 @@ type feeder struct {
 	first, last time.Time // packet times seen
 	batchStart  int64     // packet time of the batch's first packet
 	err         error
+
+	// ckpt is the run's periodic snapshot (nil: none); state and
+	// stateErr are the shard's state a checkpoint took, kept for the next.
+	ckpt     *checkpoint
+	state    []snapshot.Section
+	stateErr error
+}
+
+// exit tells the checkpoint, if any, that the feeder has returned.
+func (f *feeder) exit() {
+	if f.ckpt != nil {
+		f.ckpt.exit()
+	}
 }
 
 // liveDrain bounds how long a stopping feeder goes on reading what the
@@ -188,6 +230,9 @@ func (f *feeder) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if f.ckpt != nil && f.ckpt.pending.Load() {
+				f.pause(f.ckpt)
+			}
 			continue
 		case errors.Is(err, io.EOF):
 			f.flush()
@@ -209,6 +254,9 @@ func (f *feeder) run(ctx context.Context) error {
 			counted = f.publish(counted)
 			if stop() {
 				return nil
+			}
+			if f.ckpt != nil && f.ckpt.pending.Load() {
+				f.pause(f.ckpt)
 			}
 		}
 	}

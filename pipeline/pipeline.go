@@ -135,6 +135,8 @@ type Pipeline struct {
 	// leaves them to the next run (snapshot.go).
 	carried  bool
 	restored *uint64 // open flows taken over from a snapshot
+	// ckpt is a live pipeline's periodic snapshot (checkpoint.go).
+	ckpt *checkpoint
 }
 
 // NewPipeline builds the stages from cfg.
@@ -348,6 +350,9 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if p.live != nil {
 		if err := reg.Register(kernelCollector{p}); err != nil {
 			return fmt.Errorf("register kernel metrics: %w", err)
+		}
+		if err := reg.Register(snapshotCollector{p.ckpt}); err != nil {
+			return fmt.Errorf("register snapshot metrics: %w", err)
 		}
 		if p.ebpfSampling() > 0 {
 			if err := reg.Register(ebpfCollector{p}); err != nil {

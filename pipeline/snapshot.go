@@ -41,37 +41,23 @@ func (p *Pipeline) params() string {
 // finds the old snapshot or the new one whole) and marks the pipeline so
 // that Finish leaves the open flows to the next run; it returns how many
 // open flows the snapshot carries. last is the packet time of the last
-// packet. The shards must be stopped (RunLive calls it when its feeders
-// are done).
-func (p *Pipeline) SaveSnapshot(path string, last time.Time) (uint64, error) {
+// packet; mark, when set, is called once every record written so far is
+// delivered to the sinks, and what it returns is kept in the snapshot
+// (Restored.Mark). The shards must be stopped (RunLive calls it when its
+// feeders are done).
+func (p *Pipeline) SaveSnapshot(path string, last time.Time, mark func() ([]byte, error)) (uint64, error) {
 	var sections []snapshot.Section
 	var open uint64
 	for i, s := range p.shards {
-		add := func(name string, data []byte, err error) error {
-			if err != nil {
-				return fmt.Errorf("snapshot shard %d's %s: %w", i, name, err)
-			}
-			sections = append(sections, snapshot.Section{Name: fmt.Sprintf("shard%d/%s", i, name), Data: data})
-			return nil
-		}
-		data, err := s.tracker.AppendState(nil)
-		if err := add("acsm", data, err); err != nil {
-			return 0, err
-		}
-		if s.dedup != nil {
-			data, err := s.dedup.AppendState(nil)
-			if err := add("dedup", data, err); err != nil {
-				return 0, err
-			}
-		}
-		data, err = s.counter.AppendState(nil)
-		if err := add("flowcount", data, err); err != nil {
-			return 0, err
-		}
-		if err := add("flows", s.flows.appendState(nil), nil); err != nil {
+		var err error
+		if sections, err = s.appendSections(i, sections); err != nil {
 			return 0, err
 		}
 		open += s.flows.openFlows()
+	}
+	sections, err := p.appendMark(sections, mark)
+	if err != nil {
+		return 0, err
 	}
 	h := snapshot.Header{Saved: time.Now(), PacketTime: last, Params: p.params()}
 	if err := snapshot.Write(path, h, sections); err != nil {
@@ -81,10 +67,65 @@ func (p *Pipeline) SaveSnapshot(path string, last time.Time) (uint64, error) {
 	return open, nil
 }
 
+// appendSections appends shard i's state to sections, one section a
+// structure, reusing the Data of the sections beyond len(sections) (a
+// periodic snapshot keeps its buffers from one to the next). It only
+// reads the shard, on the shard's goroutine.
+func (s *shard) appendSections(i int, sections []snapshot.Section) ([]snapshot.Section, error) {
+	add := func(name string, appendState func([]byte) ([]byte, error)) error {
+		var buf []byte
+		if n := len(sections); n < cap(sections) {
+			buf = sections[:n+1][n].Data[:0]
+		}
+		data, err := appendState(buf)
+		if err != nil {
+			return fmt.Errorf("snapshot shard %d's %s: %w", i, name, err)
+		}
+		sections = append(sections, snapshot.Section{Name: fmt.Sprintf("shard%d/%s", i, name), Data: data})
+		return nil
+	}
+	if err := add("acsm", s.tracker.AppendState); err != nil {
+		return sections, err
+	}
+	if s.dedup != nil {
+		if err := add("dedup", s.dedup.AppendState); err != nil {
+			return sections, err
+		}
+	}
+	if err := add("flowcount", s.counter.AppendState); err != nil {
+		return sections, err
+	}
+	err := add("flows", func(b []byte) ([]byte, error) { return s.flows.appendState(b), nil })
+	return sections, err
+}
+
+// markSection names the snapshot's section that holds the caller's mark.
+const markSection = "mark"
+
+// appendMark delivers every record queued so far to the sinks, flushes
+// them, and appends the section mark returns (nothing without mark).
+func (p *Pipeline) appendMark(sections []snapshot.Section, mark func() ([]byte, error)) ([]snapshot.Section, error) {
+	if mark == nil {
+		return sections, nil
+	}
+	if p.sinks != nil {
+		p.sinks.flush()
+		p.sinks.wait()
+	}
+	m, err := mark()
+	if err != nil {
+		return sections, fmt.Errorf("snapshot: mark the flow records: %w", err)
+	}
+	return append(sections, snapshot.Section{Name: markSection, Data: m}), nil
+}
+
 // Restored says what RestoreSnapshot took over.
 type Restored struct {
 	Saved, PacketTime time.Time
 	OpenFlows         uint64
+	// Mark is what the saving run's mark returned (SaveSnapshot), nil
+	// when it had none: where its records ended when the state was taken.
+	Mark []byte
 }
 
 // RestoreSnapshot takes over the state a previous run saved at path into
@@ -139,7 +180,7 @@ func (p *Pipeline) RestoreSnapshot(path string, maxAge time.Duration, now time.T
 		}
 	}
 	p.restored = &open
-	return Restored{Saved: h.Saved, PacketTime: h.PacketTime, OpenFlows: open}, nil
+	return Restored{Saved: h.Saved, PacketTime: h.PacketTime, OpenFlows: open, Mark: byName[markSection]}, nil
 }
 
 // ErrNoSnapshot is matched by RestoreSnapshot's error when there is no
