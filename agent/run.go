@@ -143,7 +143,7 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	case len(cfg.Watchlists.Lists) > 0:
 		reloadOnHUP(ctx, "watchlists", a.reloads.wrap(a.lk.wl.Reload), a.opt.Log)
 	}
-	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, Progress: &a.progress}
+	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, SnapshotEvery: cfg.Snapshot.Interval, Progress: &a.progress}
 	// The sockets have been capturing into their rings since they were
 	// opened; the shards start reading them now. Once the stop begins the
 	// agent is not ready (503) while it drains and saves its state, the

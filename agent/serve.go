@@ -94,6 +94,9 @@ func unhealthy(pl *pipeline.Pipeline) []string {
 			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))
 		}
 	}
+	if err := pl.SnapshotFailing(); err != nil {
+		bad = append(bad, fmt.Sprintf("periodic snapshot failing: %v", err))
+	}
 	return bad
 }
 

@@ -82,6 +82,10 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if t := c.Snapshot.MaxAge; t < MinMaxAge || t > MaxMaxAge {
 		add("snapshot.max-age", "%s must be between %s and %s", formatDuration(t), formatDuration(MinMaxAge), formatDuration(MaxMaxAge))
 	}
+	if t, age := c.Snapshot.Interval, c.Snapshot.MaxAge; t != 0 && age >= MinMaxAge && (t < MinSnapshotInterval || t > age) {
+		add("snapshot.interval", "%s must be 0 (only at the stop) or between %s and snapshot.max-age (%s), or the snapshot a crash leaves is refused as stale",
+			formatDuration(t), formatDuration(MinSnapshotInterval), formatDuration(c.Snapshot.MaxAge))
+	}
 	if c.User != "" && !userName(c.User) {
 		add("user", "%q is not a user name or uid (1 to %d letters, digits, '_', '-' or '.', not starting with '-')", c.User, MaxUserName)
 	}

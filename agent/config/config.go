@@ -138,6 +138,10 @@ func splitList(s string) []string {
 type Snapshot struct {
 	Path   string        // path: "" for no snapshot
 	MaxAge time.Duration // max-age: an older snapshot is refused as stale
+	// Interval is how often it is also written while the agent runs
+	// (interval:), so that a crash loses at most this much of the state;
+	// 0 writes it only at the stop.
+	Interval time.Duration
 }
 
 // Watchlists are the lists watchlist rules ask about (pipeline/watchlist)
@@ -207,11 +211,12 @@ const (
 // afpacket section's are capture's (capture.AFPacketMinBlockSize, ...),
 // and so are pcap.timeout's (capture.MinReadTimeout, MaxReadTimeout).
 const (
-	MinMaxAge      = time.Second
-	MaxMaxAge      = 24 * time.Hour
-	MinStopTimeout = time.Second
-	MaxStopTimeout = 5 * time.Minute
-	MaxUserName    = 32
+	MinSnapshotInterval = time.Second
+	MinMaxAge           = time.Second
+	MaxMaxAge           = 24 * time.Hour
+	MinStopTimeout      = time.Second
+	MaxStopTimeout      = 5 * time.Minute
+	MaxUserName         = 32
 
 	MinHistoryRAM = 64 << 10
 	// MaxHistoryRAM is typed: it is past a 32-bit int.
@@ -264,7 +269,7 @@ func Default() Config {
 		Pipeline: runSettings(),
 		History:  History{RAM: DefaultHistoryRAM},
 		Listen:   "127.0.0.1:9100",
-		Snapshot: Snapshot{MaxAge: 10 * time.Minute},
+		Snapshot: Snapshot{MaxAge: 10 * time.Minute, Interval: time.Minute},
 		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
 			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue}},
 		StopTimeout: 10 * time.Second,

@@ -38,6 +38,7 @@
 //	snapshot:
 //	  path: /var/lib/flowmon/state.snap  # "" for none (--snapshot)
 //	  max-age: 10m               # 1s..24h: an older snapshot is refused as stale
+//	  interval: 1m               # also written this often while running, 0: only at the stop
 //	flow-log: /var/log/flowmon/flows.jsonl  # JSON lines, - for stdout, "" for none
 //	user: flowmon                # who to become once the sockets are open (--user)
 //	stop-timeout: 10s            # 1s..5m: bound on draining and the snapshot at SIGTERM

@@ -34,7 +34,8 @@ var (
 	sections []string // the keys that hold mappings, in the file's order
 	// aliases are the flags whose name is not their key's.
 	aliases = map[string]string{"iface": "interface", "snapshot": "snapshot.path",
-		"watchlist": "watchlists.lists", "watchlist-dir": "watchlists.dir",
+		"snapshot-interval": "snapshot.interval",
+		"watchlist":         "watchlists.lists", "watchlist-dir": "watchlists.dir",
 		"history-dir": "history.dir", "history-horizon": "history.horizon", "history-ram": "history.ram",
 		"ipfix": "export.ipfix.collectors"}
 )
@@ -85,6 +86,7 @@ func init() {
 	add(setting{key: "listen", field: ptr(func(c *Config) any { return &c.Listen })})
 	add(setting{key: "snapshot.path", field: ptr(func(c *Config) any { return &c.Snapshot.Path }), path: true})
 	add(setting{key: "snapshot.max-age", field: ptr(func(c *Config) any { return &c.Snapshot.MaxAge })})
+	add(setting{key: "snapshot.interval", field: ptr(func(c *Config) any { return &c.Snapshot.Interval })})
 	add(setting{key: "flow-log", field: ptr(func(c *Config) any { return &c.FlowLog }), path: true, keep: []string{"-"}})
 	add(setting{key: "export.ipfix.collectors", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Collectors })})
 	add(setting{key: "export.ipfix.transport", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Transport })})

@@ -46,6 +46,7 @@ var runOverrides = []struct{ name, usage string }{
 	{"workers", "capture sockets and shards, one goroutine each, 1..256 (default: the CPUs)"},
 	{"listen", "serve /metrics, /healthz and /-/ready on this `host:port` (default 127.0.0.1:9100)"},
 	{"snapshot", "save the state to `FILE` at stop and restore it at start"},
+	{"snapshot-interval", "also save the state this often while running, so a crash loses at most this `duration` of it (default 1m; 0: only at stop)"},
 	{"user", "drop privileges to this `user` once the sockets are open"},
 	{"rules", "detection rules `FILE` (default: the embedded rules; none: no rules)"},
 	{"alerting", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager)"},
