@@ -96,11 +96,14 @@ func configReloader(file string, load func() (config.Config, error), running con
 			// The new lists, and the removed ones for now.
 			errs = append(errs, update(append(slices.Clone(running.Watchlists.Lists), removed...)))
 		}
+		// The rules file is read again at every SIGHUP, here rather than
+		// by the rules' own watcher, so that what the reload says covers
+		// the rules too.
 		switch {
 		case running.Rules != from:
 			errs = append(errs, switchRules(al, from, running.Rules))
-		case (added || len(removed) > 0) && al != nil && running.Rules != "" && running.Rules != config.RulesNone:
-			errs = append(errs, al.reload("SIGHUP, the config's watchlists"))
+		case al != nil && running.Rules != "" && running.Rules != config.RulesNone:
+			errs = append(errs, al.reload("SIGHUP"))
 		}
 		return append(errs, update(running.Watchlists.Lists))
 	}

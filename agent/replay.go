@@ -99,7 +99,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 	if al != nil {
 		al.attach(&r.cfg)
 		if al.path != "" {
-			al.watch()
+			al.watch(true)
 		}
 		reload = func() error { return al.reload("POST /-/reload") }
 		r.closers.add(al.close)

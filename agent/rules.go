@@ -165,12 +165,15 @@ func (a *alerting) load(path, why string) error {
 	return nil
 }
 
-// watch reloads the rules on SIGHUP and when the file's modification
-// time or size changes (checked every second), until close.
-func (a *alerting) watch() {
+// watch reloads the rules when the file's modification time or size
+// changes (checked every second), and with onHUP on SIGHUP, until close.
+// (Without onHUP, the config's reload reads the rules at SIGHUP.)
+func (a *alerting) watch(onHUP bool) {
 	a.stop, a.done = make(chan struct{}), make(chan struct{})
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	if onHUP {
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	go func() {
 		defer close(a.done)
 		defer signal.Stop(hup)

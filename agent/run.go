@@ -97,7 +97,9 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	}
 	if a.al != nil {
 		a.al.attach(&ecfg)
-		a.al.watch() // SIGHUP and changes of the file reload the rules
+		// Changes of the file reload the rules, and SIGHUP does, through
+		// the config's reload when there is a config file.
+		a.al.watch(opt.ConfigFile == "")
 		a.closers.add(a.al.close)
 	}
 	if a.lk, err = openLookups(cfg.Watchlists.Lists, cfg.Watchlists.Dir, cfg.History, a.al, &ecfg, opt.Log); err != nil {

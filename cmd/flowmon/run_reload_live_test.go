@@ -87,6 +87,14 @@ func TestRunReloadsWatchlists(t *testing.T) {
 	}
 	sizes(map[string]int{"scanners": 1})
 
+	// A config that is fine beside a rules file that is not: the reload
+	// says the rules did not load, not that it worked.
+	write("rules.yaml", "groups: [\n")
+	if got := hup(); strings.HasPrefix(got, "flowmon run: SIGHUP: config reloaded") || !strings.Contains(got, "rules.yaml") {
+		t.Errorf("a broken rules file: %s", got)
+	}
+	write("rules.yaml", rule("scanners"))
+
 	write("flowmon.yaml", "rules: rules.yaml\nhistory: {dir: hist}\nwatchlists:\n  dir: state\n  lists:\n"+blocked)
 	if got := hup(); !strings.Contains(got, "history.dir changed: only a restart applies it") {
 		t.Errorf("a restart-only key: %s", got)
