@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -27,7 +24,7 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	p := &parser{file: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Config{}, p.syntaxError(err)
+		return Config{}, p.syntaxError(err, data)
 	}
 	var c Config
 	if len(doc.Content) == 0 {
@@ -91,17 +88,11 @@ func (p *parser) err() error {
 	return errors.Join(p.errs...)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError turns yaml.v3's "yaml: line 3: msg" into a ConfigError.
-// yaml.v3 gives no column, and its line is at times where the enclosing
-// block starts rather than where it broke.
-func (p *parser) syntaxError(err error) error {
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return errors.Join(&ConfigError{File: p.file, Line: line, Msg: m[2]})
-	}
-	return errors.Join(&ConfigError{File: p.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")})
+// syntaxError turns yaml.v3's syntax error in data into a ConfigError at
+// the line it means.
+func (p *parser) syntaxError(err error, data []byte) error {
+	line, msg := yamlnode.SyntaxError(err, yamlnode.Lines(data))
+	return errors.Join(&ConfigError{File: p.file, Line: line, Msg: msg})
 }
 
 // mapping calls f for each key of n, in order; f reports whether it knew

@@ -73,7 +73,7 @@ func TestParseConfigBad(t *testing.T) {
 		want []string
 	}{
 		// yaml.v3 points at the start of the block, without a column.
-		{"syntax.bad.yaml", []string{`:1: did not find expected '-' indicator`}},
+		{"syntax.bad.yaml", []string{`:2: did not find expected '-' indicator`}},
 		{"notamap.bad.yaml", []string{`:1:1: want a mapping with a sinks key, got a list`}},
 		{"sinksnotalist.bad.yaml", []string{`:2:3: sinks: want a list of sinks, got a mapping`}},
 		{"unknown.bad.yaml", []string{

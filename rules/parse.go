@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +32,7 @@ func Parse(name string, data []byte) (*File, error) {
 	f := &File{Name: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, Errors{p.syntaxError(err)}
+		return nil, Errors{p.syntaxError(err, data)}
 	}
 	if len(doc.Content) == 0 {
 		return nil, Errors{{File: name, Line: 1, Col: 1, Msg: "empty file: want a mapping with groups"}}
@@ -75,17 +74,12 @@ func (p *parser) errf(n *yaml.Node, format string, args ...any) {
 	p.errs = append(p.errs, &Error{File: p.file, Line: n.Line, Col: n.Column, Rule: p.ruleName, Msg: fmt.Sprintf(format, args...)})
 }
 
-// syntaxError turns yaml's "yaml: line N: ..." into a positioned Error.
-func (p *parser) syntaxError(err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	e := &Error{File: p.file, Line: 1, Col: 1, Msg: msg}
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.Index(rest, ":"); i > 0 {
-			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				e.Line, e.Msg = n, strings.TrimSpace(rest[i+1:])
-			}
-		}
-	}
+// syntaxError turns yaml.v3's syntax error in data into an Error at the
+// line it means.
+func (p *parser) syntaxError(err error, data []byte) *Error {
+	e := &Error{File: p.file, Line: 1, Col: 1}
+	line, msg := yamlnode.SyntaxError(err, yamlnode.Lines(data))
+	e.Line, e.Msg = max(line, 1), msg
 	return e
 }
 

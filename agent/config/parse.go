@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -48,12 +46,12 @@ func Parse(name string, data []byte) (Config, error) {
 	if err := dec.Decode(&doc); err == io.EOF {
 		return c, nil
 	} else if err != nil {
-		return Config{}, p.syntaxError(err)
+		return Config{}, p.syntaxError(err, data)
 	}
 	var more yaml.Node
 	if err := dec.Decode(&more); err != io.EOF {
 		if err != nil {
-			return Config{}, p.syntaxError(err)
+			return Config{}, p.syntaxError(err, data)
 		}
 		p.errorf(&more, "", "a second YAML document: the configuration is one mapping")
 		return Config{}, p.err()
@@ -121,17 +119,11 @@ func (p *parser) near(key string) *yaml.Node {
 	return p.root
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntaxError turns yaml.v3's "yaml: line 3: msg" into an Error. yaml.v3
-// gives no column, and its line is at times where the enclosing block
-// starts rather than where it broke.
-func (p *parser) syntaxError(err error) error {
-	e := &Error{File: p.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		e.Line, _ = strconv.Atoi(m[1])
-		e.Msg = m[2]
-	}
+// syntaxError turns yaml.v3's syntax error in data into an Error at the
+// line it means.
+func (p *parser) syntaxError(err error, data []byte) error {
+	e := &Error{File: p.file}
+	e.Line, e.Msg = yamlnode.SyntaxError(err, yamlnode.Lines(data))
 	return errors.Join(e)
 }
 
