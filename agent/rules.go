@@ -30,7 +30,13 @@ type alerting struct {
 	closeOut func() error
 	stop     chan struct{}
 	done     chan struct{}
+	// closeWait bounds how long close waits for the alert sinks to
+	// deliver what they hold (0: closeWaitDefault).
+	closeWait time.Duration
 }
+
+// closeWaitDefault is what a replay's end gives the alert sinks.
+const closeWaitDefault = 10 * time.Second
 
 // replayAlertQueue is the queue of the replay's own alert output: a trace
 // replays in seconds what took hours, and its alerts come as fast; a
@@ -223,7 +229,11 @@ func (a *alerting) close() error {
 		close(a.stop)
 		<-a.done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wait := a.closeWait
+	if wait == 0 {
+		wait = closeWaitDefault
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	return errors.Join(a.eng.Manager().Close(ctx), a.closeOut())
 }

@@ -69,19 +69,19 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err != nil {
 		return nil, err
 	}
-	a.closers.add(closeLog)
+	a.closers.add(undelivered(closeLog))
 	reg := newRegistry()
 	if x := cfg.Export.IPFIX; len(x.Collectors) > 0 {
 		o := x.Options()
 		o.IngressInterface = ifaceIndex(cfg.Interface)
 		// The live agent flushes at quiet times without waiting; at its
-		// stop it gives the collectors part of the stop timeout.
-		o.CloseWait = cfg.StopTimeout / 2
+		// stop it gives the collectors their part of the stop timeout.
+		o.CloseWait = sinkGrace(cfg.StopTimeout)
 		closeIPFIX, err := openIPFIX(&o, reg, &ecfg, sinkLogger(&ecfg, opt.Log))
 		if err != nil {
 			return nil, err
 		}
-		a.closers.add(closeIPFIX)
+		a.closers.add(undelivered(closeIPFIX))
 	}
 	if a.srcs, err = openSources(&cfg); err != nil {
 		return nil, err
@@ -96,11 +96,12 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	if a.al != nil {
+		a.al.closeWait = sinkGrace(cfg.StopTimeout)
 		a.al.attach(&ecfg)
 		// Changes of the file reload the rules, and SIGHUP does, through
 		// the config's reload when there is a config file.
 		a.al.watch(opt.ConfigFile == "")
-		a.closers.add(a.al.close)
+		a.closers.add(undelivered(a.al.close))
 	}
 	if a.lk, err = openLookups(cfg.Watchlists.Lists, cfg.Watchlists.Dir, cfg.History, a.al, &ecfg, opt.Log); err != nil {
 		return nil, err
@@ -198,6 +199,52 @@ func (a *Agent) Status() Status {
 // Close stops serving the metrics, flushes the alert sinks, and closes
 // the lookups, the sources and the flow log.
 func (a *Agent) Close() error { return a.closers.close() }
+
+// sinkGrace is what a stop gives the alert sinks, and the IPFIX
+// collectors, to deliver what they hold: a quarter of the stop timeout
+// each, so that with the draining and the snapshot the stop ends within
+// it, saying what was left undelivered, before the watchdog ends the
+// process without a word on the state.
+func sinkGrace(stopTimeout time.Duration) time.Duration { return stopTimeout / 4 }
+
+// UndeliveredError is an output's failure to deliver what it held at the
+// stop or before (the flow log, a record sink, an alert sink): a loss the
+// log names and the metrics count, which leaves the state saved.
+type UndeliveredError struct{ Err error }
+
+func (e *UndeliveredError) Error() string { return e.Err.Error() }
+func (e *UndeliveredError) Unwrap() error { return e.Err }
+
+// undelivered marks close's errors as outputs' (UndeliveredError).
+func undelivered(close func() error) func() error {
+	return func() error {
+		if err := close(); err != nil {
+			return &UndeliveredError{err}
+		}
+		return nil
+	}
+}
+
+// OnlyUndelivered says whether every error err joins is an output's
+// failure to deliver (UndeliveredError, pipeline.SinkError): a run that
+// ended so captured and saved its state, and lost only what the log
+// names.
+func OnlyUndelivered(err error) bool {
+	if err == nil {
+		return false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !OnlyUndelivered(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var ue *UndeliveredError
+	var se *pipeline.SinkError
+	return errors.As(err, &ue) || errors.As(err, &se)
+}
 
 // ifaceIndex is the interface's index, the records' ingressInterface (0:
 // unknown, not exported).

@@ -447,6 +447,12 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	if serr := p.sinks.close(); serr != nil && err == nil {
 		err = serr
 	}
+	for _, h := range p.Sinks() {
+		if s.Records == nil {
+			s.Records = map[string]SinkRecords{}
+		}
+		s.Records[h.Name] = SinkRecords{Written: h.Written, Failed: h.Failed}
+	}
 	if ac != nil {
 		ac.Shadow.Target = p.acsm.FPRate
 	}

@@ -260,7 +260,7 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 		}
 		s.mu.Lock()
 		if s.err == nil {
-			s.err = fmt.Errorf("write flow records to %s: %w", k.Name, err)
+			s.err = &SinkError{Sink: k.Name, Err: err}
 		}
 		s.mu.Unlock()
 		return
@@ -270,6 +270,15 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 		s.log.Info("flow record sink recovered", "sink", k.Name, "failed_records", k.failed.Load(), "errors", k.errors.Load())
 	}
 }
+
+// SinkError is a record sink's failure: records it did not take.
+type SinkError struct {
+	Sink string
+	Err  error
+}
+
+func (e *SinkError) Error() string { return fmt.Sprintf("write flow records to %s: %v", e.Sink, e.Err) }
+func (e *SinkError) Unwrap() error { return e.Err }
 
 // SinkHealth is one record sink's state, for metrics and health checks.
 type SinkHealth struct {

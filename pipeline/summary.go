@@ -74,9 +74,18 @@ type Summary struct {
 	// RestoredFlows is the open flows this run took over from a snapshot:
 	// they count in flows and conn_states here.
 	RestoredFlows *uint64 `json:"restored_flows,omitempty"`
+	// Records are what each flow record sink took in this run (the flow
+	// log: "connlog"), and what it failed to take; absent without sinks.
+	Records map[string]SinkRecords `json:"records,omitempty"`
 	// Warnings say what makes a result less than it seems (an ACSM over
 	// its error target); the command prints them on stderr.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// SinkRecords are a flow record sink's counts in a summary.
+type SinkRecords struct {
+	Written uint64 `json:"written"`
+	Failed  uint64 `json:"failed"`
 }
 
 // EBPFSummary is the eBPF capture program's part of a live run's summary:

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +41,14 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 	}
 	fmt.Fprintln(w)
 	printCounts(w, "conn states", s.ConnStates)
+	for _, name := range slices.Sorted(maps.Keys(s.Records)) {
+		r := s.Records[name]
+		fmt.Fprintf(w, "records          %s: %d written", name, r.Written)
+		if r.Failed > 0 {
+			fmt.Fprintf(w, ", %d lost (the sink failed)", r.Failed)
+		}
+		fmt.Fprintln(w)
+	}
 	printCounts(w, "anomalies", s.Anomalies)
 	if a := s.ACSM; a != nil {
 		fmt.Fprintf(w, "acsm             %s/%s, %.1f MB, %d flows started, %d unknown answers\n",

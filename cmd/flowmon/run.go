@@ -56,7 +56,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlagSet("run", "[flags]", stderr,
 		"\nCaptures live traffic and runs the pipeline (dedup, ACSM, flow counts, rules) until SIGINT or SIGTERM,",
-		"which drain it, save its state (--snapshot) and print the summary. SIGHUP reloads the rules, the watchlists and what of --config FILE may change live.")
+		"which drain it, save its state (--snapshot) and print the summary. SIGHUP reloads the rules, the watchlists and what of --config FILE may change live.",
+		"Exit status: 0 stopped and saved; 1 the capture failed or the state was not saved; 2 bad settings;",
+		"3 saved, but an output (the flow log, a record or alert sink) lost what the log names.")
 	fs.StringVar(&f.configFile, "config", "", "the agent's YAML config `FILE` (flowmon config check FILE; flags override it)")
 	fs.BoolVar(&f.json, "json", false, "print the summary at stop as one JSON object (flowmon replay --json's keys)")
 	fs.BoolVar(&f.noStatus, "no-status", false, "never draw the status line (drawn only when stderr is a terminal)")
@@ -128,7 +130,15 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	defer closeInto(a.Close, &rerr)
+	defer func() {
+		closeInto(a.Close, &rerr)
+		// The exit status says whether the state was saved: 3 when only
+		// outputs lost what the log names (alerts, records), 1 when the
+		// capture failed or the state was not saved.
+		if agent.OnlyUndelivered(rerr) {
+			rerr = exitWith(3, rerr)
+		}
+	}()
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
