@@ -59,7 +59,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 				http.Error(w, "not capturing", http.StatusServiceUnavailable)
 				return
 			}
-			if bad := unhealthy(pl); len(bad) > 0 {
+			if bad := unhealthy(pl, al); len(bad) > 0 {
 				http.Error(w, strings.Join(bad, "\n"), http.StatusServiceUnavailable)
 				return
 			}
@@ -87,11 +87,18 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 
 // unhealthy says what of pl is failing now: each record sink whose last
 // call failed (its failure was logged when it began, and is counted).
-func unhealthy(pl *pipeline.Pipeline) []string {
+func unhealthy(pl *pipeline.Pipeline, al *alerting) []string {
 	var bad []string
 	for _, h := range pl.Sinks() {
 		if h.Failing {
 			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))
+		}
+	}
+	if al != nil {
+		for _, s := range al.eng.Manager().Sinks() {
+			if st := s.Stats(); st.Failing != nil {
+				bad = append(bad, fmt.Sprintf("alert sink %s failing (%d failed attempts, %d alerts queued): %v", s.Name(), st.Failed, st.Queued, st.Failing))
+			}
 		}
 	}
 	if err := pl.SnapshotFailing(); err != nil {

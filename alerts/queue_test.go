@@ -428,6 +428,9 @@ func TestQueueCloseFailingSink(t *testing.T) {
 	s := newQueueSink("am", ft, queueOptions{minBackoff: time.Minute, maxBackoff: time.Minute})
 	sendAll(t, s, 0, 3)
 	waitFor(t, "a failed attempt", func() bool { return s.Stats().Failed >= 1 })
+	if f := s.Stats().Failing; f == nil || f.Error() != "connection refused" {
+		t.Errorf("Stats().Failing of a failing sink: %v", f)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()

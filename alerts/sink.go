@@ -42,12 +42,19 @@ type SinkStats struct {
 	// Queued is how many alerts wait in the queue now, the one being
 	// delivered included.
 	Queued uint64
+	// Failing is the error of the failure in progress (the attempts
+	// since the last that worked have all failed), nil while it delivers.
+	Failing error
 }
 
 // Add returns the sum of s and o (Queued included), for a sink made of
 // several queues.
 func (s SinkStats) Add(o SinkStats) SinkStats {
-	return SinkStats{s.Sent + o.Sent, s.Failed + o.Failed, s.Dropped + o.Dropped, s.Queued + o.Queued}
+	failing := s.Failing
+	if failing == nil {
+		failing = o.Failing
+	}
+	return SinkStats{s.Sent + o.Sent, s.Failed + o.Failed, s.Dropped + o.Dropped, s.Queued + o.Queued, failing}
 }
 
 // Format is how a writer or file sink spells an alert.
