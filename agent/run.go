@@ -41,7 +41,8 @@ type Agent struct {
 	ready    atomic.Bool
 	progress pipeline.Progress
 	closers  closer
-	reloads  *reloads // the config's reloads at SIGHUP
+	reloads  *reloads   // the config's reloads at SIGHUP
+	drops    *dropWatch // the kernel's drops over the last minute
 }
 
 // Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
@@ -121,7 +122,11 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err := reg.Register(a.reloads); err != nil {
 		return nil, fmt.Errorf("register reload metrics: %w", err)
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
+	a.drops = newDropWatch(a.pl.KernelStats, cfg.Health.MaxDropShare, opt.Log)
+	if err := reg.Register(a.drops); err != nil {
+		return nil, fmt.Errorf("register drop metrics: %w", err)
+	}
+	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load, a.drops.failing); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
@@ -154,6 +159,7 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	a.ready.Store(true)
 	stopping := make(chan struct{})
 	defer close(stopping)
+	go a.drops.run(stopping)
 	go func() {
 		select {
 		case <-ctx.Done():

@@ -30,7 +30,7 @@ type metricsServer struct {
 // the pipeline's metrics and those the rules and alerts (al, nil without
 // rules), the watchlists and the flow history (lk) register; the
 // watchlists' API (watchlist.Path) serves lk's lists.
-func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool) (*metricsServer, error) {
+func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool, checks ...func() string) (*metricsServer, error) {
 	if al != nil {
 		if err := al.register(reg); err != nil {
 			return nil, err
@@ -59,7 +59,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 				http.Error(w, "not capturing", http.StatusServiceUnavailable)
 				return
 			}
-			if bad := unhealthy(pl, al); len(bad) > 0 {
+			if bad := unhealthy(pl, al, checks); len(bad) > 0 {
 				http.Error(w, strings.Join(bad, "\n"), http.StatusServiceUnavailable)
 				return
 			}
@@ -87,7 +87,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 
 // unhealthy says what of pl is failing now: each record sink whose last
 // call failed (its failure was logged when it began, and is counted).
-func unhealthy(pl *pipeline.Pipeline, al *alerting) []string {
+func unhealthy(pl *pipeline.Pipeline, al *alerting, checks []func() string) []string {
 	var bad []string
 	for _, h := range pl.Sinks() {
 		if h.Failing {
@@ -103,6 +103,11 @@ func unhealthy(pl *pipeline.Pipeline, al *alerting) []string {
 	}
 	if err := pl.SnapshotFailing(); err != nil {
 		bad = append(bad, fmt.Sprintf("periodic snapshot failing: %v", err))
+	}
+	for _, c := range checks {
+		if s := c(); s != "" {
+			bad = append(bad, s)
+		}
 	}
 	return bad
 }

@@ -89,6 +89,9 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if c.User != "" && !userName(c.User) {
 		add("user", "%q is not a user name or uid (1 to %d letters, digits, '_', '-' or '.', not starting with '-')", c.User, MaxUserName)
 	}
+	if s := c.Health.MaxDropShare; !(s > 0 && s <= 1) {
+		add("health.max-drop-share", "%v must be above 0 and at most 1 (never)", s)
+	}
 	if t := c.StopTimeout; t < MinStopTimeout || t > MaxStopTimeout {
 		add("stop-timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(MinStopTimeout), formatDuration(MaxStopTimeout))
 	}

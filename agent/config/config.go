@@ -45,6 +45,7 @@ type Config struct {
 	// StopTimeout bounds the draining and the snapshot at SIGTERM
 	// (stop-timeout:).
 	StopTimeout time.Duration
+	Health      Health // health: what /healthz holds against the agent
 }
 
 // AFPacket is the TPACKET_V3 ring of an AF_PACKET socket: BlockCount
@@ -132,6 +133,14 @@ func (c *Config) EBPFCapture() (capture.EBPFConfig, error) {
 
 func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+}
+
+// Health is what /healthz holds against the agent beside its failures.
+type Health struct {
+	// MaxDropShare is the share of the packets the kernel may drop (the
+	// capture rings full) over the last minute before /healthz fails
+	// (max-drop-share:); 1 never fails.
+	MaxDropShare float64
 }
 
 // Snapshot is where the flow state is saved at exit and read at start.
@@ -273,5 +282,6 @@ func Default() Config {
 		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
 			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue}},
 		StopTimeout: 10 * time.Second,
+		Health:      Health{MaxDropShare: 0.25},
 	}
 }

@@ -42,6 +42,8 @@
 //	flow-log: /var/log/flowmon/flows.jsonl  # JSON lines, - for stdout, "" for none
 //	user: flowmon                # who to become once the sockets are open (--user)
 //	stop-timeout: 10s            # 1s..5m: bound on draining and the snapshot at SIGTERM
+//	health:
+//	  max-drop-share: 0.25       # /healthz fails when the kernel drops more over a minute
 //
 // Relative paths (rules, alerting, the watchlists' dir and files,
 // history.dir, snapshot.path, flow-log) are taken

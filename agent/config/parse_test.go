@@ -97,6 +97,7 @@ func TestFull(t *testing.T) {
 			Mode: "compat", MTU: 9000, TemplateRefresh: 30 * time.Second, EnterpriseNumber: 32473, ObservationDomain: 7, Queue: 64}},
 		User:        "flowmon",
 		StopTimeout: 30 * time.Second,
+		Health:      Health{MaxDropShare: 0.5},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)

@@ -98,6 +98,7 @@ func init() {
 	add(setting{key: "export.ipfix.queue", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Queue })})
 	add(setting{key: "user", field: ptr(func(c *Config) any { return &c.User })})
 	add(setting{key: "stop-timeout", field: ptr(func(c *Config) any { return &c.StopTimeout })})
+	add(setting{key: "health.max-drop-share", field: ptr(func(c *Config) any { return &c.Health.MaxDropShare })})
 	byKey = make(map[string]*setting, len(settings))
 	for _, s := range settings {
 		byKey[s.key] = s
