@@ -118,7 +118,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err := reg.Register(a.reloads); err != nil {
 		return nil, fmt.Errorf("register reload metrics: %w", err)
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load); err != nil {
+	if a.srv, err = serveMetrics(cfg.Listen, cfg.Web, reg, a.pl, a.al, a.lk, reload, a.ready.Load, opt.Log); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
