@@ -115,7 +115,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(opt.Log, "serving http://%s/metrics and /api/v1/ccf\n", srv.addr)
+		fmt.Fprintf(opt.Log, "serving %s://%s/metrics and /api/v1/ccf\n", opt.Web.Scheme(), srv.addr)
 		r.closers.add(srv.close)
 	}
 	return r, nil

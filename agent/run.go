@@ -162,8 +162,8 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	if at := attachedAt(a.srcs); at != "" {
 		source += " at " + at
 	}
-	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving http://%s/metrics\n",
-		cfg.Interface, source, len(a.srcs), a.srv.addr)
+	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving %s://%s/metrics\n",
+		cfg.Interface, source, len(a.srcs), cfg.Web.Scheme(), a.srv.addr)
 	s, err := pipeline.RunLive(ctx, a.pl, opt)
 	a.ready.Store(false)
 	if s != nil {

@@ -153,7 +153,11 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 	if err := os.WriteFile(webFile, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := newTestServer(t, "0.0.0.0:0", config.Web{ConfigFile: webFile}, io.Discard)
+	wc := config.Web{ConfigFile: webFile}
+	if s := wc.Scheme(); s != "https" {
+		t.Errorf("scheme %s", s)
+	}
+	ts, err := newTestServer(t, "0.0.0.0:0", wc, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,11 @@ func (w Web) Check(listen string) error {
 		if err := web.Validate(w.ConfigFile); err != nil {
 			return &Error{Key: "web.config-file", Msg: fmt.Sprintf("%s: %v", w.ConfigFile, err)}
 		}
-		var err error
-		if secured, err = webSecured(w.ConfigFile); err != nil {
+		c, err := readWeb(w.ConfigFile)
+		if err != nil {
 			return &Error{Key: "web.config-file", Msg: fmt.Sprintf("%s: %v", w.ConfigFile, err)}
 		}
+		secured = c.TLSConfig.IsEnabled() || len(c.Users) > 0
 	}
 	if secured || Loopback(listen) {
 		return nil
@@ -45,18 +46,29 @@ func (w Web) Check(listen string) error {
 	return &Error{Key: "listen", Msg: fmt.Sprintf("%q is reachable beyond this host, and %s: give one that does, or listen on 127.0.0.1", listen, why)}
 }
 
-// webSecured reports whether a web config file (valid: web.Validate)
-// sets TLS or basic auth, decoded as exporter-toolkit decodes it.
-func webSecured(path string) (bool, error) {
+// Scheme is the server's URL scheme: https when the web config file
+// sets TLS, else http.
+func (w Web) Scheme() string {
+	if w.ConfigFile != "" {
+		if c, err := readWeb(w.ConfigFile); err == nil && c.TLSConfig.IsEnabled() {
+			return "https"
+		}
+	}
+	return "http"
+}
+
+// readWeb decodes a web config file as exporter-toolkit does (strictly;
+// web.Validate checks the rest).
+func readWeb(path string) (*web.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	var c web.Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return false, err
+		return nil, err
 	}
-	return c.TLSConfig.IsEnabled() || len(c.Users) > 0, nil
+	return &c, nil
 }
 
 // Loopback reports whether host:port listens on loopback only: an

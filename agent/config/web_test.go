@@ -53,6 +53,9 @@ func TestCheckWeb(t *testing.T) {
 		c := Default()
 		c.Listen, c.Web.ConfigFile = tc.listen, tc.file
 		err := c.CheckWeb()
+		if s, want := c.Web.Scheme(), map[bool]string{false: "http", true: "https"}[tc.file == noCert]; s != want {
+			t.Errorf("web %q: scheme %s, want %s", tc.file, s, want)
+		}
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("listen %s, web %q: %v", tc.listen, tc.file, err)
