@@ -13,6 +13,11 @@
 // flowmon_rules_last_reload_successful says so); the live agent's config
 // file and watchlists reload on SIGHUP.
 //
+// The HTTP server is secured as Prometheus's (agent/config.Web):
+// exporter-toolkit serves it, with TLS and basic auth from its web config
+// file, needed for an address beyond loopback; POST /-/reload and the
+// watchlists' POST answer 403 unless the lifecycle is enabled.
+//
 // The agent says what it does (a reload, a restored snapshot) on its Log
 // writer; printing the summary is its caller's.
 package agent

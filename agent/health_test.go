@@ -39,7 +39,7 @@ func TestHealthzSaysASinkFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		pipeline.Replay(context.Background(), []string{"../pcaps/sample.pcap"}, pipeline.ReplayOptions{Pipeline: pl})
-		srv, err := serveMetrics("127.0.0.1:0", newRegistry(), pl, nil, lk, nil, func() bool { return true })
+		srv, err := serveMetrics("127.0.0.1:0", config.Web{}, newRegistry(), pl, nil, lk, nil, func() bool { return true }, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

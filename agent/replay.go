@@ -42,8 +42,11 @@ type ReplayOptions struct {
 	// none).
 	History config.History
 	// Listen, when set, serves the metrics and /api/v1/ccf on this
-	// address until Close.
+	// address until Close, secured as Web says (as flowmon run's server:
+	// beyond loopback only with TLS or basic auth; POST /-/reload only
+	// with Web.EnableLifecycle).
 	Listen string
+	Web    config.Web
 	Stdout io.Writer // where outputs named "-" go
 	Log    io.Writer // where the replay says what it does (stderr)
 }
@@ -108,11 +111,11 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		if r.pl, err = pipeline.NewPipeline(r.cfg); err != nil {
 			return nil, err
 		}
-		srv, err := serveMetrics(opt.Listen, reg, r.pl, al, lk, reload, nil)
+		srv, err := serveMetrics(opt.Listen, opt.Web, reg, r.pl, al, lk, reload, nil, opt.Log)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(opt.Log, "serving http://%s/metrics and /api/v1/ccf\n", srv.addr)
+		fmt.Fprintf(opt.Log, "serving %s://%s/metrics and /api/v1/ccf\n", opt.Web.Scheme(), srv.addr)
 		r.closers.add(srv.close)
 	}
 	return r, nil

@@ -126,7 +126,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err := reg.Register(a.drops); err != nil {
 		return nil, fmt.Errorf("register drop metrics: %w", err)
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, reg, a.pl, a.al, a.lk, reload, a.ready.Load, a.drops.failing); err != nil {
+	if a.srv, err = serveMetrics(cfg.Listen, cfg.Web, reg, a.pl, a.al, a.lk, reload, a.ready.Load, opt.Log, a.drops.failing); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
@@ -171,8 +171,8 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	if at := attachedAt(a.srcs); at != "" {
 		source += " at " + at
 	}
-	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving http://%s/metrics\n",
-		cfg.Interface, source, len(a.srcs), a.srv.addr)
+	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving %s://%s/metrics\n",
+		cfg.Interface, source, len(a.srcs), cfg.Web.Scheme(), a.srv.addr)
 	s, err := pipeline.RunLive(ctx, a.pl, opt)
 	a.ready.Store(false)
 	if s != nil {

@@ -32,8 +32,10 @@ type Config struct {
 	Watchlists Watchlists // watchlists: the lists watchlist rules ask about
 	History    History    // history: the flow history novelty rules ask
 	// Listen is the host:port of the HTTP server (listen:): /metrics,
-	// the API and /-/reload.
+	// the API and /-/reload. An address other than loopback needs TLS or
+	// basic auth from Web.ConfigFile (CheckWeb).
 	Listen   string
+	Web      Web      // web: how the HTTP server is secured, as Prometheus's --web.* flags
 	Snapshot Snapshot // snapshot: the flow state saved at exit and read at start
 	// FlowLog is the JSON-lines flow log (flow-log:): a path, "-" for
 	// standard output, "" for none.
@@ -170,6 +172,23 @@ type Watchlists struct {
 type Watchlist struct {
 	Name string // name:
 	File string // file: a path, from the config file's directory
+}
+
+// Web is how the HTTP server is secured, as Prometheus secures its own:
+// the same web config file, and the same switch for the endpoints that
+// change the agent.
+type Web struct {
+	// ConfigFile is a web config file of Prometheus's exporter-toolkit
+	// (config-file:, --web.config.file): TLS (tls_server_config) and
+	// basic auth (basic_auth_users, bcrypt hashes); "" serves plain HTTP
+	// to anyone. The server reads it again at each connection and
+	// request, so a renewed certificate needs no restart.
+	ConfigFile string
+	// EnableLifecycle turns on the endpoints that change the running
+	// agent (enable-lifecycle:, --web.enable-lifecycle): POST /-/reload
+	// and the watchlists' POST. Off, they answer 403; SIGHUP still
+	// reloads, as it needs a signal, so local privilege.
+	EnableLifecycle bool
 }
 
 // History is the flow history (pipeline/hostpairs): every host pair seen,

@@ -35,6 +35,10 @@
 //	  horizon: 720h              # how long a pair seen is remembered; 0 for ever
 //	  ram: 16MiB                 # the filter's first level, 64KiB..1TiB
 //	listen: 127.0.0.1:9100       # host:port of /metrics, the API, /-/reload (--listen)
+//	web:                         # as Prometheus's --web.* flags
+//	  config-file: web.yml       # exporter-toolkit's TLS and basic auth (--web.config.file);
+//	                             # needed (with either) for a listen beyond loopback: CheckWeb
+//	  enable-lifecycle: false    # POST /-/reload, the watchlists' POST (--web.enable-lifecycle)
 //	snapshot:
 //	  path: /var/lib/flowmon/state.snap  # "" for none (--snapshot)
 //	  max-age: 10m               # 1s..24h: an older snapshot is refused as stale
@@ -46,7 +50,7 @@
 //	  max-drop-share: 0.25       # /healthz fails when the kernel drops more over a minute
 //
 // Relative paths (rules, alerting, the watchlists' dir and files,
-// history.dir, snapshot.path, flow-log) are taken
+// history.dir, web.config-file, snapshot.path, flow-log) are taken
 // from the file's directory, as Prometheus does, and a flag's from the
 // working directory; both are made absolute, so that Effective's output
 // means the same wherever it is read.

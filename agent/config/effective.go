@@ -139,6 +139,10 @@ func note(key string, v reflect.Value) string {
 		return "no flow history: novelty rules never fire"
 	case "history.horizon":
 		return "for ever"
+	case "web.config-file":
+		return "plain HTTP, no auth: listen only on loopback"
+	case "web.enable-lifecycle":
+		return "POST /-/reload and the watchlists' POST answer 403"
 	case "snapshot.path":
 		return "no snapshot"
 	case "flow-log":

@@ -91,6 +91,7 @@ func TestFull(t *testing.T) {
 			{Name: "blocked", File: abs(t, "testdata/ref/blocked.txt")}, {Name: "scanners.v6", File: abs(t, "testdata/ref/scanners.txt")}}},
 		History:  History{Dir: abs(t, "history"), Horizon: 720 * time.Hour, RAM: 64 << 20},
 		Listen:   "[::1]:9200",
+		Web:      Web{ConfigFile: abs(t, "testdata/ref/web.yml"), EnableLifecycle: true},
 		Snapshot: Snapshot{Path: "/var/lib/flowmon/state.snap", MaxAge: 90 * time.Minute, Interval: 30 * time.Second},
 		FlowLog:  abs(t, "testdata/flows.jsonl"),
 		Export: Export{IPFIX: IPFIX{Collectors: []string{"192.0.2.10:4739", "[2001:db8::10]:4739"}, Transport: "tcp",

@@ -10,7 +10,7 @@ import "reflect"
 // watchlist.Set.Update). The alert sinks it keeps, so alerting, like
 // every other setting: the interface, the source and its ring, the
 // pipeline's sizes and workers, where the watchlists persist, the flow
-// history, listen, snapshot, flow-log, user, stop-timeout, is fixed when
+// history, listen, web, snapshot, flow-log, user, stop-timeout, is fixed when
 // the agent starts. If only those two changed, c becomes new; if any
 // other setting did, the error is a *RestartError naming them (wrapping
 // ErrNeedsRestart) and c is unchanged: the reload is all or nothing.

@@ -37,7 +37,7 @@ var (
 		"snapshot-interval": "snapshot.interval",
 		"watchlist":         "watchlists.lists", "watchlist-dir": "watchlists.dir",
 		"history-dir": "history.dir", "history-horizon": "history.horizon", "history-ram": "history.ram",
-		"ipfix": "export.ipfix.collectors"}
+		"ipfix": "export.ipfix.collectors", "web.config.file": "web.config-file"}
 )
 
 func init() {
@@ -84,6 +84,8 @@ func init() {
 	add(setting{key: "history.horizon", field: ptr(func(c *Config) any { return &c.History.Horizon })})
 	add(setting{key: "history.ram", field: ptr(func(c *Config) any { return &c.History.RAM }), size: true})
 	add(setting{key: "listen", field: ptr(func(c *Config) any { return &c.Listen })})
+	add(setting{key: "web.config-file", field: ptr(func(c *Config) any { return &c.Web.ConfigFile }), path: true})
+	add(setting{key: "web.enable-lifecycle", field: ptr(func(c *Config) any { return &c.Web.EnableLifecycle })})
 	add(setting{key: "snapshot.path", field: ptr(func(c *Config) any { return &c.Snapshot.Path }), path: true})
 	add(setting{key: "snapshot.max-age", field: ptr(func(c *Config) any { return &c.Snapshot.MaxAge })})
 	add(setting{key: "snapshot.interval", field: ptr(func(c *Config) any { return &c.Snapshot.Interval })})
@@ -138,6 +140,18 @@ func absPath(dir, p string) string {
 	return filepath.Clean(p)
 }
 
+// IsBool reports whether the setting a flag of this name sets (as Set
+// names them) is true or false: such a flag may be given without a
+// value (--web.enable-lifecycle).
+func IsBool(name string) bool {
+	key := name
+	if k, ok := aliases[name]; ok {
+		key = k
+	}
+	s := byKey[key]
+	return s != nil && !s.seq && s.field(&Config{}).Kind() == reflect.Bool
+}
+
 // setFlag sets the setting from a flag's value; it returns what is
 // wrong with the value's form, or "".
 func (s *setting) setFlag(c *Config, value string) string {
@@ -155,7 +169,8 @@ func (s *setting) setFlag(c *Config, value string) string {
 // Set applies a flag to c after loading, as its key in the file would:
 // name is the flag's name without dashes, one of iface, snapshot (for
 // snapshot.path), watchlist-dir, history-dir, history-horizon,
-// history-ram (watchlists.dir, history.dir, ...), a top-level key
+// history-ram (watchlists.dir, history.dir, ...), web.config.file
+// (web.config-file, as Prometheus names its flag), a top-level key
 // (source, listen, user, rules, alerting, flow-log, stop-timeout,
 // interface), a pipeline key without "pipeline." (workers, backend,
 // ...), or any key as the file spells it ("afpacket.block-size"). value

@@ -82,6 +82,17 @@ func configCheck(file string, host bool, stdout, stderr io.Writer) error {
 		bad++
 	}
 	bad += checkWatchlists(c, set, stderr)
+	// The web config file is read as the server will read it, and a
+	// listen address beyond loopback needs it to set TLS or basic auth.
+	refused := 0
+	if err := c.CheckWeb(); err != nil {
+		fmt.Fprintln(stderr, err)
+		if e := (*config.Error)(nil); errors.As(err, &e) && e.Key == "web.config-file" {
+			bad++
+		} else {
+			refused++
+		}
+	}
 	if err := c.CheckHost(); host && err != nil {
 		// What the agent writes where, as the user it runs as: a start
 		// refused now, not a state lost at the stop.
@@ -98,6 +109,9 @@ func configCheck(file string, host bool, stdout, stderr io.Writer) error {
 	}
 	if bad > 0 {
 		return exitWith(1, fmt.Errorf("%s: %s it names with errors", file, plural(bad, "file")))
+	}
+	if refused > 0 {
+		return exitWith(1, fmt.Errorf("%s: %s", file, plural(refused, "error")))
 	}
 	out, err := c.Effective()
 	if err != nil {

@@ -167,3 +167,60 @@ func TestConfigCheckWatchlists(t *testing.T) {
 		t.Errorf("fixed: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestListenBeyondLoopbackNeedsWebConfig: config check, run and replay
+// refuse to serve beyond loopback without a web config file that sets
+// TLS or basic auth, naming the option; config check takes the address
+// with one.
+func TestListenBeyondLoopbackNeedsWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := writerIn(t, dir)
+	web, _ := filepath.Abs("../../agent/config/testdata/ref/web.yml") // basic auth
+	open := write("open.yaml", "listen: \":9100\"\n")
+	var out, errb bytes.Buffer
+	code := run([]string{"config", "check", open}, &out, &errb)
+	want := `listen: ":9100" is reachable beyond this host, and no web config file (web.config-file, --web.config.file) sets TLS or basic auth: give one that does, or listen on 127.0.0.1` +
+		"\nflowmon config: " + open + ": 1 error\n"
+	if code != 1 || out.Len() > 0 || errb.String() != want {
+		t.Errorf("no web config: exit %d, stdout %q, stderr\n%s\nwant\n%s", code, out.String(), errb.String(), want)
+	}
+
+	secured := write("secured.yaml", "listen: \":9100\"\nweb:\n  config-file: "+web+"\n")
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"config", "check", secured}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "web:\n  config-file: "+web+"\n") {
+		t.Errorf("with basic auth: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+
+	broken := write("broken.yml", "basic_auth_users:\n  prometheus: not-a-hash\n")
+	brokenCfg := write("broken.yaml", "web:\n  config-file: broken.yml\n")
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"config", "check", brokenCfg}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "web.config-file: "+broken+": ") ||
+		!strings.HasSuffix(errb.String(), "flowmon config: "+brokenCfg+": 1 file it names with errors\n") {
+		t.Errorf("a broken web config file: exit %d: %s", code, errb.String())
+	}
+
+	// run refuses before it opens anything, as it does bad settings (exit
+	// 2), the flags over the file: the file's address with no web config.
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"run", "--config", open, "--iface", "lo"}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "(web.config-file, --web.config.file)") {
+		t.Errorf("run: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"run", "--iface", "lo", "--listen", "0.0.0.0:9100"}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), `"0.0.0.0:9100" is reachable beyond this host`) {
+		t.Errorf("run --listen 0.0.0.0:9100: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"replay", "--listen", ":0", sample}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), `":0" is reachable beyond this host`) {
+		t.Errorf("replay --listen :0: exit %d: %s", code, errb.String())
+	}
+}

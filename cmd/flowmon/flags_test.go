@@ -37,6 +37,7 @@ func TestReplayRejectsBadSettings(t *testing.T) {
 		{[]string{"--no-dedup", "--retrans-window", "1s"}, "--retrans-window 1s: does nothing with --no-dedup"},
 		{[]string{"--decode-only", "--workers", "2"}, "--workers 2: does nothing with --decode-only"},
 		{[]string{"--linger"}, "--linger does nothing without --listen"},
+		{[]string{"--web.enable-lifecycle"}, "--web.config.file and --web.enable-lifecycle do nothing without --listen"},
 		{[]string{"--json", "--flows-out", "-"}, "--flows-out - and --json both write to stdout"},
 		{[]string{"--decode-only", "--flows-out", "x"}, "--flows-out does nothing with --decode-only"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},

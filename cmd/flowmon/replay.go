@@ -36,6 +36,7 @@ type replayFlags struct {
 	flowsOut   string
 	cpuProfile string
 	listen     string
+	web        config.Web
 	linger     bool
 	rules      string
 	alertsOut  string
@@ -71,8 +72,10 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
+	fs.StringVar(&f.web.ConfigFile, "web.config.file", "", "with --listen: Prometheus's web config `FILE` (exporter-toolkit): TLS and basic auth; needed beyond loopback")
+	fs.BoolVar(&f.web.EnableLifecycle, "web.enable-lifecycle", false, "with --listen: turn on POST /-/reload")
 	fs.BoolVar(&f.linger, "linger", false, "with --listen: keep serving after the replay until interrupted")
-	fs.StringVar(&f.rules, "rules", "", "detection rules `FILE` (YAML; default: the embedded rules, flowmon rules show; none: no rules); reloaded on SIGHUP, on change and on POST /-/reload")
+	fs.StringVar(&f.rules, "rules", "", "detection rules `FILE` (YAML; default: the embedded rules, flowmon rules show; none: no rules); reloaded on SIGHUP, on change and on POST /-/reload (with --web.enable-lifecycle)")
 	fs.StringVar(&f.alertsOut, "alerts-out", "", "write alerts as JSON lines to `FILE` (- for stdout) instead of readable lines on stderr")
 	fs.StringVar(&f.alerting, "alerting", "", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager), besides stderr or --alerts-out")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
@@ -93,6 +96,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	switch {
 	case f.linger && f.listen == "":
 		return nil, usageError(fs, "--linger does nothing without --listen")
+	case (f.web.ConfigFile != "" || f.web.EnableLifecycle) && f.listen == "":
+		return nil, usageError(fs, "--web.config.file and --web.enable-lifecycle do nothing without --listen")
 	case f.flowsOut == "-" && f.json:
 		return nil, usageError(fs, "--flows-out - and --json both write to stdout; write the flows to a file")
 	case f.flowsOut != "" && s.DecodeOnly:
@@ -154,7 +159,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt,
 		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
-		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen,
+		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen, Web: f.web,
 		Stdout: stdout, Log: stderr})
 	if err != nil {
 		return err

@@ -128,7 +128,7 @@ func TestReplayReloadKeepsOldRules(t *testing.T) {
 	addr := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "replay", "--no-progress", "--rules", rulesFile, "--listen", addr, "--linger", "../../pcaps/sample.pcap")
+	cmd := exec.CommandContext(ctx, bin, "replay", "--no-progress", "--rules", rulesFile, "--listen", addr, "--web.enable-lifecycle", "--linger", "../../pcaps/sample.pcap")
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

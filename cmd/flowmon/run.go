@@ -44,7 +44,9 @@ var runOverrides = []struct{ name, usage string }{
 	{"iface", "capture on this `interface` (the config's interface)"},
 	{"source", "capture source: afpacket (Linux, the default), xdp or tc (the eBPF program, Linux; docs/run.md says which to choose) or pcap (libpcap; a build with -tags pcap)"},
 	{"workers", "capture sockets and shards, one goroutine each, 1..256 (default: the CPUs)"},
-	{"listen", "serve /metrics, /healthz and /-/ready on this `host:port` (default 127.0.0.1:9100)"},
+	{"listen", "serve /metrics, /healthz and /-/ready on this `host:port` (default 127.0.0.1:9100); beyond loopback only with --web.config.file"},
+	{"web.config.file", "Prometheus's web config `FILE` (exporter-toolkit): TLS and basic auth for --listen (the config's web.config-file)"},
+	{"web.enable-lifecycle", "turn on POST /-/reload and the watchlists' POST (the config's web.enable-lifecycle)"},
 	{"snapshot", "save the state to `FILE` at stop and restore it at start"},
 	{"snapshot-interval", "also save the state this often while running, so a crash loses at most this `duration` of it (default 1m; 0: only at stop)"},
 	{"user", "drop privileges to this `user` once the sockets are open"},
@@ -69,10 +71,15 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.historyRAM, "history-ram", "", historyRAMUsage)
 	fs.StringVar(&f.wlDir, "watchlist-dir", "", "keep the watchlists' filters in `DIR` (NAME.wl), reopened at the next start without rebuilding")
 	for _, o := range runOverrides {
-		fs.Func(o.name, o.usage, func(v string) error {
+		set := func(v string) error {
 			f.overrides = append(f.overrides, [2]string{o.name, v})
 			return nil
-		})
+		}
+		if config.IsBool(o.name) {
+			fs.BoolFunc(o.name, o.usage, set)
+		} else {
+			fs.Func(o.name, o.usage, set)
+		}
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -108,6 +115,11 @@ func loadRunConfig(f *runFlags) (config.Config, error) {
 	}
 	if c.Interface == "" {
 		return c, errors.New("no interface to capture on: give --iface or the config's interface")
+	}
+	// On the settings as they will run: --listen and --web.config.file
+	// may each come from the file or a flag.
+	if err := c.CheckWeb(); err != nil {
+		return c, err
 	}
 	return c, nil
 }
