@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
 )
@@ -24,8 +25,9 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs), and /healthz also while a record sink
-// is failing (unhealthy); without ready, neither is served. /metrics
+// live agent: once capture runs), and /healthz also while a capture
+// source's interface is down or gone or a record sink is failing
+// (unhealthy), naming them; without ready, neither is served. /metrics
 // has what is registered on reg already (the record sinks' exporters),
 // the pipeline's metrics and those the rules and alerts (al, nil without
 // rules), the watchlists and the flow history (lk) register; the
@@ -56,7 +58,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 		})
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			if !ready() {
-				http.Error(w, "not capturing", http.StatusServiceUnavailable)
+				http.Error(w, strings.Join(append([]string{"not capturing"}, unhealthy(pl)...), "\n"), http.StatusServiceUnavailable)
 				return
 			}
 			if bad := unhealthy(pl); len(bad) > 0 {
@@ -85,10 +87,22 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 	return m, nil
 }
 
-// unhealthy says what of pl is failing now: each record sink whose last
-// call failed (its failure was logged when it began, and is counted).
+// unhealthy says what of pl is failing now: each capture source whose
+// interface is down or gone, and each record sink whose last call failed
+// (each failure was logged when it began, and is counted).
 func unhealthy(pl *pipeline.Pipeline) []string {
 	var bad []string
+	for _, h := range pl.Sources() {
+		if h.State == capture.IfaceUp {
+			continue
+		}
+		line := fmt.Sprintf("capture source %d on %s stopped: interface %s since %s (%s)", h.Index, h.Iface, h.State,
+			h.Since.UTC().Format(time.RFC3339), time.Since(h.Since).Round(time.Second))
+		if h.ReopenErr != "" {
+			line += "; last reopen: " + h.ReopenErr
+		}
+		bad = append(bad, line)
+	}
 	for _, h := range pl.Sinks() {
 		if h.Failing {
 			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))
