@@ -103,6 +103,13 @@ func testRunIface(t *testing.T, source string, workers int) {
 			t.Errorf("stops %s: %v, want %d (one a source)\n%s", reason, got, workers, grepLines(metrics, "flowmon_capture_source_"))
 		}
 	}
+	if _, err := exec.LookPath("promtool"); err == nil {
+		lint := exec.Command("promtool", "check", "metrics")
+		lint.Stdin = strings.NewReader(metrics)
+		if out, err := lint.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
 	s := a.stop(t)
 	if s.Packets != sent {
 		t.Errorf("summary: %d packets, %d sent", s.Packets, sent)
