@@ -84,7 +84,7 @@ type AFPacket struct {
 	end      int    // ring offset of blk's end
 	stats    Stats
 
-	mu sync.Mutex  // Close and KernelStats
+	mu sync.Mutex  // Close, KernelStats and Reopen
 	ks KernelStats // the kernel's counts read so far
 }
 
