@@ -108,6 +108,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	a.closers.add(a.lk.close)
+	sinkLogger(&ecfg, opt.Log) // where a source's stop and recovery are logged too
 	if a.pl, err = pipeline.NewLivePipeline(ecfg, a.srcs); err != nil {
 		return nil, err
 	}
@@ -126,7 +127,10 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err := reg.Register(a.drops); err != nil {
 		return nil, fmt.Errorf("register drop metrics: %w", err)
 	}
-	if a.srv, err = serveMetrics(cfg.Listen, cfg.Web, reg, a.pl, a.al, a.lk, reload, a.ready.Load, opt.Log, a.drops.failing); err != nil {
+	// Ready means capturing: not while every source's interface is down
+	// or gone (/healthz says which).
+	ready := func() bool { return a.ready.Load() && a.pl.Capturing() }
+	if a.srv, err = serveMetrics(cfg.Listen, cfg.Web, reg, a.pl, a.al, a.lk, reload, ready, opt.Log, a.drops.failing); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)

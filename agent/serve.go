@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
 )
@@ -30,9 +31,10 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs), and /healthz also while a record sink
-// or the web config file is failing, or a check of checks says why not
-// (unhealthy, webHealth); without
+// live agent: once capture runs), and /healthz also while a capture
+// source's interface is down or gone, a record or alert sink or the web
+// config file is failing, or a check of checks says why not (unhealthy,
+// webHealth), naming them; without
 // ready, neither is served. /metrics has what is registered on reg
 // already (the record sinks' exporters), the pipeline's metrics and
 // those the rules and alerts (al, nil without rules), the watchlists and
@@ -76,12 +78,13 @@ func serveMetrics(addr string, wc config.Web, reg *prometheus.Registry, pl *pipe
 			}
 			w.Write([]byte("ok\n"))
 		})
+		checks = append([]func() string{wh.failing}, checks...)
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			if !ready() {
-				http.Error(w, "not capturing", http.StatusServiceUnavailable)
+				http.Error(w, strings.Join(append([]string{"not capturing"}, unhealthy(pl, al, checks)...), "\n"), http.StatusServiceUnavailable)
 				return
 			}
-			if bad := unhealthy(pl, al, append([]func() string{wh.failing}, checks...)); len(bad) > 0 {
+			if bad := unhealthy(pl, al, checks); len(bad) > 0 {
 				http.Error(w, strings.Join(bad, "\n"), http.StatusServiceUnavailable)
 				return
 			}
@@ -134,10 +137,23 @@ func readOnly(h http.Handler) http.Handler {
 	})
 }
 
-// unhealthy says what of pl is failing now: each record sink whose last
-// call failed (its failure was logged when it began, and is counted).
+// unhealthy says what of the agent is failing now: each capture source
+// whose interface is down or gone, each record sink whose last call
+// failed, each alert sink failing, a failing periodic snapshot, and what
+// checks say (each failure was logged when it began, and is counted).
 func unhealthy(pl *pipeline.Pipeline, al *alerting, checks []func() string) []string {
 	var bad []string
+	for _, h := range pl.Sources() {
+		if h.State == capture.IfaceUp {
+			continue
+		}
+		line := fmt.Sprintf("capture source %d on %s stopped: interface %s since %s (%s)", h.Index, h.Iface, h.State,
+			h.Since.UTC().Format(time.RFC3339), time.Since(h.Since).Round(time.Second))
+		if h.ReopenErr != "" {
+			line += "; last reopen: " + h.ReopenErr
+		}
+		bad = append(bad, line)
+	}
 	for _, h := range pl.Sinks() {
 		if h.Failing {
 			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))

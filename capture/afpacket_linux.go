@@ -48,33 +48,50 @@ type SockFilter = unix.SockFilter
 // merging off (ethtool -K IFACE gro off lro off) to count the wire's
 // packets.
 //
-// Next, Stats and LinkType are for the one goroutine that reads the
-// source; KernelStats and Close may be called from any goroutine.
+// When the interface goes down the socket's poll reports ENETDOWN and
+// Next returns an error wrapping ErrIfaceDown; the socket stays bound and
+// the kernel feeds it again once the interface is up. When the interface
+// is deleted the socket is unbound for good: Reopen opens a new one on
+// the interface made with that name, in the same fanout group, and the
+// AFPacket goes on with it (live.go says what each case looks like).
+//
+// Next, Stats, LinkType, IfaceState and Reopen are for the one goroutine
+// that reads the source; KernelStats and Close may be called from any
+// goroutine.
 type AFPacket struct {
-	iface  string
-	fd     int
-	link   uint16
-	bsize  int // bytes of one block
-	nblk   int // blocks in the ring
-	pollMs int // poll timeout: the block timeout
-	pfd    [2]unix.PollFd
-	res    *ringRes // the mapping and the eventfd, freed by the reader or a cleanup
-	ring   []byte   // res.ring, for the reader
-	closed atomic.Bool
+	iface   string
+	fd      int // -1 once Reopen closed the socket of a deleted interface and has no new one yet
+	ifindex int
+	link    uint16
+	cfg     AFPacketConfig // as opened, FanoutGroup the group's id: what Reopen opens again
+	workers int
+	w       *ifaceWatch
+	downErr error // Next's error at ENETDOWN, made once
+	bsize   int   // bytes of one block
+	nblk    int   // blocks in the ring
+	pollMs  int   // poll timeout: the block timeout
+	pfd     [2]unix.PollFd
+	res     *ringRes // the mapping and the eventfd, freed by the reader or a cleanup
+	ring    []byte   // res.ring, for the reader
+	closed  atomic.Bool
 
 	// The reader's state.
-	blk   int    // block being read, or waited for
-	held  bool   // blk is the reader's (TP_STATUS_USER) until given back
-	left  uint32 // frames of blk not yet read
-	off   int    // ring offset of the next frame's header
-	end   int    // ring offset of blk's end
-	stats Stats
+	detached bool   // Reopen closed the socket and its ring, and has no new one yet
+	blk      int    // block being read, or waited for
+	held     bool   // blk is the reader's (TP_STATUS_USER) until given back
+	left     uint32 // frames of blk not yet read
+	off      int    // ring offset of the next frame's header
+	end      int    // ring offset of blk's end
+	stats    Stats
 
-	mu sync.Mutex  // Close and KernelStats
+	mu sync.Mutex  // Close, KernelStats and Reopen
 	ks KernelStats // the kernel's counts read so far
 }
 
-var _ Source = (*AFPacket)(nil)
+var (
+	_ Source      = (*AFPacket)(nil)
+	_ IfaceSource = (*AFPacket)(nil)
+)
 
 // ringRes is what outlives Close until the reader is done with the ring:
 // the mapping (zero pages after Close) and the eventfd that wakes a Next
@@ -156,16 +173,16 @@ func OpenAFPacket(c AFPacketConfig, workers int) ([]*AFPacket, error) {
 		if err != nil {
 			return fail(err)
 		}
+		runtime.AddCleanup(s, (*ringRes).free, s.res)
 		socks = append(socks, s)
+		if s.w, err = newIfaceWatch(c.Iface); err != nil {
+			return fail(err)
+		}
 		if workers == 1 {
 			break
 		}
-		mode := fanoutMode(c.Fanout)
-		if i == 0 && group == 0 {
-			mode |= unix.PACKET_FANOUT_FLAG_UNIQUEID
-		}
-		if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, int(group)|mode<<16); err != nil {
-			return fail(fmt.Errorf("join fanout group %d (%s): %w", group, c.Fanout, err))
+		if err := s.joinFanout(group, c.Fanout, i == 0 && group == 0); err != nil {
+			return fail(err)
 		}
 		if i == 0 && group == 0 {
 			v, err := unix.GetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
@@ -175,12 +192,27 @@ func OpenAFPacket(c AFPacketConfig, workers int) ([]*AFPacket, error) {
 			group = uint16(v)
 		}
 	}
+	c.FanoutGroup = group
 	for _, s := range socks {
 		if err := s.setFilter(c.Filter); err != nil {
 			return fail(err)
 		}
+		s.cfg, s.workers = c, workers
 	}
 	return socks, nil
+}
+
+// joinFanout joins the socket to fanout group id (with unique, to a new
+// group whose id the kernel picks).
+func (s *AFPacket) joinFanout(id uint16, fanout string, unique bool) error {
+	mode := fanoutMode(fanout)
+	if unique {
+		mode |= unix.PACKET_FANOUT_FLAG_UNIQUEID
+	}
+	if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, int(id)|mode<<16); err != nil {
+		return fmt.Errorf("join fanout group %d (%s): %w", id, fanout, err)
+	}
+	return nil
 }
 
 // fanoutMode is the PACKET_FANOUT type and flags of a fanout setting.
@@ -198,7 +230,8 @@ func fanoutMode(fanout string) int {
 var dropAll = []SockFilter{{Code: 0x06}}
 
 // openAFPacket opens one socket, its ring bound to c.Iface and receiving
-// nothing yet (the dropAll filter).
+// nothing yet (the dropAll filter). The caller adds the cleanup that
+// frees the ring of an AFPacket dropped unread.
 func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 	// Protocol 0: the socket receives nothing until bound with ETH_P_ALL,
 	// after the ring and the filter are in place.
@@ -210,7 +243,8 @@ func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 		return nil, fmt.Errorf("open AF_PACKET socket: %w", err)
 	}
 	s := &AFPacket{iface: c.Iface, fd: fd, bsize: c.BlockSize, nblk: c.BlockCount,
-		pollMs: int(c.BlockTimeout / time.Millisecond), res: &ringRes{efd: -1}}
+		pollMs: int(c.BlockTimeout / time.Millisecond), res: &ringRes{efd: -1},
+		downErr: fmt.Errorf("capture on %s: %w", c.Iface, ErrIfaceDown)}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -221,7 +255,7 @@ func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.link = link
+	s.link, s.ifindex = link, ifindex
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
 		return nil, fmt.Errorf("set TPACKET_V3: %w", err)
 	}
@@ -259,7 +293,6 @@ func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
 		return nil, fmt.Errorf("bind to %s: %w", c.Iface, err)
 	}
-	runtime.AddCleanup(s, (*ringRes).free, s.res)
 	return s, nil
 }
 
@@ -321,6 +354,9 @@ func (s *AFPacket) Next(p *Packet) error {
 			return s.endRead()
 		}
 		if s.left == 0 {
+			if s.detached {
+				return s.waitDetached()
+			}
 			if err := s.nextBlock(); err != nil {
 				return err
 			}
@@ -397,7 +433,39 @@ func (s *AFPacket) nextBlock() error {
 			}
 			return fmt.Errorf("poll the ring of %s: %w", s.iface, err)
 		}
+		if s.pfd[0].Revents&unix.POLLERR != 0 {
+			if err := s.sockErr(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// sockErr reads (and so clears: poll reports POLLERR until it is read)
+// the socket's pending error: ENETDOWN when the interface went down or
+// was deleted.
+func (s *AFPacket) sockErr() error {
+	e, err := unix.GetsockoptInt(int(s.pfd[0].Fd), unix.SOL_SOCKET, unix.SO_ERROR)
+	switch errno := unix.Errno(e); {
+	case err != nil:
+		return fmt.Errorf("read the socket's error on %s: %w", s.iface, err)
+	case errno == 0:
+		return nil
+	case errno == unix.ENETDOWN || errno == unix.ENODEV || errno == unix.ENXIO:
+		return s.downErr
+	default:
+		return fmt.Errorf("capture on %s: %w", s.iface, errno)
+	}
+}
+
+// waitDetached waits a poll timeout, or until Close, with no socket to
+// read.
+func (s *AFPacket) waitDetached() error {
+	unix.Poll(s.pfd[1:], s.pollMs)
+	if s.closed.Load() {
+		return s.endRead()
+	}
+	return ErrNoPacket
 }
 
 func (s *AFPacket) desc(blk int) *blockDesc {
@@ -429,7 +497,7 @@ func (s *AFPacket) LinkType() uint16 { return s.link }
 func (s *AFPacket) KernelStats() (KernelStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
+	if s.closed.Load() || s.fd < 0 {
 		return s.ks, nil
 	}
 	err := s.readKernelStats()
@@ -484,5 +552,78 @@ func (s *AFPacket) Close() error {
 		}
 		s.fd = -1
 	}
+	if s.w != nil {
+		s.w.close()
+	}
 	return errors.Join(errs...)
+}
+
+// Iface returns the interface's name.
+func (s *AFPacket) Iface() string { return s.iface }
+
+// IfaceState says whether the interface the socket is bound to is up,
+// down, or gone (deleted, or another of its name in its place).
+func (s *AFPacket) IfaceState() IfaceState { return s.w.state(s.ifindex) }
+
+// Reopen opens the socket again on the interface now named Iface, with
+// the ring, filter and fanout group it had. The old socket is closed
+// first, its last counts kept: its fanout group is tied to the deleted
+// device, and a new socket can join the group's id only once every old
+// socket of it has closed, so while the other workers have not reopened
+// yet Reopen fails and is tried again, Next waiting meanwhile. The old
+// ring is unmapped with the socket: the mapping holds the socket, and
+// with it the group, open. The first socket to join makes the group
+// anew; until the others join it takes their flows too.
+func (s *AFPacket) Reopen() error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return fmt.Errorf("reopen afpacket on %s: closed", s.iface)
+	}
+	if !s.detached {
+		s.readKernelStats()
+		s.res.mu.Lock()
+		if !s.res.done && s.res.ring != nil {
+			unix.Munmap(s.res.ring)
+			s.res.ring = nil
+		}
+		s.res.mu.Unlock()
+		unix.Close(s.fd)
+		s.fd, s.ifindex, s.ring = -1, -1, nil
+		s.detached, s.left, s.held = true, 0, false
+	}
+	s.mu.Unlock()
+	var n *AFPacket
+	err := s.w.do(func() error {
+		var err error
+		if n, err = openAFPacket(&s.cfg); err != nil {
+			return err
+		}
+		if s.workers > 1 {
+			if err := n.joinFanout(s.cfg.FanoutGroup, s.cfg.Fanout, false); err != nil {
+				return err
+			}
+		}
+		return n.setFilter(s.cfg.Filter)
+	})
+	if err != nil {
+		if n != nil {
+			n.Close()
+			n.res.free()
+		}
+		return fmt.Errorf("reopen afpacket on %s: %w", s.iface, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		n.Close()
+		n.res.free()
+		return fmt.Errorf("reopen afpacket on %s: closed", s.iface)
+	}
+	old := s.res
+	s.fd, s.ifindex, s.link, s.ring, s.res, s.pfd = n.fd, n.ifindex, n.link, n.ring, n.res, n.pfd
+	s.blk, s.held, s.left, s.off, s.end, s.detached = 0, false, 0, 0, 0, false
+	old.free()
+	runtime.AddCleanup(s, (*ringRes).free, s.res)
+	return nil
 }

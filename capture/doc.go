@@ -10,7 +10,11 @@
 //   - Live sources (live.go) satisfy it too, returning ErrNoPacket when a
 //     poll times out and keeping the kernel's counts (KernelStats):
 //     AFPacket (afpacket*.go), one TPACKET_V3 ring per worker in a fanout
-//     group, read in place; PcapLive (pcaplive.go, -tags pcap), libpcap.
+//     group, read in place; PcapLive (pcaplive.go, -tags pcap), libpcap;
+//     EBPF (ebpf*.go), a ring of the eBPF program. Each is an IfaceSource:
+//     it says whether its interface is up, down or gone (deleted, or
+//     made again with a new index), and reopens itself on the interface
+//     that has its name again (live.go says what each sees).
 //   - Reader (reader.go, pcapfile.go) reads classic pcap with its own reader
 //     (records are slices of the read buffer, returned from a window on
 //     its buffered bytes without a call into it; either byte order, micro- or

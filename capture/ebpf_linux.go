@@ -36,9 +36,16 @@ import (
 // kernel took out put back, as the AF_PACKET source does). The link type
 // is Ethernet: the program reads Ethernet frames only.
 //
-// Next, Stats and Attached are for the one goroutine that reads the
-// source; KernelStats, Counters and Close may be called from any
-// goroutine.
+// The program sees nothing while the interface is down, and nothing
+// errs; when the interface is deleted the kernel detaches the program.
+// IfaceState asks the interface's index and flags by name, and Reopen
+// attaches the program to the interface made again with the name (the
+// first ring's Reopen does, the others find it done): the rings, the
+// maps and their counts stay.
+//
+// Next, Stats, IfaceState and Reopen are for the one goroutine that reads
+// the source; KernelStats, Counters, Attached and Close may be called from
+// any goroutine.
 type EBPF struct {
 	sh      *ebpfShared
 	ring    int
@@ -51,16 +58,23 @@ type EBPF struct {
 	closed  atomic.Bool
 }
 
-var _ Source = (*EBPF)(nil)
+var (
+	_ Source      = (*EBPF)(nil)
+	_ IfaceSource = (*EBPF)(nil)
+)
 
 // ebpfShared is what the sources of one OpenEBPF share: the program, its
 // maps and links, released when the last source closes.
 type ebpfShared struct {
-	objs     *bpf.Objects
-	attached string
-	sample   uint32 // 1 flow kept in sample (1: every flow)
+	objs   *bpf.Objects
+	sample uint32 // 1 flow kept in sample (1: every flow)
+	c      EBPFConfig
+	w      *ifaceWatch // nil for a source attached nowhere (tests)
+
 	mu       sync.Mutex
 	open     int
+	ifindex  int    // where the program is attached
+	attached string // how
 }
 
 func (sh *ebpfShared) release() error {
@@ -69,7 +83,28 @@ func (sh *ebpfShared) release() error {
 	if sh.open--; sh.open > 0 {
 		return nil
 	}
+	if sh.w != nil {
+		sh.w.close()
+	}
 	return sh.objs.Close()
+}
+
+// attach attaches the program to ifindex at the configured hook; sh.mu
+// is held, or not yet needed.
+func (sh *ebpfShared) attach(ifindex int) error {
+	var at string
+	var err error
+	if sh.c.Hook == HookXDP {
+		at, err = sh.objs.AttachXDP(ifindex, sh.c.XDPMode)
+		at = "xdp " + at
+	} else {
+		at, err = sh.objs.AttachTC(ifindex, sh.c.TCMode)
+	}
+	if err != nil {
+		return err
+	}
+	sh.ifindex, sh.attached = ifindex, at
+	return nil
 }
 
 // OpenEBPF loads the capture program with one ring buffer per worker,
@@ -102,8 +137,12 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1)}
+	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1), c: c}
 	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports)); err != nil {
+		objs.Close()
+		return fail(err)
+	}
+	if sh.w, err = newIfaceWatch(c.Iface); err != nil {
 		objs.Close()
 		return fail(err)
 	}
@@ -120,16 +159,11 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 		srcs = append(srcs, newEBPF(sh, i, rd, c.PollTimeout))
 	}
 	// Attach last: no record is written before every ring has a reader.
-	if c.Hook == HookXDP {
-		sh.attached, err = objs.AttachXDP(ifc.Index, c.XDPMode)
-		sh.attached = "xdp " + sh.attached
-	} else {
-		sh.attached, err = objs.AttachTC(ifc.Index, c.TCMode)
-	}
-	if err != nil {
+	if err := sh.attach(ifc.Index); err != nil {
 		for _, s := range srcs {
 			s.rd.Close()
 		}
+		sh.w.close()
 		objs.Close()
 		return fail(err)
 	}
@@ -160,7 +194,56 @@ func (s *EBPF) Sampling() uint32 { return s.sh.sample }
 // Attached says where the program is attached: "xdp driver", "xdp
 // generic", "tcx" (TC ingress and egress through TCX links) or "clsact"
 // (TC ingress and egress through a clsact qdisc's filters).
-func (s *EBPF) Attached() string { return s.sh.attached }
+func (s *EBPF) Attached() string {
+	s.sh.mu.Lock()
+	defer s.sh.mu.Unlock()
+	return s.sh.attached
+}
+
+// Iface returns the interface's name.
+func (s *EBPF) Iface() string { return s.sh.c.Iface }
+
+// IfaceState says whether the interface the program is attached to is
+// up, down, or gone (deleted, or another of its name in its place).
+func (s *EBPF) IfaceState() IfaceState {
+	if s.sh.w == nil {
+		return IfaceUp
+	}
+	s.sh.mu.Lock()
+	defer s.sh.mu.Unlock()
+	return s.sh.w.state(s.sh.ifindex)
+}
+
+// Reopen attaches the program to the interface now named Iface, unless
+// another ring's Reopen already has: what it had attached goes first.
+func (s *EBPF) Reopen() error {
+	sh := s.sh
+	if sh.w == nil {
+		return nil
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.open == 0 || s.closed.Load() {
+		return fmt.Errorf("reopen %s on %s: closed", sh.c.Hook, sh.c.Iface)
+	}
+	index, _, err := sh.w.lookup()
+	if err != nil {
+		return fmt.Errorf("reopen %s: %w", sh.c.Hook, err)
+	}
+	if index == sh.ifindex {
+		return nil
+	}
+	err = sh.w.do(func() error {
+		if err := sh.objs.Detach(); err != nil {
+			return err
+		}
+		return sh.attach(index)
+	})
+	if err != nil {
+		return fmt.Errorf("reopen %s on %s: %w", sh.c.Hook, sh.c.Iface, err)
+	}
+	return nil
+}
 
 // Next reads the next record into p: no decode, no allocation. Records of
 // frames the program could not parse are counted in Stats and skipped.

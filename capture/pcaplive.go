@@ -27,15 +27,24 @@ const (
 // Payload is valid until the next call. libpcap puts back the VLAN tag
 // the Linux kernel takes out, as AFPacket does.
 //
-// Next and Stats are for the goroutine that reads; KernelStats and Close
-// may be called from any goroutine. Close from another goroutine wakes a
+// libpcap goes on through a down interface as through a quiet one, and
+// fails every read once it is deleted: IfaceState asks the interface by
+// name, Next's error then wraps ErrIfaceDown, and Reopen opens a new
+// handle on the interface made again with the name.
+//
+// Next, Stats, IfaceState and Reopen are for the goroutine that reads;
+// KernelStats and Close may be called from any goroutine. Close from another goroutine wakes a
 // Next waiting for packets within the read timeout; libpcap's buffer is
 // freed by it, so the reader must not use the last Payload after Close.
 type PcapLive struct {
-	h     *pcap.Handle
-	iface string
-	link  uint16
-	stats Stats
+	h       *pcap.Handle
+	iface   string
+	link    uint16
+	stats   Stats
+	ifindex int
+	w       *ifaceWatch
+	open    func() (*pcap.Handle, error) // a new handle, as the first was opened
+	downErr error
 
 	mu     sync.Mutex // KernelStats and Close
 	closed bool
@@ -43,7 +52,10 @@ type PcapLive struct {
 	last   [3]uint32   // libpcap's 32-bit counts at the last read, which wrap
 }
 
-var _ Source = (*PcapLive)(nil)
+var (
+	_ Source      = (*PcapLive)(nil)
+	_ IfaceSource = (*PcapLive)(nil)
+)
 
 // OpenPcapLive opens iface with libpcap: snaplen bytes kept of each
 // packet (0: 262144; else 96 to 262144), promiscuous or not, filter a
@@ -70,17 +82,37 @@ func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeou
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("open pcap: %w", err)
 	}
-	h, err := activate(iface, snaplen, promisc, timeout)
+	open := func() (*pcap.Handle, error) {
+		h, err := activate(iface, snaplen, promisc, timeout)
+		if err != nil {
+			return nil, err
+		}
+		if filter != "" {
+			if err := h.SetBPFFilter(filter); err != nil {
+				h.Close()
+				return nil, fmt.Errorf("filter %q: %w", filter, err)
+			}
+		}
+		return h, nil
+	}
+	w, err := newIfaceWatch(iface)
 	if err != nil {
 		return nil, fmt.Errorf("open pcap on %s: %w", iface, err)
 	}
-	if filter != "" {
-		if err := h.SetBPFFilter(filter); err != nil {
-			h.Close()
-			return nil, fmt.Errorf("open pcap on %s: filter %q: %w", iface, filter, err)
-		}
+	index, _, err := w.lookup()
+	if err != nil { // libpcap's own devices ("any"): nothing to watch
+		w.close()
+		w = nil
 	}
-	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType())}, nil
+	h, err := open()
+	if err != nil {
+		if w != nil {
+			w.close()
+		}
+		return nil, fmt.Errorf("open pcap on %s: %w", iface, err)
+	}
+	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), ifindex: index, w: w, open: open,
+		downErr: fmt.Errorf("read from %s: %w", iface, ErrIfaceDown)}, nil
 }
 
 func activate(iface string, snaplen int, promisc bool, timeout time.Duration) (*pcap.Handle, error) {
@@ -114,6 +146,8 @@ func (s *PcapLive) Next(p *Packet) error {
 			return ErrNoPacket
 		case err == io.EOF:
 			return io.EOF
+		case s.IfaceState() != IfaceUp:
+			return s.downErr
 		default:
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
@@ -171,8 +205,54 @@ func (s *PcapLive) Close() error {
 	}
 	err := s.readKernelStats()
 	s.h.Close()
+	if s.w != nil {
+		s.w.close()
+	}
 	s.closed = true
 	return err
+}
+
+// Iface returns the interface's name.
+func (s *PcapLive) Iface() string { return s.iface }
+
+// IfaceState says whether the interface the handle was opened on is up,
+// down, or gone (deleted, or another of its name in its place).
+// A device libpcap has but the kernel does not (any) is always up.
+func (s *PcapLive) IfaceState() IfaceState {
+	if s.w == nil {
+		return IfaceUp
+	}
+	return s.w.state(s.ifindex)
+}
+
+// Reopen opens a new handle on the interface now named Iface, with the
+// settings of the first, after the old one's last counts are kept.
+func (s *PcapLive) Reopen() error {
+	if s.w == nil {
+		return fmt.Errorf("reopen pcap on %s: not an interface of the kernel's", s.iface)
+	}
+	index, _, err := s.w.lookup()
+	if err != nil {
+		return fmt.Errorf("reopen pcap: %w", err)
+	}
+	var h *pcap.Handle
+	if err := s.w.do(func() error {
+		var err error
+		h, err = s.open()
+		return err
+	}); err != nil {
+		return fmt.Errorf("reopen pcap on %s: %w", s.iface, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		h.Close()
+		return fmt.Errorf("reopen pcap on %s: closed", s.iface)
+	}
+	s.readKernelStats()
+	s.h.Close()
+	s.h, s.link, s.ifindex, s.last = h, uint16(h.LinkType()), index, [3]uint32{}
+	return nil
 }
 
 // CompileBPF compiles a tcpdump filter expression with libpcap for

@@ -44,6 +44,7 @@ func NewLivePipeline(cfg Config, srcs []capture.Source) (*Pipeline, error) {
 	}
 	p.liveStats = make([]capture.Stats, len(srcs))
 	p.ckpt = newCheckpoint(len(srcs))
+	p.srcStates = newSourceStates(srcs)
 	return p, nil
 }
 
@@ -68,7 +69,9 @@ type LiveOptions struct {
 // capture counts summed over the sources, and the kernel's counts for
 // sources that keep them. A source that fails ends the run with its
 // error, after the others have stopped; the summary holds everything
-// read. RunLive does not close the sources.
+// read. A source whose interface goes down or away does not end the
+// run: its feeder waits for the interface, reopening the source when it
+// is made again (livesource.go). RunLive does not close the sources.
 func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, error) {
 	if pl.live == nil {
 		return nil, errors.New("run live: not a live pipeline (NewLivePipeline)")
@@ -79,7 +82,8 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	feeders := make([]*feeder, len(pl.live))
 	var wg sync.WaitGroup
 	for i := range pl.live {
-		f := &feeder{p: pl, i: i, src: pl.live[i], s: pl.shards[i], prog: opt.Progress}
+		f := &feeder{p: pl, i: i, src: pl.live[i], s: pl.shards[i], prog: opt.Progress,
+			w: newIfaceWatch(pl.live[i], &pl.srcStates[i], i, pl.cfg.Logger)}
 		feeders[i] = f
 	}
 	var ckpt *checkpoint
@@ -151,6 +155,9 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 		s.KernelFreezes, s.KernelIfDrops = &ks.FreezeQueue, &ks.IfDrops
 	}
 	s.EBPF = pl.ebpfSummary()
+	if n := pl.sourceStops(); n > 0 {
+		s.SourceStops = &n
+	}
 	s.RestoredFlows = pl.restored
 	if opt.Snapshot != "" {
 		carried, serr := pl.SaveSnapshot(opt.Snapshot, s.TraceEnd, opt.Mark)
@@ -175,6 +182,7 @@ type feeder struct {
 	s    *shard
 	b    batch
 	prog *Progress
+	w    *ifaceWatch
 
 	first, last time.Time // packet times seen
 	batchStart  int64     // packet time of the batch's first packet
@@ -213,13 +221,16 @@ func (f *feeder) run(ctx context.Context) error {
 		}
 		return time.Now().After(stopBy)
 	}
+	// An interface down when the run begins is a stop too.
+	f.w.check(time.Now(), true)
 	for {
 		err := f.src.Next(&pk)
 		switch {
 		case err == nil:
-		case errors.Is(err, capture.ErrNoPacket):
+		case errors.Is(err, capture.ErrNoPacket), isIfaceDown(err) && f.w.src != nil:
 			f.flush()
-			if now := time.Now(); now.After(f.last) {
+			now := time.Now()
+			if now.After(f.last) {
 				f.s.idle(now)
 				if f.s.out != nil {
 					f.s.out.flush()
@@ -232,6 +243,11 @@ func (f *feeder) run(ctx context.Context) error {
 			}
 			if f.ckpt != nil && f.ckpt.pending.Load() {
 				f.pause(f.ckpt)
+			}
+			down := !errors.Is(err, capture.ErrNoPacket)
+			f.w.check(now, down)
+			if down {
+				f.w.wait(ctx.Done())
 			}
 			continue
 		case errors.Is(err, io.EOF):

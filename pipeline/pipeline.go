@@ -125,6 +125,7 @@ type Pipeline struct {
 	// (nil when the pipeline is fed by Packet).
 	live       []capture.Source
 	liveStats  []capture.Stats // each source's counts, as last published (under pub.mu)
+	srcStates  []sourceState   // each source's interface state (livesource.go)
 	kernelMu   sync.Mutex      // serialises reading the kernel's counts (they reset on read)
 	decodeOnly bool
 	acsm       acsm.Config // as configured, for the summary's target and warnings
@@ -353,6 +354,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 		}
 		if err := reg.Register(snapshotCollector{p.ckpt}); err != nil {
 			return fmt.Errorf("register snapshot metrics: %w", err)
+		}
+		if len(p.Sources()) > 0 {
+			if err := reg.Register(sourceCollector{p}); err != nil {
+				return fmt.Errorf("register capture source metrics: %w", err)
+			}
 		}
 		if p.ebpfSampling() > 0 {
 			if err := reg.Register(ebpfCollector{p}); err != nil {

@@ -67,6 +67,11 @@ type Summary struct {
 	// EBPF is the eBPF capture program's own counts, in a live run on
 	// its source (xdp or tc): absent otherwise.
 	EBPF *EBPFSummary `json:"ebpf,omitempty"`
+	// SourceStops counts the times a live source stopped because its
+	// interface went down or away (each stop logged, and counted by
+	// source in flowmon_capture_source_stops_total): absent when none
+	// did.
+	SourceStops *uint64 `json:"source_stops,omitempty"`
 	// SnapshotFlows is the open flows written to the state snapshot when
 	// the run stopped: they go on in the next run, which reports them
 	// (RestoredFlows), and are not in this run's flows or conn_states.

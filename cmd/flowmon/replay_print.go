@@ -80,6 +80,9 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 		}
 		fmt.Fprintln(w)
 	}
+	if n := s.SourceStops; n != nil {
+		fmt.Fprintf(w, "source stops     %d (an interface went down or away; each logged)\n", *n)
+	}
 	if e := s.EBPF; e != nil {
 		fmt.Fprintf(w, "ebpf             at %s: %d packets seen, %d records, %d lost (rings full)", e.Attached, e.Seen, e.Emitted, e.Lost)
 		if e.SampleOneIn > 1 {

@@ -49,6 +49,7 @@ type liveSummary struct {
 	KernelDrops     *uint64           `json:"kernel_drops"`
 	SnapshotFlows   *uint64           `json:"snapshot_flows"`
 	RestoredFlows   *uint64           `json:"restored_flows"`
+	SourceStops     *uint64           `json:"source_stops"`
 	Interface       string            `json:"interface"`
 	FlowsTimedOut   uint64            `json:"flows_timed_out"`
 	Retransmissions uint64            `json:"retransmissions"`
