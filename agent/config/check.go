@@ -82,6 +82,15 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if t := c.Snapshot.MaxAge; t < MinMaxAge || t > MaxMaxAge {
 		add("snapshot.max-age", "%s must be between %s and %s", formatDuration(t), formatDuration(MinMaxAge), formatDuration(MaxMaxAge))
 	}
+	if r := c.FlowLogRotation; r.MaxSize != 0 && (r.MaxSize < MinRotateSize || int64(r.MaxSize) > MaxRotateSize) {
+		add("flow-log-rotation.max-size", "%s must be 0 (no limit) or between %s and %s", capture.FormatSize(int64(r.MaxSize)), capture.FormatSize(MinRotateSize), capture.FormatSize(MaxRotateSize))
+	}
+	if t := c.FlowLogRotation.MaxAge; t != 0 && t < MinRotateAge {
+		add("flow-log-rotation.max-age", "%s must be 0 (no limit) or at least %s", formatDuration(t), formatDuration(MinRotateAge))
+	}
+	if n := c.FlowLogRotation.MaxFiles; n < 1 || n > MaxRotateFiles {
+		add("flow-log-rotation.max-files", "%d must be between 1 and %d", n, MaxRotateFiles)
+	}
 	if c.User != "" && !userName(c.User) {
 		add("user", "%q is not a user name or uid (1 to %d letters, digits, '_', '-' or '.', not starting with '-')", c.User, MaxUserName)
 	}
