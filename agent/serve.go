@@ -25,7 +25,8 @@ type metricsServer struct {
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
 // live agent: once capture runs), and /healthz also while a record sink
-// is failing (unhealthy); without ready, neither is served. /metrics
+// or an alert sink is failing (unhealthy); without ready, neither is
+// served. /metrics
 // has what is registered on reg already (the record sinks' exporters),
 // the pipeline's metrics and those the rules and alerts (al, nil without
 // rules), the watchlists and the flow history (lk) register; the
@@ -59,7 +60,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 				http.Error(w, "not capturing", http.StatusServiceUnavailable)
 				return
 			}
-			if bad := unhealthy(pl); len(bad) > 0 {
+			if bad := unhealthy(pl, al); len(bad) > 0 {
 				http.Error(w, strings.Join(bad, "\n"), http.StatusServiceUnavailable)
 				return
 			}
@@ -85,13 +86,23 @@ func serveMetrics(addr string, reg *prometheus.Registry, pl *pipeline.Pipeline, 
 	return m, nil
 }
 
-// unhealthy says what of pl is failing now: each record sink whose last
-// call failed (its failure was logged when it began, and is counted).
-func unhealthy(pl *pipeline.Pipeline) []string {
+// unhealthy says what of pl and al (nil without rules) is failing now:
+// each record sink whose last call failed, and each alert sink whose
+// deliveries fail (retried). Their failures were logged when they began,
+// and are counted.
+func unhealthy(pl *pipeline.Pipeline, al *alerting) []string {
 	var bad []string
 	for _, h := range pl.Sinks() {
 		if h.Failing {
 			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))
+		}
+	}
+	if al == nil {
+		return bad
+	}
+	for _, s := range al.eng.Manager().Sinks() {
+		if st := s.Stats(); st.Failing != nil {
+			bad = append(bad, fmt.Sprintf("alert sink %s failing: %v (%d failed attempts, %d alerts queued)", s.Name(), st.Failing, st.Failed, st.Queued))
 		}
 	}
 	return bad

@@ -12,7 +12,8 @@ import (
 )
 
 // TestFileSinkDiskFull: on a full filesystem (a tmpfs of 64 KiB) the
-// sink's writes fail, counted; the file holds the alerts counted sent;
+// sink's writes fail, counted, and it says it is failing; the file holds
+// the alerts counted sent;
 // once there is room again every alert queued arrives after them, once
 // and in order, with nothing of the failed writes between.
 func TestFileSinkDiskFull(t *testing.T) {
@@ -46,7 +47,7 @@ func TestFileSinkDiskFull(t *testing.T) {
 	sendAll(t, s, first, n)
 	waitFor(t, "failed writes", func() bool { return s.Stats().Failed >= 2 })
 	st := s.Stats()
-	if st.Sent < first || st.Sent >= n || st.Dropped != 0 {
+	if st.Sent < first || st.Sent >= n || st.Dropped != 0 || !errors.Is(st.Failing, syscall.ENOSPC) {
 		t.Fatalf("stats while the disk is full %+v", st)
 	}
 	// The alerts counted sent are in the file, whole. (The sink retries
@@ -65,6 +66,9 @@ func TestFileSinkDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the queue to drain", func() bool { return s.Stats().Queued == 0 })
+	if st := s.Stats(); st.Failing != nil {
+		t.Errorf("still failing after it delivered: %v", st.Failing)
+	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -348,5 +348,9 @@ func (q *queue) close(ctx context.Context) error {
 }
 
 func (q *queue) stats() SinkStats {
-	return SinkStats{Sent: q.sent.Load(), Failed: q.failed.Load(), Dropped: q.dropped.Load(), Queued: q.queued.Load()}
+	st := SinkStats{Sent: q.sent.Load(), Failed: q.failed.Load(), Dropped: q.dropped.Load(), Queued: q.queued.Load()}
+	if err := q.failingErr.Load(); err != nil {
+		st.Failing = *err
+	}
+	return st
 }

@@ -42,12 +42,20 @@ type SinkStats struct {
 	// Queued is how many alerts wait in the queue now, the one being
 	// delivered included.
 	Queued uint64
+	// Failing is the error of the attempt that began the failure the sink
+	// is in now, nil while it delivers (its start and its end are logged).
+	Failing error
 }
 
 // Add returns the sum of s and o (Queued included), for a sink made of
-// several queues.
+// several queues, failing with the first one's error that is.
 func (s SinkStats) Add(o SinkStats) SinkStats {
-	return SinkStats{s.Sent + o.Sent, s.Failed + o.Failed, s.Dropped + o.Dropped, s.Queued + o.Queued}
+	f := s.Failing
+	if f == nil {
+		f = o.Failing
+	}
+	return SinkStats{Sent: s.Sent + o.Sent, Failed: s.Failed + o.Failed, Dropped: s.Dropped + o.Dropped,
+		Queued: s.Queued + o.Queued, Failing: f}
 }
 
 // Format is how a writer or file sink spells an alert.
