@@ -5,12 +5,18 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
 )
@@ -103,5 +109,89 @@ func TestReloadMetrics(t *testing.T) {
 	fail = false
 	if reload() != nil || value("flowmon_config_last_reload_successful") != 1 || value("flowmon_config_last_reload_success_timestamp_seconds") <= 0 {
 		t.Errorf("after a reload that took: %v", value("flowmon_config_last_reload_successful"))
+	}
+}
+
+// TestHealthzSaysAnAlertSinkFails: /healthz answers 503 naming an alert
+// sink while its deliveries fail (a webhook answering 500), and 200 again
+// once they arrive; flowmon_alerts_sink_failing says the same.
+func TestHealthzSaysAnAlertSinkFails(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if down.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+		}
+	}))
+	defer hook.Close()
+	dir := t.TempDir()
+	alerting := filepath.Join(dir, "alerting.yaml")
+	yaml := "sinks:\n  - {name: hook, type: webhook, url: " + hook.URL + ", min_backoff: 5ms, max_backoff: 20ms}\n"
+	if err := os.WriteFile(alerting, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	al, err := newAlerting("", "", alerting, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.close()
+	cfg := pipeline.DefaultConfig()
+	cfg.Workers = 1
+	lk, err := openLookups(nil, "", config.History{}, nil, &cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := pipeline.NewPipeline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serveMetrics("127.0.0.1:0", config.Web{}, newRegistry(), pl, al, lk, nil, func() bool { return true }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + srv.addr.String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var sink alerts.Sink
+	for _, s := range al.eng.Manager().Sinks() {
+		if s.Name() == "hook" {
+			sink = s
+		}
+	}
+	sink.Send(alerts.Alert{Labels: alerts.Labels{{Name: "alertname", Value: "Test"}}, StartsAt: time.Now()})
+	waitUntil(t, "the sink failing", func() bool { return sink.Stats().Failing != nil })
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "alert sink hook failing") {
+		t.Errorf("a failing alert sink: /healthz %d %q", code, body)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, `flowmon_alerts_sink_failing{sink="hook"} 1`) {
+		t.Errorf("/metrics has no flowmon_alerts_sink_failing 1 for hook")
+	}
+	down.Store(false)
+	waitUntil(t, "the alert delivered", func() bool { return sink.Stats().Sent == 1 })
+	if code, body := get("/healthz"); code != http.StatusOK {
+		t.Errorf("the alert sink delivers again: /healthz %d %q", code, body)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, `flowmon_alerts_sink_failing{sink="hook"} 0`) {
+		t.Errorf("/metrics has no flowmon_alerts_sink_failing 0 for hook")
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after 30 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -71,11 +71,11 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 			r.closers.close()
 		}
 	}()
-	closeLog, err := openFlowLog(opt.FlowsOut, false, opt.Stdout, opt.Log, &r.cfg)
+	flows, err := openFlowLog(opt.FlowsOut, nil, opt.Stdout, opt.Log, &r.cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.closers.add(closeLog)
+	r.closers.add(flows.close)
 	reg := newRegistry()
 	if opt.IPFIX != nil {
 		o := *opt.IPFIX

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/rotfile"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -43,6 +44,10 @@ type Agent struct {
 	closers  closer
 	reloads  *reloads   // the config's reloads at SIGHUP
 	drops    *dropWatch // the kernel's drops over the last minute
+	// flowLog is the flow log's file, nil without one or on stdout: a
+	// snapshot's Mark of it is where the log is rewound to when that
+	// snapshot is restored.
+	flowLog *rotfile.File
 }
 
 // Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
@@ -66,11 +71,13 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err != nil {
 		return nil, err
 	}
-	closeLog, err := openFlowLog(cfg.FlowLog, true, opt.Stdout, opt.Log, &ecfg)
+	rot := cfg.FlowLogRotation.Options()
+	flows, err := openFlowLog(cfg.FlowLog, &rot, opt.Stdout, opt.Log, &ecfg)
 	if err != nil {
 		return nil, err
 	}
-	a.closers.add(undelivered(closeLog))
+	a.closers.add(undelivered(flows.close))
+	a.flowLog = flows.rot
 	reg := newRegistry()
 	if x := cfg.Export.IPFIX; len(x.Collectors) > 0 {
 		o := x.Options()

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/rotfile"
 )
 
 // Config is the alert sinks as an operator configures them: plain data,
@@ -49,9 +51,10 @@ type SinkConfig struct {
 
 	Format Format // stdout, file: json (default) or text
 
-	Path     string // file: required
-	MaxSize  int64  // file: bytes before rotating; 0 never rotates
-	MaxFiles int    // file: rotated files kept, path.1 ... (default 5)
+	Path     string        // file: required
+	MaxSize  int64         // file: bytes before rotating; 0 never rotates by size
+	MaxAge   time.Duration // file: how long a file is written to before rotating; 0 never rotates by age
+	MaxFiles int           // file: rotated files kept, path.1 ... (default 5)
 
 	URL  string   // webhook: required, http or https
 	URLs []string // alertmanager: required, each Alertmanager's base URL
@@ -190,6 +193,9 @@ func (c *SinkConfig) check() []problem {
 		if c.MaxSize < 0 {
 			add("max_size", "max_size %d must be >= 0", c.MaxSize)
 		}
+		if c.MaxAge < 0 {
+			add("max_age", "max_age %v must be >= 0", c.MaxAge)
+		}
 		if c.MaxFiles < 1 || c.MaxFiles > MaxMaxFiles {
 			add("max_files", "max_files %d must be between 1 and %d", c.MaxFiles, MaxMaxFiles)
 		}
@@ -306,7 +312,7 @@ func (c SinkConfig) open(log *slog.Logger, stdout io.Writer) (Sink, error) {
 		}
 		return newWriterSink(c.Name, stdout, c.Format, qo), nil
 	case SinkFile:
-		return newFileSink(c.Name, c.Path, c.MaxSize, c.MaxFiles, c.Format, qo)
+		return newFileSink(c.Name, c.Path, rotfile.Options{MaxSize: c.MaxSize, MaxAge: c.MaxAge, MaxFiles: c.MaxFiles}, c.Format, qo)
 	case SinkWebhook:
 		return newWebhookSink(c.Name, c.URL, ho, qo)
 	case SinkAlertmanager:

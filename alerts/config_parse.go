@@ -135,6 +135,7 @@ func init() {
 		"path":              {[]SinkType{SinkFile}, func(p *parser, c *SinkConfig, v *yaml.Node) string { return p.path(v, &c.Path) }},
 		"max_size":          {[]SinkType{SinkFile}, func(p *parser, c *SinkConfig, v *yaml.Node) string { return size(v, &c.MaxSize) }},
 		"max_files":         {[]SinkType{SinkFile}, func(p *parser, c *SinkConfig, v *yaml.Node) string { return positive(v, &c.MaxFiles) }},
+		"max_age":           {[]SinkType{SinkFile}, func(p *parser, c *SinkConfig, v *yaml.Node) string { return duration(v, &c.MaxAge) }},
 		"url":               {[]SinkType{SinkWebhook}, func(p *parser, c *SinkConfig, v *yaml.Node) string { return str(v, &c.URL) }},
 		"urls":              {[]SinkType{SinkAlertmanager}, setURLs},
 		"bearer_token":      {httpTypes, func(p *parser, c *SinkConfig, v *yaml.Node) string { return str(v, &c.BearerToken) }},

@@ -31,7 +31,7 @@ func TestParseConfigGood(t *testing.T) {
 		{"full.good.yaml", []SinkConfig{
 			sink(SinkConfig{Name: "console", Type: SinkStdout}),
 			sink(SinkConfig{Name: "archive", Type: SinkFile, Path: "/var/log/flowmon/alerts.jsonl", Format: FormatText,
-				MaxSize: 10 << 20, MaxFiles: 5, MinBackoff: 50 * time.Millisecond, MaxBackoff: 10 * time.Second}),
+				MaxSize: 10 << 20, MaxFiles: 5, MaxAge: 24 * time.Hour, MinBackoff: 50 * time.Millisecond, MaxBackoff: 10 * time.Second}),
 			sink(SinkConfig{Name: "hook", Type: SinkWebhook, URL: "https://example/hook", BearerToken: "secret",
 				TLS: TLSConfig{CAFile: filepath.Join(dir, "certs/ca.pem")}, Timeout: 5 * time.Second}),
 			sink(SinkConfig{Name: "am", Type: SinkAlertmanager, URLs: []string{"http://127.0.0.1:9093", "http://127.0.0.2:9093/prefix"},
@@ -136,6 +136,7 @@ func TestParseConfigBad(t *testing.T) {
 			`:18:13: sink my log: format: unknown format "xml" (want json or text)`,
 			`:22:16: sink log2: max_files 1001 must be between 1 and 1000`,
 			`:23:15: sink log2: max_size: bad size -1 (want bytes >= 0, or e.g. 10MiB)`,
+			`:24:14: sink log2: max_age: 0s must be > 0`,
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -171,11 +172,12 @@ func TestValidate(t *testing.T) {
 	c := Config{Sinks: []SinkConfig{
 		{Name: "a", Type: SinkStdout},
 		{Name: "a", Type: SinkAlertmanager, URLs: []string{"http://x/"}, ResendInterval: time.Millisecond},
-		{Type: SinkFile, Path: "/x", MaxFiles: -1},
+		{Type: SinkFile, Path: "/x", MaxFiles: -1, MaxAge: -time.Second},
 	}}
 	want := "sink a: resend_interval 1ms must be at least 1s (each resend posts every firing alert)\n" +
 		`sink a: name "a" used by another sink` + "\n" +
 		"sink #3: missing name\n" +
+		"sink #3: max_age -1s must be >= 0\n" +
 		"sink #3: max_files -1 must be between 1 and 1000"
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)

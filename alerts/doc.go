@@ -36,8 +36,12 @@
 //
 //   - stdout (NewWriterSink for any io.Writer): JSON or text lines, a
 //     batch of up to 64 a Write.
-//   - file: JSON or text lines appended to path; past max_size bytes the
-//     file rotates to path.1, path.1 to path.2, ... keeping max_files.
+//   - file: JSON or text lines appended to path (internal/rotfile); past
+//     max_size bytes, or once older than max_age, the file rotates to
+//     path.1, path.1 to path.2, ... keeping max_files. A write that fails
+//     (a full disk) is cut back off the file, so it holds whole alerts
+//     only, and the alerts are retried; a partial last line a crash left
+//     is cut when the sink opens the file.
 //   - webhook: one alert a POST, its AppendJSON object, to url, with an
 //     optional bearer token and TLS settings. A 2xx answer delivers; 408,
 //     429, 5xx, other answers and network errors are retried; any other
@@ -74,6 +78,7 @@
 //	    type: file
 //	    path: /var/log/flowmon/alerts.jsonl
 //	    max_size: 10MiB          # or bytes; kB, MB, GB and KiB, MiB, GiB
+//	    max_age: 24h             # none by default
 //	    max_files: 5
 //	  - name: hook
 //	    type: webhook

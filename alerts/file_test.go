@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flowmon/flowmon/internal/rotfile"
 )
 
 func readFile(t *testing.T, path string) string {
@@ -22,7 +24,7 @@ func readFile(t *testing.T, path string) string {
 func TestFileSink(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "alerts.jsonl")
 	for _, r := range [][2]int{{0, 30}, {30, 70}} { // the second run appends
-		s, err := newFileSink("archive", path, 0, 0, FormatJSON, fastRetry)
+		s, err := newFileSink("archive", path, rotfile.Options{}, FormatJSON, fastRetry)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +48,7 @@ func TestFileSinkRotation(t *testing.T) {
 	one := seqAlert(0)
 	line := len(FormatJSON.appendLine(nil, &one)) // seq 0..9: one width
 	path := filepath.Join(t.TempDir(), "alerts.jsonl")
-	s, err := newFileSink("archive", path, int64(3*line), 2, FormatJSON, fastRetry)
+	s, err := newFileSink("archive", path, rotfile.Options{MaxSize: int64(3 * line), MaxFiles: 2}, FormatJSON, fastRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestFileSinkRotation(t *testing.T) {
 // TestFileSinkLongLine: a line longer than max size is written alone.
 func TestFileSinkLongLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "alerts.jsonl")
-	s, err := newFileSink("archive", path, 10, 3, FormatText, fastRetry)
+	s, err := newFileSink("archive", path, rotfile.Options{MaxSize: 10, MaxFiles: 3}, FormatText, fastRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestFileSinkRotationFails(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(path+".1", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := newFileSink("archive", path, int64(2*line), 1, FormatJSON, fastRetry)
+	s, err := newFileSink("archive", path, rotfile.Options{MaxSize: int64(2 * line), MaxFiles: 1}, FormatJSON, fastRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestFileSinkRotationFails(t *testing.T) {
 
 func TestFileSinkOpenError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing", "alerts.jsonl")
-	if _, err := newFileSink("archive", path, 0, 0, FormatJSON, fastRetry); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := newFileSink("archive", path, rotfile.Options{}, FormatJSON, fastRetry); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("got %v, want ErrNotExist", err)
 	}
 }

@@ -22,7 +22,8 @@ var (
 	descSinkFailed       = prometheus.NewDesc("flowmon_alerts_sink_failed_total", "Delivery attempts that failed (retried).", []string{"sink"}, nil)
 	descSinkDropped      = prometheus.NewDesc("flowmon_alerts_sink_dropped_total",
 		"Alerts a sink dropped (queue full, or refused for good).", []string{"sink"}, nil)
-	descSinkQueue = prometheus.NewDesc("flowmon_alerts_sink_queue_length", "Alerts waiting in a sink's queue.", []string{"sink"}, nil)
+	descSinkQueue   = prometheus.NewDesc("flowmon_alerts_sink_queue_length", "Alerts waiting in a sink's queue.", []string{"sink"}, nil)
+	descSinkFailing = prometheus.NewDesc("flowmon_alerts_sink_failing", "1 while a sink's deliveries fail (retried).", []string{"sink"}, nil)
 )
 
 // Register registers the manager's and its sinks' metrics
@@ -44,7 +45,7 @@ type managerCollector struct{ m *Manager }
 
 func (managerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFired, descResolved, descSuppressed, descActive, descPending,
-		descUntracked, descSuppressionBytes, descSinkSent, descSinkFailed, descSinkDropped, descSinkQueue} {
+		descUntracked, descSuppressionBytes, descSinkSent, descSinkFailed, descSinkDropped, descSinkQueue, descSinkFailing} {
 		ch <- d
 	}
 }
@@ -69,5 +70,10 @@ func (c managerCollector) Collect(ch chan<- prometheus.Metric) {
 		metric(descSinkFailed, prometheus.CounterValue, ss.Failed, s.Name())
 		metric(descSinkDropped, prometheus.CounterValue, ss.Dropped, s.Name())
 		metric(descSinkQueue, prometheus.GaugeValue, ss.Queued, s.Name())
+		failing := uint64(0)
+		if ss.Failing != nil {
+			failing = 1
+		}
+		metric(descSinkFailing, prometheus.GaugeValue, failing, s.Name())
 	}
 }

@@ -48,7 +48,7 @@ type SinkStats struct {
 }
 
 // Add returns the sum of s and o (Queued included), for a sink made of
-// several queues.
+// several queues, failing with the first one's error that is.
 func (s SinkStats) Add(o SinkStats) SinkStats {
 	failing := s.Failing
 	if failing == nil {

@@ -86,6 +86,15 @@ func (c *Config) check(given func(key string) bool) []problem {
 		add("snapshot.interval", "%s must be 0 (only at the stop) or between %s and snapshot.max-age (%s), or the snapshot a crash leaves is refused as stale",
 			formatDuration(t), formatDuration(MinSnapshotInterval), formatDuration(c.Snapshot.MaxAge))
 	}
+	if r := c.FlowLogRotation; r.MaxSize != 0 && (r.MaxSize < MinRotateSize || int64(r.MaxSize) > MaxRotateSize) {
+		add("flow-log-rotation.max-size", "%s must be 0 (no limit) or between %s and %s", capture.FormatSize(int64(r.MaxSize)), capture.FormatSize(MinRotateSize), capture.FormatSize(MaxRotateSize))
+	}
+	if t := c.FlowLogRotation.MaxAge; t != 0 && t < MinRotateAge {
+		add("flow-log-rotation.max-age", "%s must be 0 (no limit) or at least %s", formatDuration(t), formatDuration(MinRotateAge))
+	}
+	if n := c.FlowLogRotation.MaxFiles; n < 1 || n > MaxRotateFiles {
+		add("flow-log-rotation.max-files", "%d must be between 1 and %d", n, MaxRotateFiles)
+	}
 	if c.User != "" && !userName(c.User) {
 		add("user", "%q is not a user name or uid (1 to %d letters, digits, '_', '-' or '.', not starting with '-')", c.User, MaxUserName)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/rotfile"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
 )
@@ -40,7 +41,10 @@ type Config struct {
 	// FlowLog is the JSON-lines flow log (flow-log:): a path, "-" for
 	// standard output, "" for none.
 	FlowLog string
-	Export  Export // export: where else the flow records go
+	// FlowLogRotation is when the flow log's file rotates
+	// (flow-log-rotation:).
+	FlowLogRotation Rotation
+	Export          Export // export: where else the flow records go
 	// User is who the agent becomes once its sockets are open (user:): a
 	// user name or a numeric uid; "" stays as started.
 	User string
@@ -199,6 +203,19 @@ type History struct {
 	RAM     int           // ram: bytes of RAM for the filter's first level, a size
 }
 
+// Rotation is when a log file rotates (internal/rotfile): it moves to
+// FILE.1, FILE.1 to FILE.2, ..., keeping MaxFiles, and a new FILE starts.
+type Rotation struct {
+	MaxSize  int           // max-size: bytes, a size; past it the file rotates; 0: no limit
+	MaxAge   time.Duration // max-age: how long a file is written to; 0: no limit
+	MaxFiles int           // max-files: rotated files kept
+}
+
+// Options are the rotation's rotfile options.
+func (r Rotation) Options() rotfile.Options {
+	return rotfile.Options{MaxSize: int64(r.MaxSize), MaxAge: r.MaxAge, MaxFiles: r.MaxFiles}
+}
+
 // Export is where the flow records go besides the flow log.
 type Export struct {
 	IPFIX IPFIX // ipfix: IPFIX collectors (record/ipfix)
@@ -246,11 +263,26 @@ const (
 	MaxStopTimeout      = 5 * time.Minute
 	MaxUserName         = 32
 
+	// The flow log's rotation: max-size 0 or within these, max-age 0 or
+	// at least MinRotateAge, max-files from 1 to MaxRotateFiles.
+	MinRotateSize        = 64 << 10
+	MaxRotateSize  int64 = 1 << 40
+	MinRotateAge         = time.Minute
+	MaxRotateFiles       = 1000
+
 	MinHistoryRAM = 64 << 10
 	// MaxHistoryRAM is typed: it is past a 32-bit int.
 	MaxHistoryRAM int64 = 1 << 40
 	// DefaultHistoryRAM is pipeline/hostpairs's DefaultOptions.RAMBytes.
 	DefaultHistoryRAM = 16 << 20
+)
+
+// The flow log's rotation by default: files of 256 MiB, ten kept (2.75
+// GiB in all, a day or more of records at a busy link's rate of a few
+// thousand flows a second), none rotated for its age.
+const (
+	DefaultRotateSize  = 256 << 20
+	DefaultRotateFiles = 10
 )
 
 // DefaultActiveTimeout is the live agent's active timeout: a long flow's
@@ -294,10 +326,11 @@ func Default() Config {
 			PollTimeout: bpfDefaults.PollTimeout,
 			Sample:      int(bpfDefaults.Sample),
 		},
-		Pipeline: runSettings(),
-		History:  History{RAM: DefaultHistoryRAM},
-		Listen:   "127.0.0.1:9100",
-		Snapshot: Snapshot{MaxAge: 10 * time.Minute, Interval: time.Minute},
+		Pipeline:        runSettings(),
+		History:         History{RAM: DefaultHistoryRAM},
+		Listen:          "127.0.0.1:9100",
+		Snapshot:        Snapshot{MaxAge: 10 * time.Minute, Interval: time.Minute},
+		FlowLogRotation: Rotation{MaxSize: DefaultRotateSize, MaxFiles: DefaultRotateFiles},
 		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
 			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue}},
 		StopTimeout: 10 * time.Second,

@@ -44,6 +44,10 @@
 //	  max-age: 10m               # 1s..24h: an older snapshot is refused as stale
 //	  interval: 1m               # also written this often while running, 0: only at the stop
 //	flow-log: /var/log/flowmon/flows.jsonl  # JSON lines, - for stdout, "" for none
+//	flow-log-rotation:           # the flow log's file: FILE.1, FILE.2, ... (internal/rotfile)
+//	  max-size: 256MiB           # 0 (no limit) or 64KiB..1TiB: past it the file rotates
+//	  max-age: 0s                # 0 (no limit) or at least 1m: how long a file is written to
+//	  max-files: 10              # 1..1000 rotated files kept
 //	user: flowmon                # who to become once the sockets are open (--user)
 //	stop-timeout: 10s            # 1s..5m: bound on draining and the snapshot at SIGTERM
 //	health:

@@ -147,6 +147,8 @@ func note(key string, v reflect.Value) string {
 		return "no snapshot"
 	case "flow-log":
 		return "no flow log"
+	case "flow-log-rotation.max-size", "flow-log-rotation.max-age":
+		return "no limit"
 	case "export.ipfix.collectors":
 		return "none: no IPFIX export"
 	case "export.ipfix.enterprise-number":
