@@ -14,7 +14,6 @@ import (
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/rotfile"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
 )
@@ -43,8 +42,13 @@ func TestFlowLogAppendsForTheLiveAgent(t *testing.T) {
 		if len(cfg.Sinks) != 1 || cfg.Sinks[0].Name != "connlog" {
 			t.Fatalf("sinks %v", cfg.Sinks)
 		}
-		if (fl.rot != nil) != live {
-			t.Errorf("live %v: rotated file %v", live, fl.rot)
+		if (fl.live != nil) != live {
+			t.Errorf("live %v: live log %v", live, fl.live)
+		}
+		if live {
+			if err := fl.live.openAt(nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := fl.close(); err != nil {
 			t.Fatal(err)
@@ -81,6 +85,9 @@ func TestFlowLogRotates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fl.close()
+	if err := fl.live.openAt(nil); err != nil {
+		t.Fatal(err)
+	}
 	sink := cfg.Sinks[0].Sink
 	flows := func(from, to int) []record.Flow {
 		var fs []record.Flow
@@ -101,7 +108,7 @@ func TestFlowLogRotates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := fl.rot.Mark()
+	m, err := fl.live.mark()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +128,21 @@ func TestFlowLogRotates(t *testing.T) {
 	if _, err := os.Stat(name + ".4"); err == nil {
 		t.Errorf("%s.4 kept, past max-files 3", name)
 	}
-	if _, err := rotfile.Rewind(name, rot, m); err != nil {
+	// The restart that restores the snapshot holding the mark.
+	var log bytes.Buffer
+	var cfg2 pipeline.Config
+	fl2, err := openFlowLog(c.FlowLog, &rot, io.Discard, &log, &cfg2)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := fl2.live.openAt(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := fl2.close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "cut the records written after the restored snapshot") {
+		t.Errorf("the rewind is not said: %q", log.String())
 	}
 	starts = readFlowLog(t, name, 3, 64<<10)
 	if starts[len(starts)-1] != marked-1 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/rotfile"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -45,9 +44,9 @@ type Agent struct {
 	reloads  *reloads   // the config's reloads at SIGHUP
 	drops    *dropWatch // the kernel's drops over the last minute
 	// flowLog is the flow log's file, nil without one or on stdout: a
-	// snapshot's Mark of it is where the log is rewound to when that
+	// snapshot keeps its mark, where the log is rewound to when that
 	// snapshot is restored.
-	flowLog *rotfile.File
+	flowLog *liveLog
 }
 
 // Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
@@ -77,7 +76,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	a.closers.add(undelivered(flows.close))
-	a.flowLog = flows.rot
+	a.flowLog = flows.live
 	reg := newRegistry()
 	if x := cfg.Export.IPFIX; len(x.Collectors) > 0 {
 		o := x.Options()
@@ -119,8 +118,14 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if a.pl, err = pipeline.NewLivePipeline(ecfg, a.srcs); err != nil {
 		return nil, err
 	}
+	var mark []byte
 	if p := cfg.Snapshot.Path; p != "" {
-		restoreSnapshot(a.pl, p, cfg.Snapshot.MaxAge, opt.Log)
+		mark = restoreSnapshot(a.pl, p, cfg.Snapshot.MaxAge, opt.Log)
+	}
+	if a.flowLog != nil {
+		if err := a.flowLog.openAt(mark); err != nil {
+			return nil, err
+		}
 	}
 	var reload func() error
 	if a.al != nil {
@@ -163,6 +168,9 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 		reloadOnHUP(ctx, "watchlists", a.reloads.wrap(a.lk.wl.Reload), a.opt.Log)
 	}
 	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, SnapshotEvery: cfg.Snapshot.Interval, Progress: &a.progress}
+	if a.flowLog != nil {
+		opt.Mark = a.flowLog.mark
+	}
 	// The sockets have been capturing into their rings since they were
 	// opened; the shards start reading them now. Once the stop begins the
 	// agent is not ready (503) while it drains and saves its state, the
@@ -274,8 +282,9 @@ func ifaceIndex(name string) uint32 {
 }
 
 // restoreSnapshot takes over the state in path, or says why not and
-// leaves the pipeline empty.
-func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, log io.Writer) {
+// leaves the pipeline empty; it returns the mark the snapshot holds, nil
+// when none was taken over.
+func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, log io.Writer) []byte {
 	r, err := pl.RestoreSnapshot(path, maxAge, time.Now())
 	switch {
 	case errors.Is(err, pipeline.ErrNoSnapshot):
@@ -285,5 +294,7 @@ func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, l
 	default:
 		fmt.Fprintf(log, "flowmon run: restored %s, saved %s ago: %d open flows taken over\n",
 			path, time.Since(r.Saved).Round(time.Second), r.OpenFlows)
+		return r.Mark
 	}
+	return nil
 }

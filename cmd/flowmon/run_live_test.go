@@ -54,6 +54,10 @@ type liveSummary struct {
 	FlowsTimedOut   uint64            `json:"flows_timed_out"`
 	Retransmissions uint64            `json:"retransmissions"`
 	EBPF            *liveEBPF         `json:"ebpf"`
+	Records         map[string]struct {
+		Written uint64 `json:"written"`
+		Failed  uint64 `json:"failed"`
+	} `json:"records"`
 }
 
 // liveEBPF is the summary's part for the eBPF program.
@@ -285,6 +289,13 @@ func writeLiveTrace(t *testing.T, nflows, secs int, seed uint64) string {
 // splitTrace writes the first half of trace's packets to one file and
 // the rest to another.
 func splitTrace(t *testing.T, trace string) (string, string) {
+	parts := splitTraceN(t, trace, 2)
+	return parts[0], parts[1]
+}
+
+// splitTraceN writes trace's packets to n files, in order, each with
+// about as many.
+func splitTraceN(t *testing.T, trace string, n int) []string {
 	t.Helper()
 	f, err := os.Open(trace)
 	if err != nil {
@@ -308,9 +319,10 @@ func splitTrace(t *testing.T, trace string) (string, string) {
 		all = append(all, data)
 		infos = append(infos, pcapCI{ci.Timestamp, ci.Length})
 	}
-	names := [2]string{filepath.Join(t.TempDir(), "a.pcap"), filepath.Join(t.TempDir(), "b.pcap")}
-	half := len(all) / 2
-	for k, rng := range [2][2]int{{0, half}, {half, len(all)}} {
+	dir := t.TempDir()
+	names := make([]string, n)
+	for k := range n {
+		names[k] = filepath.Join(dir, fmt.Sprintf("part%d.pcap", k))
 		out, err := os.Create(names[k])
 		if err != nil {
 			t.Fatal(err)
@@ -319,7 +331,7 @@ func splitTrace(t *testing.T, trace string) (string, string) {
 		if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
 			t.Fatal(err)
 		}
-		for i := rng[0]; i < rng[1]; i++ {
+		for i := k * len(all) / n; i < (k+1)*len(all)/n; i++ {
 			if err := w.WritePacket(infos[i].captureInfo(len(all[i])), all[i]); err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +340,7 @@ func splitTrace(t *testing.T, trace string) (string, string) {
 			t.Fatal(err)
 		}
 	}
-	return names[0], names[1]
+	return names
 }
 
 // TestRunRestartKeepsFlows: flowmon run with a snapshot is stopped with
