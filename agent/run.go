@@ -52,7 +52,8 @@ type Agent struct {
 // Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
 // worker), the rules and their sinks, the watchlists and the flow
 // history; builds the live pipeline, restores its snapshot and serves
-// its metrics; then drops privileges to cfg.User. The sockets capture
+// its metrics; then drops the capabilities it no longer needs, and
+// becomes cfg.User. The sockets capture
 // into their rings from here on; Run reads them.
 func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	a := &Agent{cfg: cfg, opt: opt}
@@ -146,10 +147,8 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
-	if cfg.User != "" {
-		if err := dropPrivileges(cfg.User); err != nil {
-			return nil, err
-		}
+	if err := dropPrivileges(cfg.User, reopenCaps(cfg.Source), opt.Log); err != nil {
+		return nil, err
 	}
 	return a, nil
 }

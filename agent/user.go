@@ -1,17 +1,64 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os/user"
 	"strconv"
 	"syscall"
+
+	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/internal/caps"
 )
 
-// dropPrivileges makes the process run as the named user (its primary
-// group, no supplementary groups) once the capture sockets are open: they
-// stay usable, and nothing after, a bug in a decoder included, runs as
-// root. Go applies the set*id calls to every thread of the process.
-func dropPrivileges(name string) error {
+// reopenCaps are the capabilities the agent keeps once its sockets are
+// open: what a source needs to open its capture again when its interface
+// comes back. Every other one (reading and writing any file, changing
+// users, loading modules, ...) goes.
+func reopenCaps(source string) []int {
+	switch source {
+	case config.SourceXDP, config.SourceTC:
+		return []int{caps.BPF, caps.NetAdmin, caps.Perfmon, caps.NetRaw}
+	}
+	return []int{caps.NetRaw}
+}
+
+// dropPrivileges narrows the process, once the capture sockets are open,
+// to the capabilities keep; with name, it also makes it run as that user
+// (its primary group, no supplementary groups). The sockets stay usable,
+// and nothing after, a bug in a decoder included, runs with more. Go
+// applies the set*id calls, and package caps the capability calls, to
+// every thread of the process. A cgo build (-tags pcap) cannot change
+// every thread's capabilities: it says so on log and keeps them, and
+// with name it keeps none (setuid drops them all).
+func dropPrivileges(name string, keep []int, log io.Writer) error {
+	err := caps.Limit(keep...)
+	if err == nil && name != "" {
+		err = caps.KeepOnSetuid()
+	}
+	if errors.Is(err, caps.ErrAllThreads) {
+		fmt.Fprintf(log, "flowmon run: warning: %v: keeping the process's capabilities\n", err)
+		keep = nil
+	} else if err != nil {
+		return fmt.Errorf("drop privileges: %w", err)
+	}
+	if name != "" {
+		if err := setUser(name); err != nil {
+			return err
+		}
+	}
+	if keep == nil {
+		return nil
+	}
+	if err := caps.Drop(keep...); err != nil {
+		return fmt.Errorf("drop privileges: %w", err)
+	}
+	return nil
+}
+
+// setUser makes the process run as the named user.
+func setUser(name string) error {
 	u, err := user.Lookup(name)
 	if err != nil {
 		return fmt.Errorf("drop privileges: %w", err)

@@ -4,7 +4,9 @@ package config
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -33,8 +35,9 @@ func TestCheckHost(t *testing.T) {
 		t.Errorf("an unknown user: %v", err)
 	}
 	if os.Getuid() == 0 {
-		// root may write anywhere; as user nobody, a directory only root
-		// may write is refused.
+		// As user nobody, a directory only root may write is refused; as
+		// root, one only nobody may write (the agent drops the capability
+		// that would let root write there).
 		locked := filepath.Join(dir, "locked")
 		if err := os.Mkdir(locked, 0o755); err != nil {
 			t.Fatal(err)
@@ -44,6 +47,23 @@ func TestCheckHost(t *testing.T) {
 		c.Snapshot.Path = filepath.Join(locked, "state.snap")
 		if err := c.CheckHost(); err == nil || !strings.Contains(err.Error(), "not writable by user nobody") {
 			t.Errorf("a directory nobody cannot write: %v", err)
+		}
+		u, err := user.Lookup("nobody")
+		if err != nil {
+			t.Skip(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		theirs := filepath.Join(dir, "theirs")
+		if err := os.Mkdir(theirs, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(theirs, uid, -1); err != nil {
+			t.Fatal(err)
+		}
+		c = good
+		c.Snapshot.Path = filepath.Join(theirs, "state.snap")
+		if err := c.CheckHost(); err == nil || !strings.Contains(err.Error(), "snapshot.path:") {
+			t.Errorf("root and a directory only nobody may write: %v", err)
 		}
 	}
 }

@@ -9,11 +9,11 @@ import (
 )
 
 // writable reports whether a user (uid, in groups gids) may create files
-// in the directory st describes, by its permission bits: root may always.
+// in the directory st describes, by its permission bits: root's too,
+// since the agent drops CAP_DAC_OVERRIDE with the other capabilities it
+// no longer needs once its sockets are open, and writes the snapshot, the
+// flow log and its rotations after.
 func writable(st os.FileInfo, uid int, gids []int) bool {
-	if uid == 0 {
-		return true
-	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
 		return true // no owner to check against: leave it to the open

@@ -21,25 +21,26 @@ import (
 // the recovery are each logged once, and what is sent once the interface
 // is back is counted.
 
-// TestRunIfaceDownAndGone: AF_PACKET, two sockets in a fanout group.
-func TestRunIfaceDownAndGone(t *testing.T) { testRunIface(t, "afpacket", 2) }
+// TestRunIfaceDownAndGone: AF_PACKET, two sockets in a fanout group, the
+// agent run as nobody: the capability it kept is enough to reopen.
+func TestRunIfaceDownAndGone(t *testing.T) { testRunIface(t, "afpacket", 2, "--user", "nobody") }
 
 // TestRunXDPIfaceDownAndGone: the eBPF program at XDP, two rings; the
 // kernel detaches it with the deleted interface and the agent attaches it
-// to the new one.
+// to the new one, as nobody with the capabilities it kept.
 func TestRunXDPIfaceDownAndGone(t *testing.T) {
 	bpftest.Require(t)
-	testRunIface(t, "xdp", 2)
+	testRunIface(t, "xdp", 2, "--user", "nobody")
 }
 
 // TestRunPcapIfaceDownAndGone: libpcap (-tags pcap), one handle.
 func TestRunPcapIfaceDownAndGone(t *testing.T) { testRunIface(t, "pcap", 1) }
 
-func testRunIface(t *testing.T, source string, workers int) {
+func testRunIface(t *testing.T, source string, workers int, args ...string) {
 	n := liveNet(t)
 	bin := buildFlowmon(t, buildTags(source)...)
 	trace := writeLiveTrace(t, 30, 1, 5)
-	a := startAgent(t, bin, n, "--source", source, "--workers", strconv.Itoa(workers))
+	a := startAgent(t, bin, n, append([]string{"--source", source, "--workers", strconv.Itoa(workers)}, args...)...)
 	ip := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", append([]string{"-n", n.Name}, args...)...).CombinedOutput(); err != nil {

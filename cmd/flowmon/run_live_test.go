@@ -564,8 +564,11 @@ func TestRunFloodKeepsHeapFlat(t *testing.T) {
 	}
 }
 
-// TestRunDropsPrivileges: with --user the agent runs as that user once
-// its sockets are open, and goes on capturing.
+// TestRunDropsPrivileges: once its sockets are open, flowmon run keeps
+// of its capabilities only CAP_NET_RAW, which an interface's reopening
+// needs, in every thread's effective, permitted and bounding sets (none
+// inheritable or ambient), started as root with or without --user; with
+// --user nobody it runs as nobody. It captures as a replay reads.
 func TestRunDropsPrivileges(t *testing.T) {
 	u, err := user.Lookup("nobody")
 	if err != nil {
@@ -574,22 +577,40 @@ func TestRunDropsPrivileges(t *testing.T) {
 	n := liveNet(t)
 	bin := buildFlowmon(t)
 	trace := writeLiveTrace(t, 200, 1, 14)
-	a := startAgent(t, bin, n, "--workers", "2", "--user", "nobody")
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(l); len(f) == 5 && f[0] == "Uid:" && (f[1] != u.Uid || f[2] != u.Uid || f[3] != u.Uid) {
-			t.Errorf("after --user nobody (uid %s): %s", u.Uid, l)
-		}
-	}
-	if _, err := n.Tcpreplay(t, n.A, trace); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
 	want := replaySummary(t, trace)
-	compareLive(t, "flowmon run --user nobody", a.stop(t), want)
+	for _, asUser := range []bool{false, true} {
+		args := []string{"--workers", "2"}
+		if asUser {
+			args = append(args, "--user", "nobody")
+		}
+		a := startAgent(t, bin, n, args...)
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", a.cmd.Process.Pid))
+		if err != nil || len(tasks) < 2 {
+			t.Fatalf("threads of flowmon run: %v %v", tasks, err)
+		}
+		const netRaw = "0000000000002000" // 1 << CAP_NET_RAW
+		for _, task := range tasks {
+			status, err := os.ReadFile(task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(string(status), "\n") {
+				f := strings.Fields(l)
+				switch {
+				case len(f) == 5 && f[0] == "Uid:" && asUser && (f[1] != u.Uid || f[2] != u.Uid || f[3] != u.Uid):
+					t.Errorf("%s after --user nobody (uid %s): %s", task, u.Uid, l)
+				case len(f) == 2 && (f[0] == "CapEff:" || f[0] == "CapPrm:" || f[0] == "CapBnd:") && f[1] != netRaw,
+					len(f) == 2 && (f[0] == "CapInh:" || f[0] == "CapAmb:") && f[1] != "0000000000000000":
+					t.Errorf("%s (--user %v): %s", task, asUser, l)
+				}
+			}
+		}
+		if _, err := n.Tcpreplay(t, n.A, trace); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		compareLive(t, fmt.Sprintf("flowmon run (--user nobody: %v)", asUser), a.stop(t), want)
+	}
 }
 
 // TestRunReloadsConfig: at SIGHUP the agent reads its config file again:
