@@ -24,4 +24,3 @@ func KeepOnSetuid() error { return nil }
 
 // Drop does nothing outside Linux.
 func Drop(keep ...int) error { return nil }
-
