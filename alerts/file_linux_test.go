@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/internal/rotfile"
+	"github.com/flowmon/flowmon/internal/tmpfstest"
 )
 
 // TestFileSinkDiskFull: on a full filesystem (a tmpfs of 64 KiB) the
@@ -17,21 +18,7 @@ import (
 // once there is room again every alert queued arrives after them, once
 // and in order, with nothing of the failed writes between.
 func TestFileSinkDiskFull(t *testing.T) {
-	dir := t.TempDir()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs takes root")
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
-		if errors.Is(err, syscall.EPERM) {
-			t.Skipf("mounting a tmpfs: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Error(err)
-		}
-	})
+	dir := tmpfstest.New(t, 64<<10)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 56<<10), 0o600); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/tmpfstest"
 )
 
 // waitHealth polls the agent's /healthz until it answers code with a body
@@ -105,14 +107,7 @@ func TestRunAlertmanagerDownAtStop(t *testing.T) {
 func TestRunFlowLogDiskFull(t *testing.T) {
 	n := liveNet(t)
 	bin := buildFlowmon(t)
-	dir := filepath.Join(t.TempDir(), "full")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "flowmon-test", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	dir := tmpfstest.New(t, 64<<10)
 	trace := writeLiveTrace(t, 3000, 2, 17)
 	flowLog := filepath.Join(dir, "flows.jsonl")
 	a := startAgent(t, bin, n, "--workers", "2", "--flows-out", flowLog)
@@ -124,16 +119,16 @@ func TestRunFlowLogDiskFull(t *testing.T) {
 	if _, body := get("/metrics"); !strings.Contains(body, `flowmon_records_sink_failing{sink="connlog"} 1`) {
 		t.Errorf("flowmon_records_sink_failing is not 1 while the disk is full")
 	}
-	if out, err := exec.Command("mount", "-o", "remount,size=16m", dir).CombinedOutput(); err != nil {
-		t.Fatalf("remount: %v: %s", err, out)
-	}
+	tmpfstest.Resize(t, dir, 16<<20)
 	if _, err := n.Tcpreplay(t, n.A, writeLiveTrace(t, 300, 1, 18)); err != nil {
 		t.Fatal(err)
 	}
 	waitHealth(t, a, get, 200, "ok")
 	code, _ := stopStatus(t, a, 30*time.Second)
 	stderr := a.stderr.String()
-	if strings.Count(stderr, "flow record sink failing") != 1 || strings.Count(stderr, "flow record sink recovered") != 1 {
+	// A disk with a little room left takes a smaller batch after failing
+	// a larger one: each failure is logged when it starts and ends.
+	if starts := strings.Count(stderr, "flow record sink failing"); starts == 0 || starts != strings.Count(stderr, "flow record sink recovered") {
 		t.Errorf("the failure is not logged once when it starts and once when it ends:\n%s", stderr)
 	}
 	var s liveSummary

@@ -146,19 +146,8 @@ func (a *liveAgent) stop(t *testing.T) liveSummary {
 	t.Helper()
 	// The agent runs under ip netns exec, which execs it: the process is
 	// flowmon itself.
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("flowmon run exited with %v:\n%s", err, a.stderr)
-		}
-	case <-time.After(30 * time.Second):
-		a.cmd.Process.Kill()
-		t.Fatalf("flowmon run did not stop within 30 s of SIGTERM:\n%s", a.stderr)
+	if code, _ := stopStatus(t, a, 30*time.Second); code != 0 {
+		t.Fatalf("flowmon run exited with %d:\n%s", code, a.stderr)
 	}
 	var s liveSummary
 	if err := json.Unmarshal(a.stdout.Bytes(), &s); err != nil {

@@ -172,7 +172,7 @@ func (w *File) append(p []byte) error {
 		}
 		w.f.Close()
 		w.f = nil
-		return fmt.Errorf("write %s: %w", w.path, err)
+		return err // an *os.PathError, naming the file
 	}
 	w.size += int64(m)
 	return nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flowmon/flowmon/internal/tmpfstest"
 )
 
 // TestWriteFailureTruncates: a write that fills the filesystem (a tmpfs
@@ -16,21 +18,7 @@ import (
 // not a byte of the failed write, and once there is room again the next
 // write goes after them.
 func TestWriteFailureTruncates(t *testing.T) {
-	dir := t.TempDir()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs takes root")
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
-		if errors.Is(err, syscall.EPERM) {
-			t.Skipf("mounting a tmpfs: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Error(err)
-		}
-	})
+	dir := tmpfstest.New(t, 64<<10)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 16<<10), 0o600); err != nil {
 		t.Fatal(err)
