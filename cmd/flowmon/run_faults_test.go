@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,7 +65,8 @@ func stopStatus(t *testing.T, a *liveAgent, bound time.Duration) (int, time.Dura
 // runs; a SIGTERM then stops it within its stop timeout (the sink, failing
 // already, gets a second), the log names the sink and what it left
 // undelivered, and the exit status is 3: the state saved, an output's
-// loss named.
+// loss named. While it stops, /-/ready answers 503 (it drains and saves,
+// no longer capturing) until the port closes.
 func TestRunAlertmanagerDownAtStop(t *testing.T) {
 	n := liveNet(t)
 	bin := buildFlowmon(t)
@@ -84,7 +86,28 @@ func TestRunAlertmanagerDownAtStop(t *testing.T) {
 	}
 	get := func(p string) (int, string) { return a.get(t, n, p) }
 	waitHealth(t, a, get, 503, "alert sink am failing")
+	if c, _ := get("/-/ready"); c != 200 {
+		t.Fatalf("/-/ready %d while capturing", c)
+	}
+	readyWhileStopping := make(chan []int, 1)
+	go func() {
+		var codes []int
+		for {
+			c, _, err := a.tryGet(n, "/-/ready")
+			if err != nil {
+				break // the port closed
+			}
+			if len(codes) == 0 || codes[len(codes)-1] != c {
+				codes = append(codes, c)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		readyWhileStopping <- codes
+	}()
 	code, took := stopStatus(t, a, 20*time.Second)
+	if codes := <-readyWhileStopping; !slices.Contains(codes, 503) {
+		t.Errorf("/-/ready while stopping answered %v, never 503", codes)
+	}
 	stderr := a.stderr.String()
 	t.Logf("stopped in %v with exit %d", took.Round(time.Millisecond), code)
 	if code != 3 || took > 8*time.Second {

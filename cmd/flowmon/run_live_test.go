@@ -159,21 +159,30 @@ func (a *liveAgent) stop(t *testing.T) liveSummary {
 // get asks the agent's HTTP server for path from inside the namespace.
 func (a *liveAgent) get(t *testing.T, n *netnstest.Net, path string) (int, string) {
 	t.Helper()
+	code, body, err := a.tryGet(n, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, body
+}
+
+// tryGet is get, its failure returned: the agent may be gone.
+func (a *liveAgent) tryGet(n *netnstest.Net, path string) (int, string, error) {
 	var conn net.Conn
 	if err := n.Do(func() (err error) {
 		conn, err = net.DialTimeout("tcp", a.addr, 5*time.Second)
 		return err
 	}); err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: flowmon\r\n\r\n", path)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), nil
 }
 
 // replaySummary is flowmon replay --json of trace.
