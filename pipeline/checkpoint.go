@@ -27,8 +27,9 @@ import (
 // paused, the records queued are delivered and flushed and the caller's
 // mark (the flow log's end, synced) taken; the feeders then go on, and
 // the snapshot is written while they run. The kernel holds what arrives
-// during the pause in the capture rings: the pause is the state's
-// encoding, some milliseconds per MB of state.
+// during the pause in the capture rings: the pause is the wait for the
+// idlest source's poll to return, the state's encoding and the flow log's
+// fsync (docs/results/snapshots.md has a measured one).
 
 // checkpoint is a live run's periodic snapshot: the barrier its feeders
 // pause at, and its health.

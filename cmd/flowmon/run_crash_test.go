@@ -43,6 +43,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 		return b
 	}
 	snapshots := regexp.MustCompile(`(?m)^flowmon_snapshots_total\{result="ok"\} (\d+)$`)
+	pause := regexp.MustCompile(`(?m)^flowmon_snapshot_pause_seconds (\S+)$`)
 	var kept [][]byte // per kill: the log as it was at a snapshot before it
 	var cut int       // starts that said they cut records written after the snapshot
 	for k, part := range parts {
@@ -86,6 +87,9 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 		time.Sleep(300 * time.Millisecond)
+		if _, body := a.get(t, n, "/metrics"); pause.MatchString(body) {
+			t.Logf("run %d: the last periodic snapshot paused the shards %ss", k+1, pause.FindStringSubmatch(body)[1])
+		}
 		if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
