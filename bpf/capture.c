@@ -24,6 +24,7 @@ char __license[] SEC("license") = "Dual BSD/GPL";
 #define MAX_OFF 0xff00     /* headers start below this: the verifier's bound on packet offsets */
 #define MAX_LINK_HOPS 8    /* capture.maxLinkHops */
 #define MAX_IPV6_HEADERS 16 /* capture.maxIPv6Header */
+#define RAW_MAX 2048        /* the most of a frame handed up whole (bpf.RawMax) */
 
 /* capture.Reason, in its order. */
 enum reason {
@@ -40,6 +41,11 @@ enum reason {
 	R_NOT_IP,
 	R_COUNT,
 };
+
+/* record.reason of a frame handed up whole: the record is a header, the
+ * frame's first bytes follow it, and user space decodes them (tunnels,
+ * the link layers only the Go decoder knows, fragments to reassemble). */
+#define R_RAW 0xff
 
 /* capture.FragKind. */
 enum frag { NOT_FRAGMENT = 0, FIRST_FRAGMENT, LATER_FRAGMENT };
@@ -82,6 +88,7 @@ struct record {
 struct counters {
 	__u64 seen;
 	__u64 emitted;
+	__u64 raw; /* of emitted: frames handed up whole */
 	__u64 lost;
 	__u64 sampled_out;
 	__u64 filtered_out;
@@ -94,7 +101,10 @@ struct config {
 	__u32 sample;       /* keep 1 flow in sample; 0 or 1 keeps all */
 	__u32 wakeup_bytes; /* wake the reader once a ring holds this much */
 	__u32 filter;       /* FILTER_ bits: which sets the pre-filter applies */
+	__u32 raw;          /* RAW_ bits: which frames go up whole */
 };
+
+#define RAW_FRAGMENTS (1 << 0) /* IP fragments, for user space to reassemble */
 
 #define FILTER_CIDRS (1 << 0)
 #define FILTER_PORTS (1 << 1)
@@ -150,6 +160,29 @@ struct {
 	__type(value, struct port_bits);
 } ports SEC(".maps");
 
+/* The UDP ports whose datagrams carry a tunnel (VXLAN, Geneve, GTP-U,
+ * Teredo, AYIYA, GRE over UDP): their frames go up whole. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct port_bits);
+} tunnel_ports SEC(".maps");
+
+/* A frame handed up whole: its record (reason R_RAW) and its first bytes,
+ * built in this per-CPU buffer and copied into the ring. */
+struct raw {
+	struct record r;
+	__u8 data[2 * RAW_MAX]; /* the verifier's bound on n, which is at most RAW_MAX */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct raw);
+} raw_buf SEC(".maps");
+
 /* The parser's result: what goes into the record, and where the addresses
  * and the payload are in the frame. */
 struct parsed {
@@ -160,6 +193,7 @@ struct parsed {
 	__u16 sport, dport;
 	__u32 saddr, daddr; /* offsets of the addresses */
 	__u32 poff, pcap;   /* the payload's offset and the bytes of it to copy */
+	__u8 encap;         /* the frame carries a tunnel or a link layer this parser leaves to user space */
 };
 
 struct pkt {
@@ -242,6 +276,16 @@ static __always_inline __u16 icmp_dport(__u8 typ, __u8 code, int v6)
 	return code;
 }
 
+/* tunnel_port says whether either port is one of tunnel_ports'. */
+static __always_inline int tunnel_port(__u16 sport, __u16 dport)
+{
+	__u32 zero = 0;
+	struct port_bits *pb = bpf_map_lookup_elem(&tunnel_ports, &zero);
+	if (!pb)
+		return 0;
+	return (pb->w[(sport >> 6) & 1023] >> (sport & 63)) & 1 || (pb->w[(dport >> 6) & 1023] >> (dport & 63)) & 1;
+}
+
 /* transport is capture.decodeTransport for the segment [off, end) whose
  * length by the IP header is plen. */
 static __always_inline int transport(struct pkt *k, struct parsed *p, __u32 off, __u32 end, __s32 plen)
@@ -284,6 +328,13 @@ static __always_inline int transport(struct pkt *k, struct parsed *p, __u32 off,
 		p->sport = be16(b);
 		p->dport = be16(b + 2);
 		hdr = p->proto == 132 ? 12 : 8;
+		if (p->proto == 17 && tunnel_port(p->sport, p->dport))
+			p->encap = 1;
+		break;
+	case 4:  /* IP in IP (and 4in6) */
+	case 41: /* IPv6 in IP (6in4, 6in6) */
+	case 47: /* GRE */
+		p->encap = 1;
 		break;
 	case 1:  /* ICMP */
 	case 58: /* ICMPv6 */
@@ -498,6 +549,12 @@ static __always_inline int parse(struct pkt *k, struct parsed *p)
 			}
 			off += 8;
 			goto ip;
+		case 0x88e7: /* PBB (802.1ah) */
+		case 0x8926: /* VN-tag */
+		case 0x8903: /* Cisco FabricPath */
+			p->ether_type = et;
+			p->encap = 1;
+			return R_NONE;
 		default:
 			p->ether_type = et;
 			return R_NOT_IP;
@@ -657,7 +714,44 @@ static __always_inline void copy_payload(struct pkt *k, const struct parsed *p, 
 #undef CHUNK
 }
 
-static __always_inline void handle(struct pkt *k, __u32 wire, __u32 ifindex, __u8 dir, __u8 vlans)
+/* hand_up writes the frame's first bytes (RAW_MAX at most) after a record
+ * of reason R_RAW into ring: user space decodes them as it decodes a
+ * frame it captured. ctx is the program's context, xdp says which. */
+static __always_inline int hand_up(void *ctx, int xdp, struct pkt *k, void *ring, __u64 wake, __u32 wire,
+				   __u32 ifindex, __u8 dir, __u8 vlans)
+{
+	__u32 zero = 0;
+	struct raw *w = bpf_map_lookup_elem(&raw_buf, &zero);
+	if (!w)
+		return -1;
+	__u64 n = k->len;
+	if (n > RAW_MAX)
+		n = RAW_MAX;
+	if (n < 14)
+		return -1;
+	/* No change to n (14 to RAW_MAX), but a bound the verifier follows,
+	 * which the compiler would otherwise take out as known. */
+	asm volatile("%[n] &= %[mask]" : [n] "+r"(n) : [mask] "i"(2 * RAW_MAX - 1));
+	if (n < 14)
+		return -1;
+	long err = xdp ? bpf_xdp_load_bytes(ctx, 0, w->data, n) : bpf_skb_load_bytes(ctx, 0, w->data, n);
+	if (err)
+		return -1;
+	__builtin_memset(&w->r, 0, sizeof(w->r));
+	w->r.ts = bpf_ktime_get_ns();
+	w->r.wire_len = wire;
+	w->r.ifindex = ifindex;
+	w->r.reason = R_RAW;
+	w->r.flags = dir ? F_EGRESS : 0;
+	w->r.vlans = vlans;
+	w->r.payload_len = n; /* the bytes that follow */
+	/* Wake the reader as handle does, once the unread bytes cross wake. */
+	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+	int cross = avail < wake && avail + sizeof(w->r) + n + 8 >= wake;
+	return bpf_ringbuf_output(ring, w, sizeof(w->r) + n, cross ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void handle(void *ctx, int xdp, struct pkt *k, __u32 wire, __u32 ifindex, __u8 dir, __u8 vlans)
 {
 	__u32 zero = 0;
 	struct config *cfg = bpf_map_lookup_elem(&settings, &zero);
@@ -688,9 +782,10 @@ static __always_inline void handle(struct pkt *k, __u32 wire, __u32 ifindex, __u
 	if (!c)
 		return;
 	c->seen++;
+	int whole = reason == R_NONE && (p.encap || (p.fragment != NOT_FRAGMENT && (cfg->raw & RAW_FRAGMENTS)));
 	if (reason != R_NONE) {
 		c->reasons[reason & 15]++;
-	} else {
+	} else if (!whole) { /* a tunnel's inner flow is not known here: neither sampled nor filtered */
 		__u32 n = cfg->sample;
 		if (n > 1 && (__u32)(h >> 32) % n != 0) {
 			c->sampled_out++;
@@ -704,6 +799,15 @@ static __always_inline void handle(struct pkt *k, __u32 wire, __u32 ifindex, __u
 	void *ring = bpf_map_lookup_elem(&rings, &ri);
 	if (!ring)
 		return;
+	if (whole) {
+		if (hand_up(ctx, xdp, k, ring, cfg->wakeup_bytes, wire, ifindex, dir, vlans)) {
+			c->lost++;
+			return;
+		}
+		c->emitted++;
+		c->raw++;
+		return;
+	}
 	struct record *r = bpf_ringbuf_reserve(ring, sizeof(*r), 0);
 	if (!r) {
 		c->lost++;
@@ -753,7 +857,7 @@ int flowmon_xdp(struct xdp_md *ctx)
 		.end = (void *)(long)ctx->data_end,
 	};
 	k.len = k.end - k.data;
-	handle(&k, k.len, ctx->ingress_ifindex, 0, 0);
+	handle(ctx, 1, &k, k.len, ctx->ingress_ifindex, 0, 0);
 	return XDP_PASS;
 }
 
@@ -772,7 +876,7 @@ static __always_inline int tc(struct __sk_buff *skb, __u8 dir)
 	};
 	k.len = k.end - k.data;
 	__u8 tagged = skb->vlan_present ? 1 : 0;
-	handle(&k, skb->len + 4 * tagged, skb->ifindex, dir, tagged);
+	handle(skb, 0, &k, skb->len + 4 * tagged, skb->ifindex, dir, tagged);
 	return TC_ACT_UNSPEC;
 }
 

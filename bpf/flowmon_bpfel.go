@@ -19,12 +19,14 @@ type flowmonConfig struct {
 	Sample      uint32
 	WakeupBytes uint32
 	Filter      uint32
+	Raw         uint32
 }
 
 type flowmonCounters struct {
 	_           structs.HostLayout
 	Seen        uint64
 	Emitted     uint64
+	Raw         uint64
 	Lost        uint64
 	SampledOut  uint64
 	FilteredOut uint64
@@ -40,6 +42,12 @@ type flowmonLpmKey struct {
 type flowmonPortBits struct {
 	_ structs.HostLayout
 	W [1024]uint64
+}
+
+type flowmonRaw struct {
+	_    structs.HostLayout
+	R    flowmonRecord
+	Data [4096]uint8
 }
 
 type flowmonRecord struct {
@@ -72,10 +80,12 @@ type flowmonRecord struct {
 const (
 	flowmonMapCidrs             = "cidrs"
 	flowmonMapPorts             = "ports"
+	flowmonMapRawBuf            = "raw_buf"
 	flowmonMapRings             = "rings"
 	flowmonMapScratch           = "scratch"
 	flowmonMapSettings          = "settings"
 	flowmonMapStats             = "stats"
+	flowmonMapTunnelPorts       = "tunnel_ports"
 	flowmonProgFlowmonTcEgress  = "flowmon_tc_egress"
 	flowmonProgFlowmonTcIngress = "flowmon_tc_ingress"
 	flowmonProgFlowmonXdp       = "flowmon_xdp"
@@ -133,12 +143,14 @@ type flowmonProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowmonMapSpecs struct {
-	Cidrs    *ebpf.MapSpec `ebpf:"cidrs"`
-	Ports    *ebpf.MapSpec `ebpf:"ports"`
-	Rings    *ebpf.MapSpec `ebpf:"rings"`
-	Scratch  *ebpf.MapSpec `ebpf:"scratch"`
-	Settings *ebpf.MapSpec `ebpf:"settings"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
+	Cidrs       *ebpf.MapSpec `ebpf:"cidrs"`
+	Ports       *ebpf.MapSpec `ebpf:"ports"`
+	RawBuf      *ebpf.MapSpec `ebpf:"raw_buf"`
+	Rings       *ebpf.MapSpec `ebpf:"rings"`
+	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
+	Settings    *ebpf.MapSpec `ebpf:"settings"`
+	Stats       *ebpf.MapSpec `ebpf:"stats"`
+	TunnelPorts *ebpf.MapSpec `ebpf:"tunnel_ports"`
 }
 
 // flowmonVariableSpecs contains global variables before they are loaded into the kernel.
@@ -168,22 +180,26 @@ func (o *flowmonObjects) Close() error {
 //
 // It can be passed to loadFlowmonObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowmonMaps struct {
-	Cidrs    *ebpf.Map `ebpf:"cidrs"`
-	Ports    *ebpf.Map `ebpf:"ports"`
-	Rings    *ebpf.Map `ebpf:"rings"`
-	Scratch  *ebpf.Map `ebpf:"scratch"`
-	Settings *ebpf.Map `ebpf:"settings"`
-	Stats    *ebpf.Map `ebpf:"stats"`
+	Cidrs       *ebpf.Map `ebpf:"cidrs"`
+	Ports       *ebpf.Map `ebpf:"ports"`
+	RawBuf      *ebpf.Map `ebpf:"raw_buf"`
+	Rings       *ebpf.Map `ebpf:"rings"`
+	Scratch     *ebpf.Map `ebpf:"scratch"`
+	Settings    *ebpf.Map `ebpf:"settings"`
+	Stats       *ebpf.Map `ebpf:"stats"`
+	TunnelPorts *ebpf.Map `ebpf:"tunnel_ports"`
 }
 
 func (m *flowmonMaps) Close() error {
 	return _FlowmonClose(
 		m.Cidrs,
 		m.Ports,
+		m.RawBuf,
 		m.Rings,
 		m.Scratch,
 		m.Settings,
 		m.Stats,
+		m.TunnelPorts,
 	)
 }
 

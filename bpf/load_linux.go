@@ -32,6 +32,14 @@ const (
 	NumReasons  = 16  // entries of Counters.Reasons
 	RecordSize  = int(unsafe.Sizeof(Record{}))
 	MaxPrefixes = 4096 // CIDRs the pre-filter holds at most
+	// RawMax is the most of a frame the program hands up whole (a record
+	// of reason ReasonRaw, the frame's first bytes after it).
+	RawMax = 2048
+	// ReasonRaw is Record.Reason of a frame handed up whole: a tunnel, a
+	// link layer only user space decodes, or a fragment to reassemble.
+	// Record.PayloadLen is then the number of the frame's bytes that
+	// follow the record.
+	ReasonRaw = 0xff
 )
 
 // Record.Flags bits.
@@ -40,6 +48,10 @@ const (
 	FlagHasTCP   = 1 << 1 // Seq, Ack, TcpFlags and Window are a TCP header's
 	FlagEgress   = 1 << 2 // seen leaving the interface (TC egress)
 )
+
+// Raw bits of the settings map: which frames go up whole beside the
+// tunnels, which always do.
+const rawFragments = 1 << 0
 
 // Pre-filter bits of the settings map.
 const (
@@ -173,6 +185,7 @@ func (o *Objects) Counters(i int) (Counters, error) {
 	for _, p := range per {
 		c.Seen += p.Seen
 		c.Emitted += p.Emitted
+		c.Raw += p.Raw
 		c.Lost += p.Lost
 		c.SampledOut += p.SampledOut
 		c.FilteredOut += p.FilteredOut
@@ -181,6 +194,34 @@ func (o *Objects) Counters(i int) (Counters, error) {
 		}
 	}
 	return c, nil
+}
+
+// SetTunnelPorts sets the UDP ports whose datagrams carry a tunnel
+// (VXLAN, Geneve, GTP-U, Teredo, AYIYA, GRE over UDP): the program hands
+// their frames up whole, for user space to decapsulate, as it does GRE,
+// IP in IP and the link layers it does not parse. Until it is called, no
+// UDP port does.
+func (o *Objects) SetTunnelPorts(ports []uint16) error {
+	var pb flowmonPortBits
+	for _, port := range ports {
+		pb.W[port>>6] |= 1 << (port & 63)
+	}
+	if err := o.objs.TunnelPorts.Put(uint32(0), &pb); err != nil {
+		return fmt.Errorf("set the eBPF capture's tunnel ports: %w", err)
+	}
+	return nil
+}
+
+// SetRawFragments has the program hand IP fragments up whole, for user
+// space to reassemble, or (off) parse each as a packet of its own.
+func (o *Objects) SetRawFragments(on bool) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cfg.Raw &^= rawFragments
+	if on {
+		o.cfg.Raw |= rawFragments
+	}
+	return o.putConfig()
 }
 
 // SetSampling keeps 1 flow in n (all of its packets, both directions);

@@ -144,6 +144,7 @@ func (c EBPFConfig) Validate() error {
 type EBPFCounters struct {
 	Seen        uint64 // packets whose flow hash picked the ring (frames that did not parse: ring 0)
 	Emitted     uint64 // records written
+	Raw         uint64 // of Emitted: frames handed up whole, for Decode (tunnels, link layers the program leaves to it)
 	Lost        uint64 // records lost: the ring was full
 	SampledOut  uint64 // packets of flows sampling leaves out
 	FilteredOut uint64 // packets the pre-filter leaves out
@@ -156,6 +157,7 @@ type EBPFCounters struct {
 func (c *EBPFCounters) Add(o EBPFCounters) {
 	c.Seen += o.Seen
 	c.Emitted += o.Emitted
+	c.Raw += o.Raw
 	c.Lost += o.Lost
 	c.SampledOut += o.SampledOut
 	c.FilteredOut += o.FilteredOut
@@ -180,3 +182,8 @@ func validEBPFWorkers(workers int) error {
 	}
 	return nil
 }
+
+// udpTunnelPorts are the UDP ports whose datagrams the eBPF program hands
+// up whole, for Decode to decapsulate: VXLAN 4789, Geneve 6081, GTP-U
+// 2152, Teredo 3544, AYIYA 5072 and GRE over UDP 4754, Zeek's defaults.
+func udpTunnelPorts() []uint16 { return []uint16{4789, 6081, 2152, 3544, 5072, 4754} }

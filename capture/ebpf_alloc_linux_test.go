@@ -76,7 +76,7 @@ func TestEBPFNextAllocatesNothing(t *testing.T) {
 func TestEBPFRecordPayloadIsTheFrames(t *testing.T) {
 	run := newProgRunner(t)
 	frame := tcpFrameWithPayload(t)
-	rec, err := run.run(run.objs.XDPProgram(), frame)
+	rec, _, err := run.run(run.objs.XDPProgram(), frame)
 	if err != nil || rec == nil {
 		t.Fatalf("record %v, %v", rec, err)
 	}

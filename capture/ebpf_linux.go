@@ -138,7 +138,7 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 		return fail(err)
 	}
 	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1), c: c}
-	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports)); err != nil {
+	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnelPorts(udpTunnelPorts())); err != nil {
 		objs.Close()
 		return fail(err)
 	}
@@ -266,16 +266,39 @@ func (s *EBPF) Next(p *Packet) error {
 			}
 			return fmt.Errorf("read ring %d: %w", s.ring, err)
 		}
-		if len(s.rec.RawSample) < bpf.RecordSize {
+		reason, ok := fromSample(p, s.rec.RawSample, s.monoOff)
+		if !ok {
 			continue // not a record of this program: nothing writes one
 		}
-		r := (*bpf.Record)(unsafe.Pointer(&s.rec.RawSample[0]))
-		reason := fromRecord(p, r, s.monoOff)
 		s.stats.Count(p, reason)
 		if reason == ReasonNone {
 			return nil
 		}
 	}
+}
+
+// fromSample fills p from one sample of the program's ring: a record
+// (fromRecord), or a record of reason bpf.ReasonRaw and the first bytes
+// of a frame the program handed up whole, which Decode reads as it reads
+// a frame AF_PACKET captured: tunnels, the link layers the program does
+// not parse. The frame's outer VLAN tag, which TC sees taken out, is
+// counted in VLANs. ok is false for a sample too short to be either.
+func fromSample(p *Packet, sample []byte, monoOff int64) (reason Reason, ok bool) {
+	if len(sample) < bpf.RecordSize {
+		return 0, false
+	}
+	r := (*bpf.Record)(unsafe.Pointer(&sample[0]))
+	if r.Reason != bpf.ReasonRaw {
+		return fromRecord(p, r, monoOff), true
+	}
+	n := int(r.PayloadLen)
+	if n > len(sample)-bpf.RecordSize {
+		return 0, false
+	}
+	data := sample[bpf.RecordSize : bpf.RecordSize+n]
+	reason = Decode(p, LinkEthernet, data, max(int(r.WireLen), n), time.Unix(0, int64(r.Ts)+monoOff))
+	p.VLANs += r.Vlans
+	return reason, true
 }
 
 // fromRecord fills p from the program's record, as Decode fills it from
@@ -328,7 +351,7 @@ func (s *EBPF) Counters() (EBPFCounters, error) {
 	if err != nil {
 		return EBPFCounters{}, err
 	}
-	out := EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
+	out := EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
 	for r := range out.Failures {
 		out.Failures[r] = c.Reasons[r]
 	}

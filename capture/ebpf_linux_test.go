@@ -51,27 +51,28 @@ func newProgRunner(t *testing.T) *progRunner {
 var errNotRun = errors.New("test run refused the frame")
 
 // run runs frame through prog and returns its record, nil if it wrote
-// none.
-func (r *progRunner) run(prog *ebpf.Program, frame []byte) (*bpf.Record, error) {
+// none, and the whole sample (a record and, handed up whole, the frame's
+// bytes), valid until the next run.
+func (r *progRunner) run(prog *ebpf.Program, frame []byte) (*bpf.Record, []byte, error) {
 	ret, err := prog.Run(&ebpf.RunOptions{Data: frame})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNotRun, err)
+		return nil, nil, fmt.Errorf("%w: %v", errNotRun, err)
 	}
 	if want := passVerdict(prog); ret != want {
-		return nil, fmt.Errorf("program returned %d, want %d (pass)", int32(ret), int32(want))
+		return nil, nil, fmt.Errorf("program returned %d, want %d (pass)", int32(ret), int32(want))
 	}
 	r.rd.SetDeadline(time.Now())
 	if err := r.rd.ReadInto(&r.rec); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if len(r.rec.RawSample) < bpf.RecordSize {
-		return nil, fmt.Errorf("record of %d bytes, want %d", len(r.rec.RawSample), bpf.RecordSize)
+		return nil, nil, fmt.Errorf("record of %d bytes, want %d", len(r.rec.RawSample), bpf.RecordSize)
 	}
 	rec := *(*bpf.Record)(unsafe.Pointer(&r.rec.RawSample[0]))
-	return &rec, nil
+	return &rec, r.rec.RawSample, nil
 }
 
 // passVerdict is what prog returns when it passes a packet on.
@@ -84,7 +85,7 @@ func passVerdict(prog *ebpf.Program) uint32 {
 
 // equivalence counts one comparison of the program against Decode.
 type equivalence struct {
-	frames, compared, decoded, notRun, cut, tooLarge int
+	frames, compared, decoded, notRun, cut, tooLarge, raw int
 	diffs                                            []string
 }
 
@@ -92,7 +93,7 @@ type equivalence struct {
 // record's packet with what Decode makes of the same bytes.
 func (e *equivalence) check(t *testing.T, r *progRunner, prog *ebpf.Program, where string, data []byte) {
 	e.frames++
-	rec, err := r.run(prog, data)
+	rec, sample, err := r.run(prog, data)
 	if errors.Is(err, errNotRun) {
 		if len(data) > os.Getpagesize()-512 {
 			// A TC test run makes its skb of one page: the frames
@@ -125,13 +126,24 @@ func (e *equivalence) check(t *testing.T, r *progRunner, prog *ebpf.Program, whe
 		e.cut++
 		data = data[:rec.WireLen]
 	}
+	wire := len(data)
+	if rec != nil && rec.Reason == bpf.ReasonRaw {
+		// Handed up whole: its first bpf.RawMax bytes, which Decode
+		// reads in user space as it reads a captured frame.
+		e.raw++
+		data = data[:min(len(data), bpf.RawMax)]
+	}
 	var want, got Packet
-	wr := Decode(&want, LinkEthernet, data, len(data), time.Time{})
+	wr := Decode(&want, LinkEthernet, data, wire, time.Time{})
 	if rec == nil {
 		e.diffs = append(e.diffs, fmt.Sprintf("%s: no record; Decode: %v", where, wr))
 		return
 	}
-	gr := FromRecord(&got, rec, 0)
+	gr, ok := FromSample(&got, sample, 0)
+	if !ok {
+		e.diffs = append(e.diffs, fmt.Sprintf("%s: a sample of %d bytes that is no record", where, len(sample)))
+		return
+	}
 	if wr == ReasonNone {
 		e.decoded++
 	}
@@ -175,7 +187,7 @@ func packetDiff(want *Packet, wr Reason, got *Packet, gr Reason) string {
 	f("wirelen", got.WireLen, want.WireLen)
 	f("caplen", got.CapLen, want.CapLen)
 	wp := want.Payload[:min(len(want.Payload), bpf.PayloadMax)]
-	if !bytes.Equal(got.Payload, wp) {
+	if gp := got.Payload[:min(len(got.Payload), bpf.PayloadMax)]; !bytes.Equal(gp, wp) {
 		d = append(d, fmt.Sprintf("payload %x (Decode %x)", got.Payload, wp))
 	}
 	return strings.Join(d, ", ")
@@ -240,8 +252,8 @@ func TestEBPFParserMatchesDecode(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("all: %d gen traces and %d Ethernet captures; %d frames (%d from captures), %d compared (%d decoded; %d cut at a page), %d refused by the test run as truncated, %d over a page left out, %d differences",
-				len(equivalenceTraces), captures, e.frames, e.frames-genFrames, e.compared, e.decoded, e.cut, e.notRun, e.tooLarge, len(e.diffs))
+			t.Logf("all: %d gen traces and %d Ethernet captures; %d frames (%d from captures), %d compared (%d decoded; %d cut at a page; %d handed up whole), %d refused by the test run as truncated, %d over a page left out, %d differences",
+				len(equivalenceTraces), captures, e.frames, e.frames-genFrames, e.compared, e.decoded, e.cut, e.raw, e.notRun, e.tooLarge, len(e.diffs))
 			for _, d := range e.diffs {
 				t.Error(d)
 			}

@@ -11,9 +11,12 @@ import (
 	"github.com/flowmon/flowmon/bpf"
 )
 
-// FromRecord is fromRecord, for the eBPF tests of package capture_test
-// (which import gen, itself importing capture).
-var FromRecord = fromRecord
+// FromRecord is fromRecord, and FromSample fromSample, for the eBPF tests
+// of package capture_test (which import gen, itself importing capture).
+var (
+	FromRecord = fromRecord
+	FromSample = fromSample
+)
 
 // EachFrame calls fn with every frame of a capture file and its link
 // type, as Reader reads them.

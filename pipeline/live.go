@@ -434,7 +434,7 @@ func (p *Pipeline) ebpfSummary() *EBPFSummary {
 	if !ok {
 		return nil
 	}
-	s := &EBPFSummary{Seen: c.Seen, Emitted: c.Emitted, Lost: c.Lost, SampledOut: c.SampledOut,
+	s := &EBPFSummary{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut,
 		FilteredOut: c.FilteredOut, ParseFailures: c.FailureCounts()}
 	for _, src := range p.live {
 		if es, ok := src.(ebpfSource); ok {
@@ -453,6 +453,8 @@ var (
 		"Packets the eBPF capture program saw at its hook.", nil, nil)
 	descEBPFEmitted = prometheus.NewDesc("flowmon_capture_ebpf_emitted_records_total",
 		"Records the eBPF capture program wrote into its ring buffers.", nil, nil)
+	descEBPFRaw = prometheus.NewDesc("flowmon_capture_ebpf_raw_records_total",
+		"Records of frames the eBPF capture program handed up whole for user space to decode (tunnels, link layers it does not parse); of emitted_records.", nil, nil)
 	descEBPFLost = prometheus.NewDesc("flowmon_capture_ebpf_lost_records_total",
 		"Records the eBPF capture program could not write because a ring buffer was full: flowmon did not keep up.", nil, nil)
 	descEBPFSampledOut = prometheus.NewDesc("flowmon_capture_ebpf_sampled_out_packets_total",
@@ -470,7 +472,7 @@ var (
 type ebpfCollector struct{ p *Pipeline }
 
 func (c ebpfCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descEBPFSeen, descEBPFEmitted, descEBPFLost,
+	for _, d := range []*prometheus.Desc{descEBPFSeen, descEBPFEmitted, descEBPFRaw, descEBPFLost,
 		descEBPFSampledOut, descEBPFFilteredOut, descEBPFParseFailures, descEBPFSample} {
 		ch <- d
 	}
@@ -484,7 +486,7 @@ func (c ebpfCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v uint64
-	}{{descEBPFSeen, ec.Seen}, {descEBPFEmitted, ec.Emitted}, {descEBPFLost, ec.Lost},
+	}{{descEBPFSeen, ec.Seen}, {descEBPFEmitted, ec.Emitted}, {descEBPFRaw, ec.Raw}, {descEBPFLost, ec.Lost},
 		{descEBPFSampledOut, ec.SampledOut}, {descEBPFFilteredOut, ec.FilteredOut}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
 	}

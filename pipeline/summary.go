@@ -107,6 +107,7 @@ type EBPFSummary struct {
 	SampleOneIn   uint32            `json:"sample_one_in,omitempty"`
 	Seen          uint64            `json:"seen_packets"`
 	Emitted       uint64            `json:"emitted_records"`
+	Raw           uint64            `json:"raw_records"` // of Emitted: frames handed up whole (tunnels), decoded in user space
 	Lost          uint64            `json:"lost_records"`
 	SampledOut    uint64            `json:"sampled_out_packets"`
 	FilteredOut   uint64            `json:"filtered_out_packets"`
