@@ -39,6 +39,7 @@ type Files struct {
 	names []string
 	next  int     // index of the file after cur
 	cur   *Reader // nil once every file is read
+	opts  DecodeOptions
 	done  Stats   // files already read
 	sum   Stats   // done + cur's, what Stats returns
 }
@@ -57,6 +58,15 @@ func OpenFiles(names ...string) (*Files, error) {
 	return &Files{names: names, next: 1, cur: r}, nil
 }
 
+// SetDecodeOptions sets how the packets of this file and the next ones
+// are decoded.
+func (f *Files) SetDecodeOptions(o DecodeOptions) {
+	f.opts = o
+	if f.cur != nil {
+		f.cur.SetDecodeOptions(o)
+	}
+}
+
 // Next decodes the next packet of the current file, going on to the next
 // file at its end.
 func (f *Files) Next(p *Packet) error {
@@ -73,6 +83,7 @@ func (f *Files) Next(p *Packet) error {
 			if err != nil {
 				return err
 			}
+			r.SetDecodeOptions(f.opts)
 			f.cur = r
 			f.next++
 		}
