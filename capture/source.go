@@ -40,8 +40,8 @@ type Files struct {
 	next  int     // index of the file after cur
 	cur   *Reader // nil once every file is read
 	opts  DecodeOptions
-	done  Stats   // files already read
-	sum   Stats   // done + cur's, what Stats returns
+	done  Stats // files already read
+	sum   Stats // done + cur's, what Stats returns
 }
 
 // OpenFiles opens the first of names (Open's rules: "-" is stdin, gzip is
