@@ -52,7 +52,9 @@
 //     side reset, or one side closed while the other never spoke (Zeek's
 //     close_complete). Zeek reports the state only when the connection is
 //     removed, seconds later; flowmon reports it at the end packet.
-//   - Bad-checksum packets are not dropped (Zeek drops them without -C).
+//   - Bad-checksum packets reach the tracker unless the decoder verifies
+//     checksums (capture.DecodeOptions, the pipeline's verify-checksums),
+//     as Zeek drops them unless run with -C.
 //
 // # Anomalies
 //
