@@ -113,7 +113,7 @@ type Event struct {
 	// 5-tuple whose flow had a side closed or reset (Zeek's connection
 	// reuse; with KeepEnded only): New is set too, and the old flow is
 	// over whether or not it had ended.
-	Reused bool
+	Reused    bool
 	Anomalies Anomaly
 	// Value is the machine's stored value after the packet (valid unless
 	// Result is Unknown); ValueState maps it back to a conn_state.
