@@ -77,7 +77,8 @@ func writeTrace(t *testing.T, pkts []pkt) string {
 }
 
 // TestConnectionReuse checks that a 5-tuple is split into connections
-// where Zeek splits it, with the defaults and with the exact backend: a
+// where Zeek splits it, with every ACSM backend (each keys flows by hash
+// alone, so the new connection is a new flow to it): a
 // SYN once a side has closed or reset starts a new connection (a new uid,
 // its own record, the old one written), and so does any packet once the
 // closed connection is past Zeek's close delay (5 s); a packet before
@@ -109,7 +110,7 @@ func TestConnectionReuse(t *testing.T) {
 			{10 * time.Millisecond, false, "S", 100, 0, 0}},
 			[]string{"S1 ShA"}},
 	}
-	for _, backend := range []string{"dleft", "exact"} {
+	for _, backend := range []string{"dleft", "exact", "kbf", "sbf", "fcf"} {
 		for _, c := range cases {
 			path := writeTrace(t, append(append([]pkt{}, handshake...), c.after...))
 			s := DefaultSettings()
