@@ -44,15 +44,22 @@
 //     register; flowmon uses a fixed list of those ports (serverPorts).
 //     A first SYN-ACK always makes its sender the responder (only the
 //     answering side sends one); Zeek itself flips a SYN-ACK only by port.
-//   - Zeek starts a new connection (uid) when a 5-tuple is reused after a
-//     close; flowmon does too when KeepEnded holds and a SYN arrives on an
-//     ended flow; when ended flows are deleted the next packet starts a new
-//     flow anyway.
+//   - Zeek starts a new connection (uid) when a SYN arrives on a 5-tuple
+//     one side of which has closed or reset (TCPSessionAdapter::IsReuse,
+//     IsClosed), and at any packet once a closed connection is removed,
+//     tcp_close_delay (5 s) after its close. With KeepEnded flowmon does
+//     the first (Event.Reused), and the pipeline's flow table the second
+//     (ForgetEnded at the end of a flow's linger); when ended flows are
+//     deleted the next packet starts a new flow anyway. Zeek's reuse of an
+//     open connection by a SYN with another initial sequence number is not
+//     made: the tracker keeps no sequence numbers.
 //   - A flow ends (and, by default, is deleted) when both sides closed, a
 //     side reset, or one side closed while the other never spoke (Zeek's
 //     close_complete). Zeek reports the state only when the connection is
 //     removed, seconds later; flowmon reports it at the end packet.
-//   - Bad-checksum packets are not dropped (Zeek drops them without -C).
+//   - Bad-checksum packets reach the tracker unless the decoder verifies
+//     checksums (capture.DecodeOptions, the pipeline's verify-checksums),
+//     as Zeek drops them unless run with -C.
 //
 // # Anomalies
 //

@@ -72,6 +72,9 @@ type machine struct {
 	tier      []Tier
 	origIsDst []bool
 	terminal  []bool
+	// closed says a side has closed or reset (Zeek's IsClosed): a SYN
+	// then starts a new connection on the 5-tuple.
+	closed []bool
 	// start[kind][origIsDst][rstos0] is a new flow's value before its first
 	// packet is applied.
 	start [3][2][2]uint16
@@ -156,8 +159,10 @@ func compileZeek() *machine {
 	m.tier = make([]Tier, m.values)
 	m.origIsDst = make([]bool, m.values)
 	m.terminal = make([]bool, m.values)
+	m.closed = make([]bool, m.values)
 	for i, s := range m.zs {
 		m.conn[i], m.tier[i], m.origIsDst[i], m.terminal[i] = s.connState(), s.tier(), s.origIsDst, s.terminal()
+		m.closed[i] = s.kind == kindTCP && (s.orig == Closed || s.orig == Reset || s.resp == Closed || s.resp == Reset)
 	}
 	return m
 }
@@ -176,6 +181,7 @@ func compileFlags() *machine {
 	m.tier = make([]Tier, flagsValues)
 	m.origIsDst = make([]bool, flagsValues)
 	m.terminal = make([]bool, flagsValues)
+	m.closed = m.terminal
 	for v := 0; v < flagsValues; v++ {
 		f := capture.TCPFlags(v & 0x3F)
 		m.origIsDst[v] = v&0x40 != 0

@@ -109,6 +109,11 @@ type Event struct {
 	OrigIsDst bool
 	New       bool // the packet started a flow
 	Ended     bool // the packet ended the flow
+	// Reused says the packet is a SYN that started a new flow on a
+	// 5-tuple whose flow had a side closed or reset (Zeek's connection
+	// reuse; with KeepEnded only): New is set too, and the old flow is
+	// over whether or not it had ended.
+	Reused    bool
 	Anomalies Anomaly
 	// Value is the machine's stored value after the packet (valid unless
 	// Result is Unknown); ValueState maps it back to a conn_state.
@@ -306,7 +311,7 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 		ev.State = ConnUnknown
 		return
 	case Found:
-		reuse := t.cfg.KeepEnded && m.terminal[v] && flags&(fS|fA|fF|fR) == fS
+		reuse := t.cfg.KeepEnded && m.closed[v] && flags&(fS|fA|fF|fR) == fS
 		if !reuse {
 			ev.Prev = m.conn[v]
 			isOrig := p.Reversed == m.origIsDst[v]
@@ -325,6 +330,7 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 		}
 		st.remove(h, l, v)
 		l = nowhere
+		ev.Reused = true
 	}
 	flip := flipNew(p)
 	origIsDst := p.Reversed != flip
@@ -342,6 +348,24 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 		}
 	}
 	st.put(h, l, 0, uint32(tr.next))
+}
+
+// ForgetEnded deletes the flow with hash h if the backend holds it in a
+// state that ended it, so that its next packet starts a new flow: Zeek
+// removes a closed connection tcp_close_delay after its close, and any
+// packet after that opens a new one. The caller (the flow table, which
+// keeps the time a flow ended) calls it then. It allocates nothing.
+func (t *Tracker) ForgetEnded(h uint64) {
+	t.forgetEnded(t.st, h)
+	if t.shadow != nil {
+		t.forgetEnded(t.shadow, h)
+	}
+}
+
+func (t *Tracker) forgetEnded(st *store, h uint64) {
+	if v, res, l := st.lookup(h); res == Found && t.m.terminal[v] {
+		st.remove(h, l, v)
+	}
 }
 
 // Query returns the state the backend holds for a flow (key in either

@@ -63,6 +63,7 @@ type AFPacket struct {
 	fd      int // -1 once Reopen closed the socket of a deleted interface and has no new one yet
 	ifindex int
 	link    uint16
+	decode  DecodeOptions
 	cfg     AFPacketConfig // as opened, FanoutGroup the group's id: what Reopen opens again
 	workers int
 	w       *ifaceWatch
@@ -397,7 +398,7 @@ func (s *AFPacket) frame(p *Packet) bool {
 		wire += vlanLen
 	}
 	end := mac + snap
-	r := Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
+	r := s.decode.Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
 	s.stats.Count(p, r)
 	return r == ReasonNone
 }
@@ -483,6 +484,9 @@ func (s *AFPacket) endRead() error {
 // Stats returns the counts of the frames read from the ring. They change
 // as Next is called.
 func (s *AFPacket) Stats() *Stats { return &s.stats }
+
+// SetDecodeOptions sets how the packets read from now on are decoded.
+func (s *AFPacket) SetDecodeOptions(o DecodeOptions) { s.decode = o }
 
 // LinkType returns the link type the frames decode as (LinkEthernet or
 // LinkRaw).

@@ -29,6 +29,9 @@ func (s *AFPacket) Next(p *Packet) error { return fmt.Errorf("afpacket: %w", Err
 
 func (s *AFPacket) Stats() *Stats { return &s.stats }
 
+// SetDecodeOptions does nothing: there is no socket to read.
+func (s *AFPacket) SetDecodeOptions(DecodeOptions) {}
+
 func (s *AFPacket) LinkType() uint16 { return LinkEthernet }
 
 func (s *AFPacket) KernelStats() (KernelStats, error) {

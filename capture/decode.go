@@ -43,7 +43,12 @@ const maxLinkHops = 8
 // why not; p's contents are unspecified then. Decode never panics, whatever
 // the bytes.
 func Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
-	p.reset(ts, link, wireLen, len(data))
+	var defaults DecodeOptions
+	return defaults.Decode(p, link, data, wireLen, ts)
+}
+
+// decodeLink decodes data of the given link type into p, reset.
+func decodeLink(p *Packet, link uint16, data []byte) Reason {
 	switch link {
 	case LinkEthernet:
 		return decodeEthernet(p, data)
@@ -163,6 +168,9 @@ func decodeIPv4(p *Packet, b []byte) Reason {
 	}
 	if len(b) < hl {
 		return ReasonIPTruncated
+	}
+	if p.verify && !ipv4HeaderOK(b[:hl]) {
+		return ReasonBadIPChecksum
 	}
 	total := int(binary.BigEndian.Uint16(b[2:]))
 	if total == 0 {
@@ -307,6 +315,11 @@ func decodeTransport(p *Packet, src, dst []byte, proto uint8, b []byte, payloadL
 		hdr = 8
 	default:
 		hdr = 0
+	}
+	if p.verify && p.Fragment == NotFragment {
+		if r := verifyTransport(src, dst, proto, b, payloadLen); r != ReasonNone {
+			return r
+		}
 	}
 	if payloadLen > hdr {
 		p.PayloadLen = uint32(payloadLen - hdr)

@@ -61,6 +61,7 @@ type Packet struct {
 	VLANs     uint8  // number of 802.1Q/802.1ad tags passed
 
 	TTL        uint8  // IPv4 TTL or IPv6 hop limit
+	verify     bool   // DecodeOptions.VerifyChecksums, for the decoder's checksum hook
 	IPID       uint32 // IPv4 identification, or IPv6 fragment identification
 	IPLen      uint16 // IP total length from the header (IPv6: payload length + 40)
 	Fragment   FragKind

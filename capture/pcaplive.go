@@ -40,6 +40,7 @@ type PcapLive struct {
 	h       *pcap.Handle
 	iface   string
 	link    uint16
+	decode  DecodeOptions
 	stats   Stats
 	ifindex int
 	w       *ifaceWatch
@@ -151,7 +152,7 @@ func (s *PcapLive) Next(p *Packet) error {
 		default:
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
-		r := Decode(p, s.link, data, ci.Length, ci.Timestamp)
+		r := s.decode.Decode(p, s.link, data, ci.Length, ci.Timestamp)
 		s.stats.Count(p, r)
 		if r == ReasonNone {
 			return nil
@@ -162,6 +163,9 @@ func (s *PcapLive) Next(p *Packet) error {
 // Stats returns the counts of the packets read. They change as Next is
 // called.
 func (s *PcapLive) Stats() *Stats { return &s.stats }
+
+// SetDecodeOptions sets how the packets read from now on are decoded.
+func (s *PcapLive) SetDecodeOptions(o DecodeOptions) { s.decode = o }
 
 // LinkType returns the link type (pcap LINKTYPE_) the packets decode as.
 func (s *PcapLive) LinkType() uint16 { return s.link }

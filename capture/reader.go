@@ -48,7 +48,11 @@ type Reader struct {
 	total  int64 // file size, or -1 when unknown
 	stats  Stats
 	done   error // sticky end: io.EOF or a *ReadError
+	decode DecodeOptions
 }
+
+// SetDecodeOptions sets how the packets read from now on are decoded.
+func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.decode = o }
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
 // so pcapgo uses this buffer instead of wrapping another around it. 256
@@ -157,7 +161,7 @@ func (r *Reader) Next(p *Packet) error {
 			}
 			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
-		reason := Decode(p, link, data, wire, ts)
+		reason := r.decode.Decode(p, link, data, wire, ts)
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {
 			return nil

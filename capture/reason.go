@@ -4,9 +4,12 @@ package capture
 // is fixed, so it can be a metric label and a fixed-size counter array.
 type Reason uint8
 
-// Reasons a packet is skipped. ReasonNone means the packet decoded. Reasons
-// before ReasonNotIP are malformed input; ReasonNotIP and later are frames
-// that are well formed but carry no IP flow (ARP, LLDP, ...).
+// Reasons a packet is skipped. ReasonNone means the packet decoded.
+// ReasonNotIP is a frame that is well formed but carries no IP flow (ARP,
+// LLDP, ...); every other reason is malformed input. The bad-checksum
+// reasons come last, after ReasonNotIP, because the eBPF program numbers
+// the reasons before them the same way (bpf/capture.c) and verifies no
+// checksum.
 const (
 	ReasonNone               Reason = iota
 	ReasonLinkTruncated             // shorter than its link-layer header
@@ -19,6 +22,10 @@ const (
 	ReasonTransportTruncated        // transport header cut before its ports (or TCP before its flags)
 	ReasonTCPDataOffset             // TCP data offset below 5 words
 	ReasonNotIP                     // well-formed frame with no IP payload
+	ReasonBadIPChecksum             // IPv4 header checksum wrong (DecodeOptions.VerifyChecksums)
+	ReasonBadTCPChecksum            // TCP checksum wrong (DecodeOptions.VerifyChecksums)
+	ReasonBadUDPChecksum            // UDP checksum wrong (DecodeOptions.VerifyChecksums)
+	ReasonBadICMPChecksum           // ICMP or ICMPv6 checksum wrong (DecodeOptions.VerifyChecksums)
 	numReasons
 )
 
@@ -34,6 +41,10 @@ var reasonNames = [numReasons]string{
 	ReasonTransportTruncated: "transport_truncated",
 	ReasonTCPDataOffset:      "tcp_data_offset",
 	ReasonNotIP:              "not_ip",
+	ReasonBadIPChecksum:      "bad_ip_checksum",
+	ReasonBadTCPChecksum:     "bad_tcp_checksum",
+	ReasonBadUDPChecksum:     "bad_udp_checksum",
+	ReasonBadICMPChecksum:    "bad_icmp_checksum",
 }
 
 // String returns the reason's metric label value.
@@ -49,7 +60,7 @@ func (r Reason) Error() string { return "decode: " + r.String() }
 
 // Malformed reports whether the reason is broken input rather than a frame
 // that simply carries no IP flow.
-func (r Reason) Malformed() bool { return r != ReasonNone && r < ReasonNotIP }
+func (r Reason) Malformed() bool { return r != ReasonNone && r != ReasonNotIP && r < numReasons }
 
 // Reasons lists every reason except ReasonNone, in order.
 func Reasons() []Reason {

@@ -39,8 +39,9 @@ type Files struct {
 	names []string
 	next  int     // index of the file after cur
 	cur   *Reader // nil once every file is read
-	done  Stats   // files already read
-	sum   Stats   // done + cur's, what Stats returns
+	opts  DecodeOptions
+	done  Stats // files already read
+	sum   Stats // done + cur's, what Stats returns
 }
 
 // OpenFiles opens the first of names (Open's rules: "-" is stdin, gzip is
@@ -55,6 +56,15 @@ func OpenFiles(names ...string) (*Files, error) {
 		return nil, err
 	}
 	return &Files{names: names, next: 1, cur: r}, nil
+}
+
+// SetDecodeOptions sets how the packets of this file and the next ones
+// are decoded.
+func (f *Files) SetDecodeOptions(o DecodeOptions) {
+	f.opts = o
+	if f.cur != nil {
+		f.cur.SetDecodeOptions(o)
+	}
 }
 
 // Next decodes the next packet of the current file, going on to the next
@@ -73,6 +83,7 @@ func (f *Files) Next(p *Packet) error {
 			if err != nil {
 				return err
 			}
+			r.SetDecodeOptions(f.opts)
 			f.cur = r
 			f.next++
 		}

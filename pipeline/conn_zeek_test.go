@@ -21,7 +21,7 @@ import (
 // zeekRow is one connection of groundtruth/zeek_conn.tsv. Fields the
 // baseline does not print are "-" or empty there and -1 here.
 type zeekRow struct {
-	trace, test             string
+	trace, test, cmd        string
 	origH, respH            string // empty when the baseline printed no addresses
 	origP, respP            int
 	proto, state, history   string
@@ -67,7 +67,7 @@ func readZeekConn(t *testing.T, dir string) []zeekRow {
 			continue
 		}
 		seen[k] = true
-		r := zeekRow{trace: c[0], test: c[1], origH: c[6], respH: c[8], proto: c[10], state: c[12],
+		r := zeekRow{trace: c[0], test: c[1], cmd: c[3], origH: c[6], respH: c[8], proto: c[10], state: c[12],
 			history: c[13], origPkts: num(c[14]), respPkts: num(c[15]), origBytes: num(c[16]),
 			respBytes: num(c[17]), missed: num(c[18])}
 		r.origP, r.respP = int(num(c[7])), int(num(c[9]))

@@ -19,6 +19,19 @@ import (
 // a flow close to its timeout is timed out early. So memory follows the
 // configured capacity, not the trace's length or a flood.
 //
+// A 5-tuple is split into connections as Zeek splits it: a SYN on a flow
+// one side of which closed or reset starts a new flow (the ACSM's
+// Event.Reused: the old flow's record is written then, ended), and so
+// does any packet once an ended flow's linger (Zeek's tcp_close_delay) is
+// over: the table then writes the record and has the ACSM forget the flow
+// (Tracker.ForgetEnded), so that its next packet is new to every backend,
+// which key flows by hash alone. The new flow gets a new uid (its first
+// packet's time is in it) and its own slot, record and flow count entry;
+// a SYN sent again with the same sequence number on an open flow is not a
+// reuse, as in Zeek, and neither is a SYN that dedup drops as a copy of
+// one within its window. Zeek's reuse by a new initial sequence number on
+// an open connection is not made (the ACSM keeps no sequence numbers).
+//
 // The flows live in a fixed open-addressing table (flowslots.go). Idle
 // flows are found by a clock hand that passes a few slots at every packet
 // and the whole table at least once per sweepEvery of packet time; a flow
@@ -57,6 +70,8 @@ type flowTable struct {
 	nEnded int
 	linger int64
 	out    *recordOut // where records go; nil without record sinks
+	// tracker, when set, forgets a flow whose linger is over (flushOne).
+	tracker *acsm.Tracker
 	// cidSeed is the seed of the records' Community IDs.
 	cidSeed uint16
 	// activeSec is the active timeout in seconds (0: none): a flow gets
@@ -75,10 +90,12 @@ type endedFlow struct {
 	at        int64
 }
 
-// recordLinger is how long after its end a flow's record waits for the
-// flow's last packets (the ACK of the last FIN). Zeek waits longer (its
-// tcp_close_delay is 5 s) because it also reassembles; counting needs less.
-const recordLinger = 2 * time.Second
+// recordLinger is how long after its end a flow stays, so that its last
+// packets (the ACK of the last FIN) count in it and its record waits for
+// them: Zeek's tcp_close_delay. Then it leaves, from the ACSM too
+// (Tracker.ForgetEnded), and the 5-tuple's next packet, whatever it is,
+// starts a new flow, as Zeek's next connection.
+const recordLinger = 5 * time.Second
 
 // sweepEvery is the longest (packet time) the clock takes to pass every
 // slot; sweepStep how many slots it passes at every packet at least.
@@ -129,9 +146,13 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 			i = t.freeSlot(tag)
 		}
 		idx, e = t.start(i, tag, &k, p, now)
-	case e.ended && ev.New:
-		// The 5-tuple is reused after its flow ended: a new flow. The
-		// old one's record goes out now; its queue entry is then skipped.
+	case ev.Reused || e.ended && ev.New:
+		// The 5-tuple is reused after its flow ended or a side closed: a
+		// new flow. The old one's record goes out now; an ended flow's
+		// queue entry is then skipped.
+		if !e.ended {
+			t.byState[e.state]++
+		}
 		t.writeOnce(idx, record.EndOfFlow)
 		idx, e = t.start(i, tag, &k, p, now)
 	case now >= t.meta[i].deadline:
@@ -336,6 +357,11 @@ func (t *flowTable) flushOne() {
 	if i := t.find(slotTag(f.hash), f.uid); i >= 0 {
 		t.writeOnce(t.meta[i].idx, record.EndOfFlow)
 		t.remove(i) // its stragglers are in; the flow is done
+		if t.tracker != nil {
+			// As Zeek removes the connection: its next packet opens
+			// another.
+			t.tracker.ForgetEnded(f.hash)
+		}
 	}
 	if t.head++; t.head == len(t.ended) {
 		t.head = 0

@@ -21,6 +21,10 @@ import (
 
 // Config configures the stages of a pipeline.
 type Config struct {
+	// Decode is how the sources decode their packets (checksums): the
+	// pipeline sets it on every source that takes it
+	// (capture.DecodeConfigurable) before reading.
+	Decode capture.DecodeOptions
 	// Dedup drops capture duplicates before anything counts (NoDedup turns
 	// the stage off). Each shard runs its own, sized for its share of
 	// PacketsPerWindow (dedup.Config.Share).
@@ -105,6 +109,7 @@ type Pipeline struct {
 	// fpBytes is the payload bytes the dedup fingerprint reads (-1: no
 	// dedup stage).
 	fpBytes int
+	decode  capture.DecodeOptions // the sources' decoder options (Config.Decode)
 	shards  []*shard
 	cur     []*batch // per shard, the batch being filled
 	sent    []uint64 // per shard, batches handed over
@@ -143,11 +148,21 @@ type Pipeline struct {
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) { return newPipeline(cfg, nil) }
 
+// setDecodeOptions gives src the decoder's options, if it takes them.
+func setDecodeOptions(src capture.Source, o capture.DecodeOptions) {
+	if d, ok := src.(capture.DecodeConfigurable); ok {
+		d.SetDecodeOptions(o)
+	}
+}
+
 // newPipeline builds the stages from cfg: fed by Packet from one
 // goroutine, or, with live sources, one shard per source, each fed by its
 // own goroutine (live.go).
 func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live, decode: cfg.Decode}
+	for _, src := range live {
+		setDecodeOptions(src, cfg.Decode)
+	}
 	if live != nil {
 		cfg.Workers = len(live)
 	}

@@ -73,6 +73,7 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 			return nil, err
 		}
 	}
+	setDecodeOptions(src, pl.decode)
 	s := &Summary{}
 	err = feed(ctx, src, s, pl, opt.Progress)
 	st := src.Stats()

@@ -36,6 +36,11 @@ type Settings struct {
 	// as an interim record (its counts so far), and again each time it
 	// passes, until it ends; whole seconds.
 	ActiveTimeout time.Duration `yaml:"active-timeout"`
+	// VerifyChecksums skips packets whose IPv4 header, TCP, UDP or ICMP
+	// checksum is wrong (capture.DecodeOptions), as Zeek does unless run
+	// with -C. Off by default: on a host, the packets it sends are
+	// captured before the NIC fills in their checksums.
+	VerifyChecksums bool `yaml:"verify-checksums"`
 }
 
 // Bounds of the numeric settings. The sizes bound memory (the ACSM and
@@ -216,6 +221,7 @@ func (s *Settings) Config() (Config, error) {
 	}
 	cfg.MaxFlows, cfg.Workers, cfg.DecodeOnly = s.MaxFlows, s.Workers, s.DecodeOnly
 	cfg.CommunityIDSeed, cfg.ActiveTimeout = uint16(s.CommunityIDSeed), s.ActiveTimeout
+	cfg.Decode.VerifyChecksums = s.VerifyChecksums
 	return cfg, nil
 }
 
@@ -254,6 +260,8 @@ func (s *Settings) value(name string) string {
 		return fmt.Sprint(s.CommunityIDSeed)
 	case "active-timeout":
 		return s.ActiveTimeout.String()
+	case "verify-checksums":
+		return fmt.Sprint(s.VerifyChecksums)
 	}
 	return ""
 }

@@ -176,6 +176,7 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 	}
 	to := ac.Timeouts.WithDefaults()
 	s.flows = newFlowTable(out, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
+	s.flows.tracker = s.tracker
 	s.flows.cidSeed = cfg.CommunityIDSeed
 	s.flows.activeSec = uint32(cfg.ActiveTimeout / time.Second)
 	lk := Lookups{Watchlists: cfg.Watchlists}

@@ -63,6 +63,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.DurationVar(&s.DedupWindow, "dedup-window", s.DedupWindow, fmt.Sprintf("how long a packet is remembered to drop its duplicates, up to %v", pipeline.MaxDedupWindow))
 	fs.StringVar(&s.Dedup, "dedup", s.Dedup, "how the dedup stage remembers packets: table (a table of their fingerprints, the default) or fbf (the paper's Forgetful Bloom Filter, slower)")
 	fs.BoolVar(&s.NoDedup, "no-dedup", false, "count duplicate packets instead of dropping them")
+	fs.BoolVar(&s.VerifyChecksums, "verify-checksums", false, "skip packets whose IPv4 header, TCP, UDP or ICMP checksum is wrong, as Zeek does without -C (off: a host's own packets carry checksums its NIC fills in later)")
 	fs.IntVar(&s.CommunityIDSeed, "community-id-seed", 0, "seed of the flow records' Community IDs, 0 to 65535 (0: the spec's default)")
 	fs.DurationVar(&s.ActiveTimeout, "active-timeout", 0, fmt.Sprintf("write an interim record of a flow open longer than this, and again each time it passes (whole seconds up to %v; 0: off)", pipeline.MaxActiveTimeout))
 	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", pipeline.MaxRetransWindow))

@@ -61,7 +61,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 		})
 		if k == len(parts)-1 {
 			wg.Wait()
-			time.Sleep(2500 * time.Millisecond) // past the records' linger
+			time.Sleep(5500 * time.Millisecond) // past the records' linger
 			s := a.stop(t)
 			added := bytes.Count(read(), []byte("\n")) - bytes.Count(atStart, []byte("\n"))
 			if s.Records["connlog"].Written != uint64(added) {
