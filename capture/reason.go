@@ -4,9 +4,10 @@ package capture
 // is fixed, so it can be a metric label and a fixed-size counter array.
 type Reason uint8
 
-// Reasons a packet is skipped. ReasonNone means the packet decoded. Reasons
-// before ReasonNotIP are malformed input; ReasonNotIP and later are frames
-// that are well formed but carry no IP flow (ARP, LLDP, ...).
+// Reasons a packet is skipped. ReasonNone means the packet decoded.
+// ReasonNotIP and ReasonTunnelDepth are frames that are well formed but
+// carry no IP flow flowmon reads (ARP, LLDP, ..., tunnels nested too
+// deep); the others are malformed input.
 const (
 	ReasonNone               Reason = iota
 	ReasonLinkTruncated             // shorter than its link-layer header
@@ -19,6 +20,11 @@ const (
 	ReasonTransportTruncated        // transport header cut before its ports (or TCP before its flags)
 	ReasonTCPDataOffset             // TCP data offset below 5 words
 	ReasonNotIP                     // well-formed frame with no IP payload
+	// Reasons added after ReasonNotIP keep the values the eBPF program
+	// shares; they are malformed input but for ReasonTunnelDepth.
+	ReasonTunnelTruncated // a tunnel header (GRE, ERSPAN, VXLAN, Geneve, GTP, Teredo, AYIYA, 802.11, PPP) cut short
+	ReasonGREHeader       // a GRE version other than 0 and 1, routing or reserved flags, enhanced GRE not carrying PPP
+	ReasonTunnelDepth     // more tunnels nested than DecodeOptions.MaxTunnelDepth
 	numReasons
 )
 
@@ -34,6 +40,9 @@ var reasonNames = [numReasons]string{
 	ReasonTransportTruncated: "transport_truncated",
 	ReasonTCPDataOffset:      "tcp_data_offset",
 	ReasonNotIP:              "not_ip",
+	ReasonTunnelTruncated:    "tunnel_truncated",
+	ReasonGREHeader:          "gre_header",
+	ReasonTunnelDepth:        "tunnel_depth",
 }
 
 // String returns the reason's metric label value.
@@ -49,7 +58,9 @@ func (r Reason) Error() string { return "decode: " + r.String() }
 
 // Malformed reports whether the reason is broken input rather than a frame
 // that simply carries no IP flow.
-func (r Reason) Malformed() bool { return r != ReasonNone && r < ReasonNotIP }
+func (r Reason) Malformed() bool {
+	return r != ReasonNone && r != ReasonNotIP && r != ReasonTunnelDepth
+}
 
 // Reasons lists every reason except ReasonNone, in order.
 func Reasons() []Reason {
