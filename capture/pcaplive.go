@@ -40,6 +40,7 @@ type PcapLive struct {
 	h       *pcap.Handle
 	iface   string
 	link    uint16
+	dec     *DecodeOptions // never nil
 	stats   Stats
 	ifindex int
 	w       *ifaceWatch
@@ -111,7 +112,7 @@ func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeou
 		}
 		return nil, fmt.Errorf("open pcap on %s: %w", iface, err)
 	}
-	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), ifindex: index, w: w, open: open,
+	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), dec: &defaultDecodeOptions, ifindex: index, w: w, open: open,
 		downErr: fmt.Errorf("read from %s: %w", iface, ErrIfaceDown)}, nil
 }
 
@@ -134,6 +135,9 @@ func activate(iface string, snaplen int, promisc bool, timeout time.Duration) (*
 	return in.Activate()
 }
 
+// SetDecodeOptions has the packets from now on decoded with o.
+func (s *PcapLive) SetDecodeOptions(o DecodeOptions) { s.dec = &o }
+
 // Next decodes the next packet into p, in place. Frames that do not
 // decode are counted in Stats and skipped. It returns ErrNoPacket when no
 // packet came within the read timeout, and io.EOF after Close.
@@ -151,7 +155,7 @@ func (s *PcapLive) Next(p *Packet) error {
 		default:
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
-		r := Decode(p, s.link, data, ci.Length, ci.Timestamp)
+		r := s.dec.Decode(p, s.link, data, ci.Length, ci.Timestamp)
 		s.stats.Count(p, r)
 		if r == ReasonNone {
 			return nil

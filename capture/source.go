@@ -21,6 +21,13 @@ type Source interface {
 	Close() error
 }
 
+// DecodeOptionsSetter is a Source that decodes frames itself, with the
+// options it is given (DefaultDecodeOptions until then). The eBPF source
+// is not one: its program parses the frames, without tunnels.
+type DecodeOptionsSetter interface {
+	SetDecodeOptions(DecodeOptions)
+}
+
 // Progresser is a Source that knows how far through its input it is:
 // bytes read, and the input's size (-1 when unknown, as for stdin).
 type Progresser interface {
@@ -31,6 +38,9 @@ var (
 	_ Source     = (*Reader)(nil)
 	_ Source     = (*Files)(nil)
 	_ Progresser = (*Files)(nil)
+
+	_ DecodeOptionsSetter = (*Reader)(nil)
+	_ DecodeOptionsSetter = (*Files)(nil)
 )
 
 // Files reads capture files one after another as one Source. Its Stats
@@ -41,6 +51,15 @@ type Files struct {
 	cur   *Reader // nil once every file is read
 	done  Stats   // files already read
 	sum   Stats   // done + cur's, what Stats returns
+	dec   *DecodeOptions
+}
+
+// SetDecodeOptions has every file's packets from now on decoded with o.
+func (f *Files) SetDecodeOptions(o DecodeOptions) {
+	f.dec = &o
+	if f.cur != nil {
+		f.cur.SetDecodeOptions(o)
+	}
 }
 
 // OpenFiles opens the first of names (Open's rules: "-" is stdin, gzip is
@@ -72,6 +91,9 @@ func (f *Files) Next(p *Packet) error {
 			r, err := Open(f.names[f.next])
 			if err != nil {
 				return err
+			}
+			if f.dec != nil {
+				r.SetDecodeOptions(*f.dec)
 			}
 			f.cur = r
 			f.next++

@@ -66,6 +66,10 @@ type Config struct {
 	// Watchlists, when set, are the lists the consumers may ask about
 	// (Lookups.Watchlists); the pipeline itself never reads them.
 	Watchlists Watchlists
+	// Decode, when set, is what the sources Run and RunLive read decode
+	// with (capture.DecodeOptionsSetter): the tunnels' UDP ports and depth.
+	// Nil leaves them capture.DefaultDecodeOptions.
+	Decode *capture.DecodeOptions
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
