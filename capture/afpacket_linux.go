@@ -243,7 +243,7 @@ func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 		}
 		return nil, fmt.Errorf("open AF_PACKET socket: %w", err)
 	}
-	s := &AFPacket{iface: c.Iface, fd: fd, dec: &defaultDecodeOptions, bsize: c.BlockSize, nblk: c.BlockCount,
+	s := &AFPacket{iface: c.Iface, fd: fd, dec: defaultDecodeOptions, bsize: c.BlockSize, nblk: c.BlockCount,
 		pollMs: int(c.BlockTimeout / time.Millisecond), res: &ringRes{efd: -1},
 		downErr: fmt.Errorf("capture on %s: %w", c.Iface, ErrIfaceDown)}
 	defer func() {
@@ -346,7 +346,7 @@ func (s *AFPacket) setFilter(prog []SockFilter) error {
 }
 
 // SetDecodeOptions has the packets from now on decoded with o.
-func (s *AFPacket) SetDecodeOptions(o DecodeOptions) { s.dec = &o }
+func (s *AFPacket) SetDecodeOptions(o DecodeOptions) { s.dec = o.compiled() }
 
 // Next decodes the next packet from the ring into p, in place: no copy,
 // no allocation. Frames that do not decode are counted in Stats and

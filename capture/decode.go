@@ -312,8 +312,10 @@ func (o *DecodeOptions) decodeTransport(p *Packet, src, dst []byte, proto uint8,
 			hdr = 12
 		}
 		if proto == ProtoUDP && payloadLen > 8 && len(b) > 8 {
-			if r, ok := o.decodeUDPTunnel(p, src, dst, sport, dport, b[8:], payloadLen-8); ok {
-				return r
+			if kind := o.udpTunnel(sport, dport, b[8:]); kind != TunnelNone {
+				if r, ok := o.decodeUDPTunnel(p, kind, src, dst, sport, dport, b[8:], payloadLen-8); ok {
+					return r
+				}
 			}
 		}
 	case ProtoICMP, ProtoICMPv6:

@@ -95,43 +95,78 @@ func (o *DecodeOptions) decodeIPTunnel(p *Packet, src, dst []byte, proto uint8, 
 	return o.decodeGRE(p, b)
 }
 
-// udpTunnel says which tunnel a UDP port carries, if any.
-func (o *DecodeOptions) udpTunnel(port uint16) TunnelKind {
-	for _, l := range [...]struct {
-		k     TunnelKind
-		ports []uint16
-	}{{TunnelVXLAN, o.VXLANPorts}, {TunnelGeneve, o.GenevePorts}, {TunnelGTP, o.GTPPorts},
-		{TunnelTeredo, o.TeredoPorts}, {TunnelAYIYA, o.AYIYAPorts}, {tunnelGREOverUDP, o.GREOverUDPPorts}} {
-		for _, q := range l.ports {
-			if q == port {
-				return l.k
-			}
+// udpTunnel says which tunnel a UDP datagram carries, if any: the one
+// its destination port names, else its source port's, else Teredo or
+// AYIYA when detection finds them in the payload b. It runs for every UDP
+// datagram: the compiled port set answers for a datagram on no tunnel
+// port, and decodeUDPTunnel's frame (which saves the packet) stays off
+// that path.
+func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
+	if t := o.ports; t == nil || t.has(dport) || t.has(sport) {
+		if k := o.udpTunnelByPort(sport, dport); k != TunnelNone {
+			return k
 		}
+	}
+	switch {
+	case o.DetectAYIYA && len(b) >= 3 && b[1] == 0x52 && b[2] == 0x11:
+		return TunnelAYIYA
+	case o.DetectTeredo && looksTeredo(b):
+		return TunnelTeredo
 	}
 	return TunnelNone
 }
 
-// decodeUDPTunnel decapsulates a UDP datagram to or from a tunnel port (the
-// destination port decides first, as Zeek's responder port does), or
-// one that Zeek's protocol detection takes for Teredo or AYIYA. b is the
-// UDP payload as captured, n its length from the IP header. It reports
-// false when the datagram carries no IP packet after all: then p is as it
-// was, and the datagram is its own UDP flow, as Zeek logs it.
-func (o *DecodeOptions) decodeUDPTunnel(p *Packet, src, dst []byte, sport, dport uint16, b []byte, n int) (Reason, bool) {
-	kind := o.udpTunnel(dport)
-	if kind == TunnelNone {
-		kind = o.udpTunnel(sport)
+// udpTunnelByPort is the tunnel of the lists that hold dport, else sport.
+func (o *DecodeOptions) udpTunnelByPort(sport, dport uint16) TunnelKind {
+	bySrc := TunnelNone
+	if d, s := portIn(o.VXLANPorts, sport, dport); d {
+		return TunnelVXLAN
+	} else if s {
+		bySrc = TunnelVXLAN
 	}
-	if kind == TunnelNone {
-		switch {
-		case o.DetectTeredo && looksTeredo(b):
-			kind = TunnelTeredo
-		case o.DetectAYIYA && len(b) >= 3 && b[1] == 0x52 && b[2] == 0x11:
-			kind = TunnelAYIYA
-		default:
-			return ReasonNone, false
-		}
+	if d, s := portIn(o.GenevePorts, sport, dport); d {
+		return TunnelGeneve
+	} else if s {
+		bySrc = TunnelGeneve
 	}
+	if d, s := portIn(o.GTPPorts, sport, dport); d {
+		return TunnelGTP
+	} else if s {
+		bySrc = TunnelGTP
+	}
+	if d, s := portIn(o.TeredoPorts, sport, dport); d {
+		return TunnelTeredo
+	} else if s {
+		bySrc = TunnelTeredo
+	}
+	if d, s := portIn(o.AYIYAPorts, sport, dport); d {
+		return TunnelAYIYA
+	} else if s {
+		bySrc = TunnelAYIYA
+	}
+	if d, s := portIn(o.GREOverUDPPorts, sport, dport); d {
+		return tunnelGREOverUDP
+	} else if s {
+		bySrc = tunnelGREOverUDP
+	}
+	return bySrc
+}
+
+// portIn reports whether l holds dport, and whether it holds sport.
+func portIn(l []uint16, sport, dport uint16) (dst, src bool) {
+	for _, q := range l {
+		dst = dst || q == dport
+		src = src || q == sport
+	}
+	return dst, src
+}
+
+// decodeUDPTunnel decapsulates a UDP datagram that udpTunnel found to
+// carry a tunnel of the given kind. b is the UDP payload as captured, n
+// its length from the IP header. It reports false when the datagram
+// carries no IP packet after all: then p is as it was, and the datagram
+// is its own UDP flow, as Zeek logs it.
+func (o *DecodeOptions) decodeUDPTunnel(p *Packet, kind TunnelKind, src, dst []byte, sport, dport uint16, b []byte, n int) (Reason, bool) {
 	b = b[:min(len(b), n)] // no Ethernet padding
 	var off int
 	var inner innerKind

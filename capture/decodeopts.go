@@ -27,6 +27,30 @@ type DecodeOptions struct {
 	// MaxTunnelDepth is how many tunnels may nest; a packet inside more
 	// is skipped with ReasonTunnelDepth. 0 means DefaultMaxTunnelDepth.
 	MaxTunnelDepth int
+
+	// ports, when set (compiled), has a bit for every port of the lists,
+	// so that a UDP datagram on no tunnel port costs two loads; without
+	// it the lists are read. The sources set it on their copy.
+	ports *portBits
+}
+
+// portBits is a set of UDP ports, a bit each.
+type portBits [1 << 16 / 64]uint64
+
+func (t *portBits) has(port uint16) bool { return t[port>>6]&(1<<(port&63)) != 0 }
+
+// compiled returns a copy of o with its port set made. The lists must not
+// change afterwards.
+func (o *DecodeOptions) compiled() *DecodeOptions {
+	c := *o
+	t := new(portBits)
+	for _, l := range c.portLists() {
+		for _, port := range l.ports {
+			t[port>>6] |= 1 << (port & 63)
+		}
+	}
+	c.ports = t
+	return &c
 }
 
 // DefaultMaxTunnelDepth is Zeek's Tunnel::max_depth.
@@ -64,7 +88,12 @@ func DefaultDecodeOptions() DecodeOptions {
 	}
 }
 
-var defaultDecodeOptions = DefaultDecodeOptions()
+// defaultDecodeOptions are what Decode and the sources use until they are
+// given others.
+var defaultDecodeOptions = func() *DecodeOptions {
+	o := DefaultDecodeOptions()
+	return o.compiled()
+}()
 
 // Validate checks the options: a port in one list only, a depth within
 // bounds.

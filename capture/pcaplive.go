@@ -112,7 +112,7 @@ func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeou
 		}
 		return nil, fmt.Errorf("open pcap on %s: %w", iface, err)
 	}
-	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), dec: &defaultDecodeOptions, ifindex: index, w: w, open: open,
+	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), dec: defaultDecodeOptions, ifindex: index, w: w, open: open,
 		downErr: fmt.Errorf("read from %s: %w", iface, ErrIfaceDown)}, nil
 }
 
@@ -136,7 +136,7 @@ func activate(iface string, snaplen int, promisc bool, timeout time.Duration) (*
 }
 
 // SetDecodeOptions has the packets from now on decoded with o.
-func (s *PcapLive) SetDecodeOptions(o DecodeOptions) { s.dec = &o }
+func (s *PcapLive) SetDecodeOptions(o DecodeOptions) { s.dec = o.compiled() }
 
 // Next decodes the next packet into p, in place. Frames that do not
 // decode are counted in Stats and skipped. It returns ErrNoPacket when no

@@ -84,7 +84,7 @@ func Open(name string) (*Reader, error) {
 // NewReader reads a capture from rd; size is its length in bytes for
 // progress reports, or -1.
 func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
-	r := &Reader{name: name, total: size, dec: &defaultDecodeOptions}
+	r := &Reader{name: name, total: size, dec: defaultDecodeOptions}
 	r.raw = &countingReader{r: rd}
 	head := bufio.NewReaderSize(r.raw, bufSize)
 	var src io.Reader = head
@@ -169,7 +169,7 @@ func (r *Reader) Next(p *Packet) error {
 
 // SetDecodeOptions has the packets read from now on decoded with o
 // (DefaultDecodeOptions until then).
-func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.dec = &o }
+func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.dec = o.compiled() }
 
 // finish ends the reading: at io.EOF cleanly, at any other error with a
 // ReadError naming the record's offset.
