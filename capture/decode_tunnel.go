@@ -250,9 +250,10 @@ const maxGTPExtensions = 8
 
 // gtpHeader: GTPv1 (version 1, protocol type 1); only a G-PDU (message
 // type 255) carries a packet. The sequence number, N-PDU number and next
-// extension type are there when any of the E, S and PN flags is, and
-// extension headers (a length in 4-byte words, the last byte naming the
-// next) follow while a next type is not 0.
+// extension type are there when any of the E, S and PN flags is, and with
+// E extension headers (a length in 4-byte words, the last byte naming the
+// next) follow while a next type is not 0. The packet is the rest of the
+// datagram, whatever the length field says, as Zeek reads it.
 func gtpHeader(b []byte) (int, innerKind, Reason) {
 	if len(b) < 8 {
 		return 0, innerNone, ReasonTunnelTruncated
@@ -260,14 +261,13 @@ func gtpHeader(b []byte) (int, innerKind, Reason) {
 	if b[0]>>5 != 1 || b[0]&0x10 == 0 || b[1] != 255 {
 		return 0, innerNone, ReasonNone
 	}
-	end := 8 + int(binary.BigEndian.Uint16(b[2:]))
 	hl := 8
 	if b[0]&0x07 != 0 {
 		if len(b) < 12 {
 			return 0, innerNone, ReasonTunnelTruncated
 		}
 		hl = 12
-		for i, next := 0, b[11]; next != 0; i++ {
+		for i, next := 0, b[11]; b[0]&0x04 != 0 && next != 0; i++ {
 			if i == maxGTPExtensions || len(b) < hl+1 || b[hl] == 0 {
 				return 0, innerNone, ReasonTunnelTruncated
 			}
@@ -279,7 +279,7 @@ func gtpHeader(b []byte) (int, innerKind, Reason) {
 			hl += el
 		}
 	}
-	if end <= hl {
+	if len(b) == hl {
 		return 0, innerNone, ReasonNone // a G-PDU with no packet
 	}
 	return hl, innerIP, ReasonNone
