@@ -63,7 +63,7 @@ type AFPacket struct {
 	fd      int // -1 once Reopen closed the socket of a deleted interface and has no new one yet
 	ifindex int
 	link    uint16
-	decode  DecodeOptions
+	dec     *DecodeOptions // never nil
 	cfg     AFPacketConfig // as opened, FanoutGroup the group's id: what Reopen opens again
 	workers int
 	w       *ifaceWatch
@@ -243,7 +243,7 @@ func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 		}
 		return nil, fmt.Errorf("open AF_PACKET socket: %w", err)
 	}
-	s := &AFPacket{iface: c.Iface, fd: fd, bsize: c.BlockSize, nblk: c.BlockCount,
+	s := &AFPacket{iface: c.Iface, fd: fd, dec: defaultDecodeOptions, bsize: c.BlockSize, nblk: c.BlockCount,
 		pollMs: int(c.BlockTimeout / time.Millisecond), res: &ringRes{efd: -1},
 		downErr: fmt.Errorf("capture on %s: %w", c.Iface, ErrIfaceDown)}
 	defer func() {
@@ -345,6 +345,9 @@ func (s *AFPacket) setFilter(prog []SockFilter) error {
 	return nil
 }
 
+// SetDecodeOptions has the packets from now on decoded with o.
+func (s *AFPacket) SetDecodeOptions(o DecodeOptions) { s.dec = o.compiled() }
+
 // Next decodes the next packet from the ring into p, in place: no copy,
 // no allocation. Frames that do not decode are counted in Stats and
 // skipped. When no packet comes within the block timeout it returns
@@ -398,7 +401,7 @@ func (s *AFPacket) frame(p *Packet) bool {
 		wire += vlanLen
 	}
 	end := mac + snap
-	r := s.decode.Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
+	r := s.dec.Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
 	s.stats.Count(p, r)
 	return r == ReasonNone
 }
@@ -484,9 +487,6 @@ func (s *AFPacket) endRead() error {
 // Stats returns the counts of the frames read from the ring. They change
 // as Next is called.
 func (s *AFPacket) Stats() *Stats { return &s.stats }
-
-// SetDecodeOptions sets how the packets read from now on are decoded.
-func (s *AFPacket) SetDecodeOptions(o DecodeOptions) { s.decode = o }
 
 // LinkType returns the link type the frames decode as (LinkEthernet or
 // LinkRaw).

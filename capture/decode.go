@@ -31,43 +31,35 @@ const (
 	etherTypeMPLS   = 0x8847
 	etherTypeMPLSm  = 0x8848
 	etherTypePPPoES = 0x8864
+	etherTypePBB    = 0x88E7 // 802.1ah: I-TAG, then the customer's Ethernet header
+	etherTypeVNTag  = 0x8926
+	etherTypeCFP    = 0x8903 // Cisco FabricPath: FTag/TTL, then the inner Ethernet header
 )
 
 // maxLinkHops bounds the VLAN/MPLS tags walked, so a crafted frame of
 // endless tags costs a fixed amount of work.
 const maxLinkHops = 8
 
-// Decode fills p from one captured frame of the given link type, in place
-// and without allocating. wireLen is the frame's length on the wire and ts
-// its capture time. It returns ReasonNone when p holds a flow packet, or
-// why not; p's contents are unspecified then. Decode never panics, whatever
-// the bytes.
+// Decode fills p from one captured frame of the given link type with the
+// default options (DefaultDecodeOptions): see DecodeOptions.Decode.
 func Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
-	var defaults DecodeOptions
-	return defaults.Decode(p, link, data, wireLen, ts)
+	return defaultDecodeOptions.Decode(p, link, data, wireLen, ts)
 }
 
-// decodeLink decodes data of the given link type into p, reset.
-func decodeLink(p *Packet, link uint16, data []byte) Reason {
+// decodeOtherLink decodes the link types with a header before the
+// network layer other than Ethernet.
+func (o *DecodeOptions) decodeOtherLink(p *Packet, link uint16, data []byte) Reason {
 	switch link {
-	case LinkEthernet:
-		return decodeEthernet(p, data)
-	case LinkRaw, linkRawAlt, linkRawAlt14:
-		return decodeIPByVersion(p, data)
-	case LinkIPv4:
-		return decodeIPv4(p, data)
-	case LinkIPv6:
-		return decodeIPv6(p, data)
 	case LinkSLL:
 		if len(data) < 16 {
 			return ReasonLinkTruncated
 		}
-		return decodeEtherType(p, binary.BigEndian.Uint16(data[14:]), data[16:])
+		return o.decodeEtherType(p, binary.BigEndian.Uint16(data[14:]), data[16:])
 	case LinkSLL2:
 		if len(data) < 20 {
 			return ReasonLinkTruncated
 		}
-		return decodeEtherType(p, binary.BigEndian.Uint16(data[0:]), data[20:])
+		return o.decodeEtherType(p, binary.BigEndian.Uint16(data[0:]), data[20:])
 	case LinkNull, LinkLoop:
 		if len(data) < 4 {
 			return ReasonLinkTruncated
@@ -78,31 +70,31 @@ func decodeLink(p *Packet, link uint16, data []byte) Reason {
 		}
 		switch fam {
 		case 2:
-			return decodeIPv4(p, data[4:])
+			return o.decodeIPv4(p, data[4:])
 		case 10, 24, 28, 30: // AF_INET6 on Linux, the BSDs and Darwin
-			return decodeIPv6(p, data[4:])
+			return o.decodeIPv6(p, data[4:])
 		}
 		return ReasonNotIP
 	}
 	return ReasonLinkUnsupported
 }
 
-func decodeEthernet(p *Packet, b []byte) Reason {
+func (o *DecodeOptions) decodeEthernet(p *Packet, b []byte) Reason {
 	if len(b) < 14 {
 		return ReasonLinkTruncated
 	}
-	return decodeEtherType(p, binary.BigEndian.Uint16(b[12:]), b[14:])
+	return o.decodeEtherType(p, binary.BigEndian.Uint16(b[12:]), b[14:])
 }
 
-// decodeEtherType walks VLAN tags, MPLS labels and a PPPoE session header
-// to the IP header.
-func decodeEtherType(p *Packet, et uint16, b []byte) Reason {
+// decodeEtherType walks VLAN tags, MPLS labels, PBB, VN-tag and FabricPath
+// headers and a PPPoE session header to the IP header.
+func (o *DecodeOptions) decodeEtherType(p *Packet, et uint16, b []byte) Reason {
 	for range maxLinkHops {
 		switch et {
 		case EtherTypeIPv4:
-			return decodeIPv4(p, b)
+			return o.decodeIPv4(p, b)
 		case EtherTypeIPv6:
-			return decodeIPv6(p, b)
+			return o.decodeIPv6(p, b)
 		case etherTypeVLAN, etherTypeQinQ, etherTypeQinQ2:
 			if len(b) < 4 {
 				return ReasonLinkTruncated
@@ -119,7 +111,7 @@ func decodeEtherType(p *Packet, et uint16, b []byte) Reason {
 				bottom := b[2]&1 != 0
 				b = b[4:]
 				if bottom {
-					return decodeIPByVersion(p, b)
+					return o.decodeIPByVersion(p, b)
 				}
 			}
 		case etherTypePPPoES:
@@ -128,11 +120,26 @@ func decodeEtherType(p *Packet, et uint16, b []byte) Reason {
 			}
 			switch binary.BigEndian.Uint16(b[6:]) {
 			case 0x0021:
-				return decodeIPv4(p, b[8:])
+				return o.decodeIPv4(p, b[8:])
 			case 0x0057:
-				return decodeIPv6(p, b[8:])
+				return o.decodeIPv6(p, b[8:])
 			}
 			return ReasonNotIP
+		case etherTypePBB:
+			if len(b) < 18 {
+				return ReasonLinkTruncated
+			}
+			et, b = binary.BigEndian.Uint16(b[16:]), b[18:]
+		case etherTypeVNTag:
+			if len(b) < 6 {
+				return ReasonLinkTruncated
+			}
+			et, b = binary.BigEndian.Uint16(b[4:]), b[6:]
+		case etherTypeCFP:
+			if len(b) < 16 {
+				return ReasonLinkTruncated
+			}
+			et, b = binary.BigEndian.Uint16(b[14:]), b[16:]
 		default:
 			p.EtherType = et
 			return ReasonNotIP
@@ -141,20 +148,20 @@ func decodeEtherType(p *Packet, et uint16, b []byte) Reason {
 	return ReasonLinkTruncated
 }
 
-func decodeIPByVersion(p *Packet, b []byte) Reason {
+func (o *DecodeOptions) decodeIPByVersion(p *Packet, b []byte) Reason {
 	if len(b) < 1 {
 		return ReasonIPTruncated
 	}
 	switch b[0] >> 4 {
 	case 4:
-		return decodeIPv4(p, b)
+		return o.decodeIPv4(p, b)
 	case 6:
-		return decodeIPv6(p, b)
+		return o.decodeIPv6(p, b)
 	}
 	return ReasonIPVersion
 }
 
-func decodeIPv4(p *Packet, b []byte) Reason {
+func (o *DecodeOptions) decodeIPv4(p *Packet, b []byte) Reason {
 	p.EtherType = EtherTypeIPv4
 	if len(b) < 20 {
 		return ReasonIPTruncated
@@ -196,7 +203,7 @@ func decodeIPv4(p *Packet, b []byte) Reason {
 	if frag&0x2000 != 0 {
 		p.Fragment = FirstFragment
 	}
-	return decodeTransport(p, src, dst, proto, payload, payloadLen, false)
+	return o.decodeTransport(p, src, dst, proto, payload, payloadLen, false)
 }
 
 // IPv6 extension headers the decoder walks.
@@ -212,7 +219,7 @@ const (
 	maxIPv6Header = 16 // extension headers walked before giving up
 )
 
-func decodeIPv6(p *Packet, b []byte) Reason {
+func (o *DecodeOptions) decodeIPv6(p *Packet, b []byte) Reason {
 	p.EtherType = EtherTypeIPv6
 	if len(b) < 40 {
 		return ReasonIPTruncated
@@ -260,7 +267,7 @@ func decodeIPv6(p *Packet, b []byte) Reason {
 			}
 			continue
 		default:
-			return decodeTransport(p, src, dst, next, rest, payloadLen, true)
+			return o.decodeTransport(p, src, dst, next, rest, payloadLen, true)
 		}
 		if len(rest) < hl {
 			return ReasonIPv6ExtTruncated
@@ -275,7 +282,7 @@ func decodeIPv6(p *Packet, b []byte) Reason {
 // code) and, for TCP, the flags and sequence numbers. payloadLen is the
 // transport segment's length according to the IP header; b is what was
 // captured of it.
-func decodeTransport(p *Packet, src, dst []byte, proto uint8, b []byte, payloadLen int, v6 bool) Reason {
+func (o *DecodeOptions) decodeTransport(p *Packet, src, dst []byte, proto uint8, b []byte, payloadLen int, v6 bool) Reason {
 	var sport, dport uint16
 	hdr := 0
 	switch proto {
@@ -307,12 +314,21 @@ func decodeTransport(p *Packet, src, dst []byte, proto uint8, b []byte, payloadL
 		if proto == ProtoSCTP {
 			hdr = 12
 		}
+		if proto == ProtoUDP && payloadLen > 8 && len(b) > 8 {
+			if kind := o.udpTunnel(sport, dport, b[8:]); kind != TunnelNone {
+				if r, ok := o.decodeUDPTunnel(p, kind, src, dst, sport, dport, b[8:], payloadLen-8); ok {
+					return r
+				}
+			}
+		}
 	case ProtoICMP, ProtoICMPv6:
 		if len(b) < 2 {
 			return ReasonTransportTruncated
 		}
 		sport, dport = icmpPorts(b[0], b[1], proto == ProtoICMPv6)
 		hdr = 8
+	case protoIPIP, protoIPv6, ProtoGRE:
+		return o.decodeIPTunnel(p, src, dst, proto, b)
 	default:
 		hdr = 0
 	}
@@ -352,6 +368,12 @@ func finishKeyOnly(p *Packet, src, dst []byte, proto uint8, b []byte, payloadLen
 // Key.Hash without the detour through netip, which the decoder's budget
 // cannot afford; TestSetKeyMatchesKey holds the two equal.
 func setKey(p *Packet, src, dst []byte, sport, dport uint16, proto uint8) {
+	p.Reversed = fillKey(&p.Key, &p.Hash, src, dst, sport, dport, proto)
+}
+
+// fillKey sets k and h to the canonical key and its hash, and reports
+// whether the packet went from k.Dst to k.Src.
+func fillKey(k *Key, h *uint64, src, dst []byte, sport, dport uint16, proto uint8) (reversed bool) {
 	var sh, sl, dh, dl uint64
 	var fam byte
 	if len(src) == 4 {
@@ -367,7 +389,7 @@ func setKey(p *Packet, src, dst []byte, sport, dport uint16, proto uint8) {
 		sh, sl, dh, dl = dh, dl, sh, sl
 		sport, dport = dport, sport
 		src, dst = dst, src
-		p.Reversed = true
+		reversed = true
 	}
 	var b [KeySize]byte
 	binary.BigEndian.PutUint64(b[0:], sh)
@@ -375,14 +397,15 @@ func setKey(p *Packet, src, dst []byte, sport, dport uint16, proto uint8) {
 	binary.BigEndian.PutUint64(b[16:], dh)
 	binary.BigEndian.PutUint64(b[24:], dl)
 	binary.BigEndian.PutUint64(b[32:], uint64(sport)<<48|uint64(dport)<<32|uint64(proto)<<24|uint64(fam)<<16)
-	p.Hash = hashKeyBytes(&b)
+	*h = hashKeyBytes(&b)
 	// Field by field, for the reason given at reset.
 	if fam == 4 {
-		p.Key.Src, p.Key.Dst = netip.AddrFrom4([4]byte(src)), netip.AddrFrom4([4]byte(dst))
+		k.Src, k.Dst = netip.AddrFrom4([4]byte(src)), netip.AddrFrom4([4]byte(dst))
 	} else {
-		p.Key.Src, p.Key.Dst = netip.AddrFrom16([16]byte(src)), netip.AddrFrom16([16]byte(dst))
+		k.Src, k.Dst = netip.AddrFrom16([16]byte(src)), netip.AddrFrom16([16]byte(dst))
 	}
-	p.Key.SrcPort, p.Key.DstPort, p.Key.Proto = sport, dport, proto
+	k.SrcPort, k.DstPort, k.Proto = sport, dport, proto
+	return reversed
 }
 
 // icmpPorts maps an ICMP type and code to the flow's ports as Zeek does:
@@ -436,6 +459,7 @@ func (p *Packet) reset(ts time.Time, link uint16, wireLen, capLen int) {
 	p.Reversed = false
 	p.Hash = 0
 	p.LinkType, p.EtherType, p.VLANs = link, 0, 0
+	p.Tunnels, p.Tunnel = 0, TunnelNone
 	p.TTL, p.IPID, p.IPLen, p.Fragment = 0, 0, 0, NotFragment
 	p.HasTCP, p.Flags, p.Seq, p.Ack, p.Window = false, 0, 0, 0, 0
 	p.PayloadLen, p.Payload = 0, nil

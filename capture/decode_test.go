@@ -175,6 +175,18 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeUDP is the common UDP path: a datagram on no tunnel port,
+// which pays the tunnel test (docs/results/tunnels.md).
+func BenchmarkDecodeUDP(b *testing.B) {
+	data := frame(b, eth(layers.EthernetTypeIPv4), ip4("192.0.2.1", "192.0.2.2", layers.IPProtocolUDP), udp(40000, 53), gopacket.Payload(make([]byte, 40)))
+	var p Packet
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		Decode(&p, LinkEthernet, data, len(data), ts0)
+	}
+}
+
 // BenchmarkGopacketDLP is the reference: gopacket's fastest decoding path
 // on the same packet, including the flow hash gopacket offers.
 func BenchmarkGopacketDLP(b *testing.B) {

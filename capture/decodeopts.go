@@ -1,11 +1,33 @@
 package capture
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
-// DecodeOptions are what a source's decoder does beyond the defaults. The
-// zero value is the package-level Decode. Sources take them through
-// SetDecodeOptions before their first Next.
+// DecodeOptions are the decoder's settings: which UDP ports carry which
+// tunnel, and how deep tunnels nest. The zero value decapsulates the
+// IP-level tunnels (GRE, IP in IP) only; DefaultDecodeOptions are Zeek's
+// defaults. A DecodeOptions is read, never written, by Decode, so one value
+// may serve several goroutines.
 type DecodeOptions struct {
+	// UDP ports of each tunnel. A UDP packet to one of them (or, failing
+	// that, from one) is decapsulated; an empty list turns that tunnel off.
+	VXLANPorts      []uint16
+	GenevePorts     []uint16
+	GTPPorts        []uint16 // GTPv1; only G-PDUs (type 255) carry a packet
+	TeredoPorts     []uint16
+	AYIYAPorts      []uint16
+	GREOverUDPPorts []uint16
+	// DetectTeredo and DetectAYIYA look for Teredo and AYIYA on any UDP
+	// port, by the header tests Zeek's protocol detection makes: Teredo
+	// relays answer from ports of their own.
+	DetectTeredo bool
+	DetectAYIYA  bool
+	// MaxTunnelDepth is how many tunnels may nest; a packet inside more
+	// is skipped with ReasonTunnelDepth. 0 means DefaultMaxTunnelDepth.
+	MaxTunnelDepth int
+
 	// VerifyChecksums skips a packet whose IPv4 header, TCP, UDP, ICMP or
 	// ICMPv6 checksum is wrong, counted by its reason
 	// (ReasonBadIPChecksum ...), as Zeek does unless run with -C. Off by
@@ -14,18 +36,140 @@ type DecodeOptions struct {
 	// skipped. A segment not captured whole, and a fragment's transport
 	// header, are not checked (see verifyTransport).
 	VerifyChecksums bool
+
+	// ports, when set (compiled), has a bit for every port of the lists,
+	// so that a UDP datagram on no tunnel port costs two loads; without
+	// it the lists are read. The sources set it on their copy.
+	ports *portBits
 }
 
-// Decode is the package-level Decode with o's options.
+// portBits is a set of UDP ports, a bit each.
+type portBits [1 << 16 / 64]uint64
+
+func (t *portBits) has(port uint16) bool { return t[port>>6]&(1<<(port&63)) != 0 }
+
+// compiled returns a copy of o with its port set made. The lists must not
+// change afterwards.
+func (o *DecodeOptions) compiled() *DecodeOptions {
+	c := *o
+	t := new(portBits)
+	for _, l := range c.portLists() {
+		for _, port := range l.ports {
+			t[port>>6] |= 1 << (port & 63)
+		}
+	}
+	c.ports = t
+	return &c
+}
+
+// DefaultMaxTunnelDepth is Zeek's Tunnel::max_depth.
+const DefaultMaxTunnelDepth = 4
+
+// MaxMaxTunnelDepth bounds MaxTunnelDepth, so a packet's decoding work is
+// bounded whatever the settings.
+const MaxMaxTunnelDepth = 8
+
+// Zeek's default tunnel ports (its vxlan_ports, geneve_ports,
+// gtpv1_ports, teredo_ports, ayiya_ports and gre_ports).
+const (
+	PortVXLAN      = 4789
+	PortGeneve     = 6081
+	PortGTPU       = 2152
+	PortGTPC       = 2123
+	PortTeredo     = 3544
+	PortAYIYA      = 5072
+	PortGREOverUDP = 4754
+)
+
+// DefaultDecodeOptions are Zeek's: every tunnel on its registered ports,
+// Teredo and AYIYA detected on any port, four tunnels deep at most.
+func DefaultDecodeOptions() DecodeOptions {
+	return DecodeOptions{
+		VXLANPorts:      []uint16{PortVXLAN},
+		GenevePorts:     []uint16{PortGeneve},
+		GTPPorts:        []uint16{PortGTPU, PortGTPC},
+		TeredoPorts:     []uint16{PortTeredo},
+		AYIYAPorts:      []uint16{PortAYIYA},
+		GREOverUDPPorts: []uint16{PortGREOverUDP},
+		DetectTeredo:    true,
+		DetectAYIYA:     true,
+		MaxTunnelDepth:  DefaultMaxTunnelDepth,
+	}
+}
+
+// defaultDecodeOptions are what Decode and the sources use until they are
+// given others.
+var defaultDecodeOptions = func() *DecodeOptions {
+	o := DefaultDecodeOptions()
+	return o.compiled()
+}()
+
+// Validate checks the options: a port in one list only, a depth within
+// bounds.
+func (o *DecodeOptions) Validate() error {
+	if o.MaxTunnelDepth < 0 || o.MaxTunnelDepth > MaxMaxTunnelDepth {
+		return fmt.Errorf("max tunnel depth %d must be from 0 (default %d) to %d", o.MaxTunnelDepth, DefaultMaxTunnelDepth, MaxMaxTunnelDepth)
+	}
+	seen := map[uint16]string{}
+	for _, l := range o.portLists() {
+		for _, port := range l.ports {
+			if port == 0 {
+				return fmt.Errorf("%s ports: port 0 is not a port", l.name)
+			}
+			if other, ok := seen[port]; ok && other != l.name {
+				return fmt.Errorf("port %d is both a %s and a %s port", port, other, l.name)
+			}
+			seen[port] = l.name
+		}
+	}
+	return nil
+}
+
+// UDPTunnelPorts lists every port of o's tunnel lists: the datagrams the
+// eBPF program hands up whole for Decode to decapsulate.
+func (o *DecodeOptions) UDPTunnelPorts() []uint16 {
+	var ports []uint16
+	for _, l := range o.portLists() {
+		ports = append(ports, l.ports...)
+	}
+	return ports
+}
+
+type namedPorts struct {
+	name  string
+	kind  TunnelKind
+	ports []uint16
+}
+
+func (o *DecodeOptions) portLists() [6]namedPorts {
+	return [6]namedPorts{
+		{"vxlan", TunnelVXLAN, o.VXLANPorts},
+		{"geneve", TunnelGeneve, o.GenevePorts},
+		{"gtp", TunnelGTP, o.GTPPorts},
+		{"teredo", TunnelTeredo, o.TeredoPorts},
+		{"ayiya", TunnelAYIYA, o.AYIYAPorts},
+		{"gre-over-udp", tunnelGREOverUDP, o.GREOverUDPPorts},
+	}
+}
+
+// Decode fills p from one captured frame of the given link type, in place
+// and without allocating. wireLen is the frame's length on the wire and ts
+// its capture time. It returns ReasonNone when p holds a flow packet, or
+// why not; p's contents are unspecified then, except the tunnel fields
+// (Tunnels > 0: the outer flow is known). Decode never panics, whatever
+// the bytes.
 func (o *DecodeOptions) Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
 	p.reset(ts, link, wireLen, len(data))
 	p.verify = o.VerifyChecksums
-	return decodeLink(p, link, data)
-}
-
-// DecodeConfigurable is a source whose decoder takes DecodeOptions: the
-// pcap and pcapng files, AF_PACKET and libpcap. The eBPF source's program
-// parses in the kernel and verifies no checksum.
-type DecodeConfigurable interface {
-	SetDecodeOptions(DecodeOptions)
+	switch link {
+	case LinkEthernet:
+		return o.decodeEthernet(p, data)
+	case LinkRaw, linkRawAlt, linkRawAlt14:
+		return o.decodeIPByVersion(p, data)
+	case LinkIPv4:
+		return o.decodeIPv4(p, data)
+	case LinkIPv6:
+		return o.decodeIPv6(p, data)
+	}
+	return o.decodeOtherLink(p, link, data)
 }

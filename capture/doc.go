@@ -24,10 +24,15 @@
 //     damage, then a *ReadError naming the byte offset; a record cut short
 //     is damage, not a packet (capinfos and tcpdump count the same).
 //   - Decode (decode.go) fills a Packet from one frame of a link type
-//     (Ethernet with VLAN, QinQ, MPLS and PPPoE; raw IP, IPv4 and IPv6;
-//     Linux SLL and SLL2; BSD null, OpenBSD loop) without allocating and
-//     never panics: it
+//     (Ethernet with VLAN, QinQ, MPLS, PPPoE, PBB (802.1ah), VN-tag and
+//     Cisco FabricPath; raw IP, IPv4 and IPv6; Linux SLL and SLL2; BSD
+//     null, OpenBSD loop) without allocating and never panics: it
 //     returns ReasonNone for a flow packet, or the Reason it is not one.
+//     DecodeOptions.Decode is the same with the options a source was
+//     given (decodeopts.go: the tunnels' UDP ports and depth bound).
+//   - Tunnels (decode_tunnel.go) are taken off as Zeek takes them off, and
+//     the innermost packet is the flow (Key, Hash, ports, TCP fields, TTL,
+//     IP lengths); see "Tunnels" below.
 //   - Key (key.go) is the 5-tuple in canonical form (the endpoint that
 //     sorts first is Src; Packet.Reversed gives the direction), with a
 //     fixed 40-byte layout shared with other agents and the eBPF side, and
@@ -37,7 +42,73 @@
 //     packet, a metric label; Stats (stats.go) counts packets, bytes, link,
 //     network and transport classes and reasons.
 //
-// Decode and a classic pcap Reader's Next allocate nothing per packet
-// (TestDecodeNoAllocs, BenchmarkReaderNext); a Source is used by one
-// goroutine.
+// # Tunnels
+//
+// Decode takes off, to DecodeOptions.MaxTunnelDepth tunnels (Zeek's
+// Tunnel::max_depth, 4; deeper is ReasonTunnelDepth):
+//
+//   - GRE (IP protocol 47; RFC 2784 and 2890: checksum, key and sequence
+//     fields, and PPTP's acknowledgement): version 0 carrying IPv4, IPv6,
+//     MPLS or any EtherType the link walk reads, transparent Ethernet
+//     bridging (0x6558), ERSPAN type I (0x88BE without the sequence bit:
+//     Ethernet at once), type II (0x88BE, an 8-byte header) and type III
+//     (0x22EB, 12 bytes and the 8-byte platform subheader when its O bit
+//     is set), and Aruba's types (0x8200-0x82F0, 0x8300-0x8370, 0x9000:
+//     an 802.11 data frame, LLC/SNAP, an EtherType; of an A-MSDU the
+//     first subframe, where Zeek counts each as a packet); version 1
+//     (PPTP's enhanced GRE, 0x880B) carrying PPP with IPv4 or IPv6. Other
+//     versions, the routing bit and the reserved flags are
+//     ReasonGREHeader, as Zeek drops them.
+//   - IP in IP (protocols 4 and 41 in IPv4 or IPv6: 4in4, 6in4, 4in6,
+//     6in6).
+//   - UDP tunnels on their ports (DecodeOptions; Zeek's defaults): GRE in
+//     UDP (4754), VXLAN (4789; Ethernet), Geneve (6081; its options
+//     skipped; Ethernet, IPv4 or IPv6 by its protocol type), GTPv1 (2152
+//     and 2123; the optional sequence, N-PDU and next-type fields and the
+//     extension header chain; only a G-PDU, type 255, carries a packet),
+//     Teredo (3544; authentication and origin indication headers, then
+//     an IPv6 packet as long as the rest of the datagram) and AYIYA
+//     (5072; identity and signature skipped; a forward of IPv4 or IPv6).
+//     Zeek decapsulates on the connection's responder port; a decoder of
+//     single packets takes the destination port, then the source port.
+//     Teredo and AYIYA are also recognised on any port by the tests of
+//     Zeek's protocol detection (DetectTeredo, DetectAYIYA), as Teredo
+//     relays answer from ports of their own.
+//
+// A UDP datagram on a tunnel port that carries no packet (GTP signalling,
+// a Teredo bubble, an AYIYA message that is not a forward, ARP in VXLAN, a
+// header that is not the protocol's) is the UDP flow it is, with the
+// tunnels outside it, as Zeek logs it. A tunnel header cut short is
+// ReasonTunnelTruncated.
+//
+// # What Zeek logs for the outer side
+//
+// Packet.Tunnels counts the tunnels passed, Packet.Tunnel is the
+// innermost's kind, and Packet.OuterKey/OuterHash/OuterReversed are the
+// flow that carried the innermost tunnel (its IP addresses with the UDP
+// ports for the UDP tunnels, or ports 0 and protocol 4, 41 or 47);
+// OutermostKey/OutermostHash/OutermostReversed the flow of the outermost
+// tunnel when there are two or more. They are set whatever the Reason.
+// Zeek's conn.log, whose baselines the tests compare with, has:
+//
+//   - for a UDP tunnel (VXLAN, Geneve, GTP, Teredo, AYIYA, GRE in UDP)
+//     the carrying UDP flow as a connection of its own, counting every
+//     packet of the tunnel (OuterKey, and OutermostKey when nested);
+//   - for GRE and IP in IP no connection for the carrier: it is in
+//     tunnel.log only;
+//   - in the inner connection's tunnel_parents the uid of the innermost
+//     encapsulation: the carrying UDP connection's for VXLAN, Geneve,
+//     GTP, Teredo and AYIYA; for GRE (also in UDP) and IP in IP, a tunnel
+//     uid per outer address pair and tunnel type, which is not a
+//     connection's (OuterKey's addresses and Tunnel name it).
+//     It is the set of such uids over the connection's packets (an ICMP
+//     flow reaching a Teredo host through two relays has two), and a
+//     carrying connection inside another tunnel has that tunnel's as its
+//     own (VXLAN in Geneve: the VXLAN flow's parent is the Geneve flow).
+//
+// Decode and a classic pcap Reader's Next allocate nothing per packet,
+// tunnels included (TestDecodeNoAllocs, TestDecodeTunnelsNoAllocs,
+// BenchmarkReaderNext); a Source is used by one goroutine. The eBPF
+// program parses as Decode does without the tunnels and the PBB, VN-tag
+// and FabricPath headers: its packets are keyed on the outer header.
 package capture

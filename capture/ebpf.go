@@ -182,8 +182,3 @@ func validEBPFWorkers(workers int) error {
 	}
 	return nil
 }
-
-// udpTunnelPorts are the UDP ports whose datagrams the eBPF program hands
-// up whole, for Decode to decapsulate: VXLAN 4789, Geneve 6081, GTP-U
-// 2152, Teredo 3544, AYIYA 5072 and GRE over UDP 4754, Zeek's defaults.
-func udpTunnelPorts() []uint16 { return []uint16{4789, 6081, 2152, 3544, 5072, 4754} }

@@ -56,12 +56,24 @@ type EBPF struct {
 	monoOff int64 // wall clock minus monotonic clock, ns
 	stats   Stats
 	closed  atomic.Bool
+	dec     *DecodeOptions // decodes the frames the program hands up whole; never nil
 }
 
 var (
-	_ Source      = (*EBPF)(nil)
-	_ IfaceSource = (*EBPF)(nil)
+	_ Source              = (*EBPF)(nil)
+	_ IfaceSource         = (*EBPF)(nil)
+	_ DecodeOptionsSetter = (*EBPF)(nil)
 )
+
+// SetDecodeOptions has the frames the program hands up whole decoded with
+// o, and the program hand up the datagrams to o's UDP tunnel ports (the
+// program's map is its sources', which all set the same). The program
+// finds Teredo and AYIYA on their ports only, not by DetectTeredo and
+// DetectAYIYA's tests on any port.
+func (s *EBPF) SetDecodeOptions(o DecodeOptions) {
+	s.dec = o.compiled()
+	s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
+}
 
 // ebpfShared is what the sources of one OpenEBPF share: the program, its
 // maps and links, released when the last source closes.
@@ -138,7 +150,7 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 		return fail(err)
 	}
 	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1), c: c}
-	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnelPorts(udpTunnelPorts())); err != nil {
+	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnelPorts(defaultDecodeOptions.UDPTunnelPorts())); err != nil {
 		objs.Close()
 		return fail(err)
 	}
@@ -171,8 +183,8 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 }
 
 func newEBPF(sh *ebpfShared, ring int, rd *ringbuf.Reader, timeout time.Duration) *EBPF {
-	s := &EBPF{sh: sh, ring: ring, rd: rd, timeout: timeout, rearm: true}
-	s.rec.RawSample = make([]byte, 0, bpf.RecordSize)
+	s := &EBPF{sh: sh, ring: ring, rd: rd, timeout: timeout, rearm: true, dec: defaultDecodeOptions}
+	s.rec.RawSample = make([]byte, 0, bpf.RecordSize+bpf.RawMax)
 	s.setClock()
 	return s
 }
@@ -266,7 +278,7 @@ func (s *EBPF) Next(p *Packet) error {
 			}
 			return fmt.Errorf("read ring %d: %w", s.ring, err)
 		}
-		reason, ok := fromSample(p, s.rec.RawSample, s.monoOff)
+		reason, ok := fromSample(p, s.rec.RawSample, s.monoOff, s.dec)
 		if !ok {
 			continue // not a record of this program: nothing writes one
 		}
@@ -279,11 +291,11 @@ func (s *EBPF) Next(p *Packet) error {
 
 // fromSample fills p from one sample of the program's ring: a record
 // (fromRecord), or a record of reason bpf.ReasonRaw and the first bytes
-// of a frame the program handed up whole, which Decode reads as it reads
+// of a frame the program handed up whole, which dec decodes as it decodes
 // a frame AF_PACKET captured: tunnels, the link layers the program does
 // not parse. The frame's outer VLAN tag, which TC sees taken out, is
 // counted in VLANs. ok is false for a sample too short to be either.
-func fromSample(p *Packet, sample []byte, monoOff int64) (reason Reason, ok bool) {
+func fromSample(p *Packet, sample []byte, monoOff int64, dec *DecodeOptions) (reason Reason, ok bool) {
 	if len(sample) < bpf.RecordSize {
 		return 0, false
 	}
@@ -296,7 +308,7 @@ func fromSample(p *Packet, sample []byte, monoOff int64) (reason Reason, ok bool
 		return 0, false
 	}
 	data := sample[bpf.RecordSize : bpf.RecordSize+n]
-	reason = Decode(p, LinkEthernet, data, max(int(r.WireLen), n), time.Unix(0, int64(r.Ts)+monoOff))
+	reason = dec.Decode(p, LinkEthernet, data, max(int(r.WireLen), n), time.Unix(0, int64(r.Ts)+monoOff))
 	p.VLANs += r.Vlans
 	return reason, true
 }
@@ -352,7 +364,7 @@ func (s *EBPF) Counters() (EBPFCounters, error) {
 		return EBPFCounters{}, err
 	}
 	out := EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
-	for r := range out.Failures {
+	for r := range c.Reasons { // the program counts the reasons it meets, the first 16
 		out.Failures[r] = c.Reasons[r]
 	}
 	return out, nil

@@ -13,10 +13,12 @@ import (
 
 // FromRecord is fromRecord, and FromSample fromSample, for the eBPF tests
 // of package capture_test (which import gen, itself importing capture).
-var (
-	FromRecord = fromRecord
-	FromSample = fromSample
-)
+var FromRecord = fromRecord
+
+// FromSample is fromSample with the default decoder options.
+func FromSample(p *Packet, sample []byte, monoOff int64) (Reason, bool) {
+	return fromSample(p, sample, monoOff, defaultDecodeOptions)
+}
 
 // EachFrame calls fn with every frame of a capture file and its link
 // type, as Reader reads them.

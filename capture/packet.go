@@ -74,6 +74,28 @@ type Packet struct {
 	WireLen uint32 // length on the wire
 	CapLen  uint32 // length captured
 
+	// Tunnels is how many tunnels the packet was decapsulated from (0:
+	// none; Key and the fields above are then the innermost packet's).
+	// Tunnel, OuterKey, OuterHash and OuterReversed are set only when
+	// Tunnels > 0: the innermost tunnel's kind, and the canonical key, hash
+	// and direction of the flow that carried it, from the innermost
+	// encapsulating IP header (and UDP header, for the UDP tunnels; ports 0
+	// and the IP protocol, 4, 41 or 47, for the others). They are set
+	// whatever the Reason, so the outer flow of an inner packet that does
+	// not decode can still be counted.
+	Tunnels       uint8
+	Tunnel        TunnelKind
+	OuterReversed bool
+	OuterHash     uint64
+	OuterKey      Key
+	// OutermostKey, OutermostHash and OutermostReversed are, when
+	// Tunnels > 1, the flow that carried the outermost tunnel: with
+	// OuterKey, every carrier of a packet two tunnels deep (a third's in
+	// between is not kept).
+	OutermostReversed bool
+	OutermostHash     uint64
+	OutermostKey      Key
+
 	// Payload is the captured part of the transport payload (may be shorter
 	// than PayloadLen on truncated captures).
 	Payload []byte

@@ -40,7 +40,7 @@ type PcapLive struct {
 	h       *pcap.Handle
 	iface   string
 	link    uint16
-	decode  DecodeOptions
+	dec     *DecodeOptions // never nil
 	stats   Stats
 	ifindex int
 	w       *ifaceWatch
@@ -112,7 +112,7 @@ func OpenPcapLive(iface string, snaplen int, promisc bool, filter string, timeou
 		}
 		return nil, fmt.Errorf("open pcap on %s: %w", iface, err)
 	}
-	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), ifindex: index, w: w, open: open,
+	return &PcapLive{h: h, iface: iface, link: uint16(h.LinkType()), dec: defaultDecodeOptions, ifindex: index, w: w, open: open,
 		downErr: fmt.Errorf("read from %s: %w", iface, ErrIfaceDown)}, nil
 }
 
@@ -135,6 +135,9 @@ func activate(iface string, snaplen int, promisc bool, timeout time.Duration) (*
 	return in.Activate()
 }
 
+// SetDecodeOptions has the packets from now on decoded with o.
+func (s *PcapLive) SetDecodeOptions(o DecodeOptions) { s.dec = o.compiled() }
+
 // Next decodes the next packet into p, in place. Frames that do not
 // decode are counted in Stats and skipped. It returns ErrNoPacket when no
 // packet came within the read timeout, and io.EOF after Close.
@@ -152,7 +155,7 @@ func (s *PcapLive) Next(p *Packet) error {
 		default:
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
-		r := s.decode.Decode(p, s.link, data, ci.Length, ci.Timestamp)
+		r := s.dec.Decode(p, s.link, data, ci.Length, ci.Timestamp)
 		s.stats.Count(p, r)
 		if r == ReasonNone {
 			return nil
@@ -163,9 +166,6 @@ func (s *PcapLive) Next(p *Packet) error {
 // Stats returns the counts of the packets read. They change as Next is
 // called.
 func (s *PcapLive) Stats() *Stats { return &s.stats }
-
-// SetDecodeOptions sets how the packets read from now on are decoded.
-func (s *PcapLive) SetDecodeOptions(o DecodeOptions) { s.decode = o }
 
 // LinkType returns the link type (pcap LINKTYPE_) the packets decode as.
 func (s *PcapLive) LinkType() uint16 { return s.link }

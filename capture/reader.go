@@ -47,12 +47,9 @@ type Reader struct {
 	link   uint16
 	total  int64 // file size, or -1 when unknown
 	stats  Stats
-	done   error // sticky end: io.EOF or a *ReadError
-	decode DecodeOptions
+	done   error          // sticky end: io.EOF or a *ReadError
+	dec    *DecodeOptions // never nil
 }
-
-// SetDecodeOptions sets how the packets read from now on are decoded.
-func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.decode = o }
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
 // so pcapgo uses this buffer instead of wrapping another around it. 256
@@ -87,7 +84,7 @@ func Open(name string) (*Reader, error) {
 // NewReader reads a capture from rd; size is its length in bytes for
 // progress reports, or -1.
 func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
-	r := &Reader{name: name, total: size}
+	r := &Reader{name: name, total: size, dec: defaultDecodeOptions}
 	r.raw = &countingReader{r: rd}
 	head := bufio.NewReaderSize(r.raw, bufSize)
 	var src io.Reader = head
@@ -161,7 +158,7 @@ func (r *Reader) Next(p *Packet) error {
 			}
 			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
-		reason := r.decode.Decode(p, link, data, wire, ts)
+		reason := r.dec.Decode(p, link, data, wire, ts)
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {
 			return nil
@@ -169,6 +166,10 @@ func (r *Reader) Next(p *Packet) error {
 	}
 	return r.done
 }
+
+// SetDecodeOptions has the packets read from now on decoded with o
+// (DefaultDecodeOptions until then).
+func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.dec = o.compiled() }
 
 // finish ends the reading: at io.EOF cleanly, at any other error with a
 // ReadError naming the record's offset.

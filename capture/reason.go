@@ -5,11 +5,12 @@ package capture
 type Reason uint8
 
 // Reasons a packet is skipped. ReasonNone means the packet decoded.
-// ReasonNotIP is a frame that is well formed but carries no IP flow (ARP,
-// LLDP, ...); every other reason is malformed input. The bad-checksum
-// reasons come last, after ReasonNotIP, because the eBPF program numbers
-// the reasons before them the same way (bpf/capture.c) and verifies no
-// checksum.
+// ReasonNotIP and ReasonTunnelDepth are frames that are well formed but
+// carry no IP flow flowmon reads (ARP, LLDP, ..., tunnels nested too
+// deep); the others are malformed input. The reasons after ReasonNotIP
+// come after it so that the eBPF program numbers the ones before the
+// same way (bpf/capture.c); it meets none of them (tunnels it hands up
+// whole, and it verifies no checksum).
 const (
 	ReasonNone               Reason = iota
 	ReasonLinkTruncated             // shorter than its link-layer header
@@ -22,6 +23,9 @@ const (
 	ReasonTransportTruncated        // transport header cut before its ports (or TCP before its flags)
 	ReasonTCPDataOffset             // TCP data offset below 5 words
 	ReasonNotIP                     // well-formed frame with no IP payload
+	ReasonTunnelTruncated           // a tunnel header (GRE, ERSPAN, VXLAN, Geneve, GTP, Teredo, AYIYA, 802.11, PPP) cut short
+	ReasonGREHeader                 // a GRE version other than 0 and 1, routing or reserved flags, enhanced GRE not carrying PPP
+	ReasonTunnelDepth               // more tunnels nested than DecodeOptions.MaxTunnelDepth
 	ReasonBadIPChecksum             // IPv4 header checksum wrong (DecodeOptions.VerifyChecksums)
 	ReasonBadTCPChecksum            // TCP checksum wrong (DecodeOptions.VerifyChecksums)
 	ReasonBadUDPChecksum            // UDP checksum wrong (DecodeOptions.VerifyChecksums)
@@ -41,6 +45,9 @@ var reasonNames = [numReasons]string{
 	ReasonTransportTruncated: "transport_truncated",
 	ReasonTCPDataOffset:      "tcp_data_offset",
 	ReasonNotIP:              "not_ip",
+	ReasonTunnelTruncated:    "tunnel_truncated",
+	ReasonGREHeader:          "gre_header",
+	ReasonTunnelDepth:        "tunnel_depth",
 	ReasonBadIPChecksum:      "bad_ip_checksum",
 	ReasonBadTCPChecksum:     "bad_tcp_checksum",
 	ReasonBadUDPChecksum:     "bad_udp_checksum",
@@ -60,7 +67,9 @@ func (r Reason) Error() string { return "decode: " + r.String() }
 
 // Malformed reports whether the reason is broken input rather than a frame
 // that simply carries no IP flow.
-func (r Reason) Malformed() bool { return r != ReasonNone && r != ReasonNotIP && r < numReasons }
+func (r Reason) Malformed() bool {
+	return r != ReasonNone && r != ReasonNotIP && r != ReasonTunnelDepth
+}
 
 // Reasons lists every reason except ReasonNone, in order.
 func Reasons() []Reason {

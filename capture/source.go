@@ -21,6 +21,13 @@ type Source interface {
 	Close() error
 }
 
+// DecodeOptionsSetter is a Source that decodes frames itself, with the
+// options it is given (DefaultDecodeOptions until then). The eBPF source
+// is not one: its program parses the frames, without tunnels.
+type DecodeOptionsSetter interface {
+	SetDecodeOptions(DecodeOptions)
+}
+
 // Progresser is a Source that knows how far through its input it is:
 // bytes read, and the input's size (-1 when unknown, as for stdin).
 type Progresser interface {
@@ -31,6 +38,9 @@ var (
 	_ Source     = (*Reader)(nil)
 	_ Source     = (*Files)(nil)
 	_ Progresser = (*Files)(nil)
+
+	_ DecodeOptionsSetter = (*Reader)(nil)
+	_ DecodeOptionsSetter = (*Files)(nil)
 )
 
 // Files reads capture files one after another as one Source. Its Stats
@@ -39,9 +49,17 @@ type Files struct {
 	names []string
 	next  int     // index of the file after cur
 	cur   *Reader // nil once every file is read
-	opts  DecodeOptions
-	done  Stats // files already read
-	sum   Stats // done + cur's, what Stats returns
+	done  Stats   // files already read
+	sum   Stats   // done + cur's, what Stats returns
+	dec   *DecodeOptions
+}
+
+// SetDecodeOptions has every file's packets from now on decoded with o.
+func (f *Files) SetDecodeOptions(o DecodeOptions) {
+	f.dec = &o
+	if f.cur != nil {
+		f.cur.SetDecodeOptions(o)
+	}
 }
 
 // OpenFiles opens the first of names (Open's rules: "-" is stdin, gzip is
@@ -56,15 +74,6 @@ func OpenFiles(names ...string) (*Files, error) {
 		return nil, err
 	}
 	return &Files{names: names, next: 1, cur: r}, nil
-}
-
-// SetDecodeOptions sets how the packets of this file and the next ones
-// are decoded.
-func (f *Files) SetDecodeOptions(o DecodeOptions) {
-	f.opts = o
-	if f.cur != nil {
-		f.cur.SetDecodeOptions(o)
-	}
 }
 
 // Next decodes the next packet of the current file, going on to the next
@@ -83,7 +92,9 @@ func (f *Files) Next(p *Packet) error {
 			if err != nil {
 				return err
 			}
-			r.SetDecodeOptions(f.opts)
+			if f.dec != nil {
+				r.SetDecodeOptions(*f.dec)
+			}
 			f.cur = r
 			f.next++
 		}

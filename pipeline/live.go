@@ -82,6 +82,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	feeders := make([]*feeder, len(pl.live))
 	var wg sync.WaitGroup
 	for i := range pl.live {
+		setDecode(pl.live[i], pl.cfg.Decode)
 		f := &feeder{p: pl, i: i, src: pl.live[i], s: pl.shards[i], prog: opt.Progress,
 			w: newIfaceWatch(pl.live[i], &pl.srcStates[i], i, pl.cfg.Logger)}
 		feeders[i] = f

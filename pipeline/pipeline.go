@@ -21,10 +21,6 @@ import (
 
 // Config configures the stages of a pipeline.
 type Config struct {
-	// Decode is how the sources decode their packets (checksums): the
-	// pipeline sets it on every source that takes it
-	// (capture.DecodeConfigurable) before reading.
-	Decode capture.DecodeOptions
 	// Dedup drops capture duplicates before anything counts (NoDedup turns
 	// the stage off). Each shard runs its own, sized for its share of
 	// PacketsPerWindow (dedup.Config.Share).
@@ -70,6 +66,10 @@ type Config struct {
 	// Watchlists, when set, are the lists the consumers may ask about
 	// (Lookups.Watchlists); the pipeline itself never reads them.
 	Watchlists Watchlists
+	// Decode, when set, is what the sources Run and RunLive read decode
+	// with (capture.DecodeOptionsSetter): the tunnels' UDP ports and depth.
+	// Nil leaves them capture.DefaultDecodeOptions.
+	Decode *capture.DecodeOptions
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
@@ -109,7 +109,6 @@ type Pipeline struct {
 	// fpBytes is the payload bytes the dedup fingerprint reads (-1: no
 	// dedup stage).
 	fpBytes int
-	decode  capture.DecodeOptions // the sources' decoder options (Config.Decode)
 	shards  []*shard
 	cur     []*batch // per shard, the batch being filled
 	sent    []uint64 // per shard, batches handed over
@@ -148,21 +147,11 @@ type Pipeline struct {
 // NewPipeline builds the stages from cfg.
 func NewPipeline(cfg Config) (*Pipeline, error) { return newPipeline(cfg, nil) }
 
-// setDecodeOptions gives src the decoder's options, if it takes them.
-func setDecodeOptions(src capture.Source, o capture.DecodeOptions) {
-	if d, ok := src.(capture.DecodeConfigurable); ok {
-		d.SetDecodeOptions(o)
-	}
-}
-
 // newPipeline builds the stages from cfg: fed by Packet from one
 // goroutine, or, with live sources, one shard per source, each fed by its
 // own goroutine (live.go).
 func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
-	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live, decode: cfg.Decode}
-	for _, src := range live {
-		setDecodeOptions(src, cfg.Decode)
-	}
+	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live}
 	if live != nil {
 		cfg.Workers = len(live)
 	}

@@ -73,7 +73,7 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 			return nil, err
 		}
 	}
-	setDecodeOptions(src, pl.decode)
+	setDecode(src, pl.cfg.Decode)
 	s := &Summary{}
 	err = feed(ctx, src, s, pl, opt.Progress)
 	st := src.Stats()
@@ -126,5 +126,13 @@ func feed(ctx context.Context, src capture.Source, s *Summary, pl *Pipeline, pro
 			}
 			prog.Packets.Store(src.Stats().Packets)
 		}
+	}
+}
+
+// setDecode gives src the decoder's options, when there are some and src
+// decodes its frames itself.
+func setDecode(src capture.Source, o *capture.DecodeOptions) {
+	if d, ok := src.(capture.DecodeOptionsSetter); ok && o != nil {
+		d.SetDecodeOptions(*o)
 	}
 }

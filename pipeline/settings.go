@@ -3,10 +3,12 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 )
@@ -41,6 +43,18 @@ type Settings struct {
 	// with -C. Off by default: on a host, the packets it sends are
 	// captured before the NIC fills in their checksums.
 	VerifyChecksums bool `yaml:"verify-checksums"`
+	// The UDP ports of each tunnel the decoder takes off ("4789",
+	// "4789,8472"; "none" turns that tunnel off; "" is Zeek's), whether it looks for
+	// Teredo and AYIYA on other ports too, and how deep tunnels may nest:
+	// Zeek's settings, with its defaults (capture.DecodeOptions).
+	VXLANPorts      string `yaml:"vxlan-ports"`
+	GenevePorts     string `yaml:"geneve-ports"`
+	GTPPorts        string `yaml:"gtp-ports"`
+	TeredoPorts     string `yaml:"teredo-ports"`
+	AYIYAPorts      string `yaml:"ayiya-ports"`
+	GREOverUDPPorts string `yaml:"gre-over-udp-ports"`
+	NoTunnelDetect  bool   `yaml:"no-tunnel-detect"`
+	MaxTunnelDepth  int    `yaml:"max-tunnel-depth"`
 }
 
 // Bounds of the numeric settings. The sizes bound memory (the ACSM and
@@ -58,6 +72,7 @@ const (
 // DefaultSettings are what `flowmon replay` runs without flags.
 func DefaultSettings() Settings {
 	c := DefaultConfig()
+	d := capture.DefaultDecodeOptions()
 	return Settings{
 		Backend:     c.ACSM.Backend.String(),
 		KBFEncoder:  c.ACSM.KBFEncoder.String(),
@@ -69,7 +84,83 @@ func DefaultSettings() Settings {
 		Dedup:       dedup.StructureTable,
 		MaxFlows:    c.MaxFlows,
 		Workers:     c.Workers,
+
+		VXLANPorts:      ports(d.VXLANPorts),
+		GenevePorts:     ports(d.GenevePorts),
+		GTPPorts:        ports(d.GTPPorts),
+		TeredoPorts:     ports(d.TeredoPorts),
+		AYIYAPorts:      ports(d.AYIYAPorts),
+		GREOverUDPPorts: ports(d.GREOverUDPPorts),
+		MaxTunnelDepth:  d.MaxTunnelDepth,
 	}
+}
+
+// ports spells a port list as the settings take it.
+func ports(l []uint16) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	s := make([]string, len(l))
+	for i, p := range l {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(s, ",")
+}
+
+// parsePorts reads a port list: ports from 1 to 65535 joined by commas,
+// "none", or "" for the default, def.
+func parsePorts(s string, def []uint16) ([]uint16, error) {
+	switch s {
+	case "none":
+		return nil, nil
+	case "":
+		return def, nil
+	}
+	var l []uint16
+	for _, f := range strings.Split(s, ",") {
+		p, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		if err != nil || p == 0 {
+			return nil, fmt.Errorf("%q is not a port", f)
+		}
+		l = append(l, uint16(p))
+	}
+	return l, nil
+}
+
+// DecodeOptions are the decoder's options the settings give.
+func (s *Settings) DecodeOptions() (capture.DecodeOptions, error) {
+	o, errs := s.decodeOptions()
+	return o, errors.Join(errs...)
+}
+
+func (s *Settings) decodeOptions() (capture.DecodeOptions, []error) {
+	o := capture.DefaultDecodeOptions()
+	o.DetectTeredo, o.DetectAYIYA = !s.NoTunnelDetect, !s.NoTunnelDetect
+	if s.MaxTunnelDepth != 0 {
+		o.MaxTunnelDepth = s.MaxTunnelDepth
+	}
+	var errs []error
+	for _, l := range []struct {
+		name string
+		val  string
+		dst  *[]uint16
+	}{{"vxlan-ports", s.VXLANPorts, &o.VXLANPorts}, {"geneve-ports", s.GenevePorts, &o.GenevePorts},
+		{"gtp-ports", s.GTPPorts, &o.GTPPorts}, {"teredo-ports", s.TeredoPorts, &o.TeredoPorts},
+		{"ayiya-ports", s.AYIYAPorts, &o.AYIYAPorts}, {"gre-over-udp-ports", s.GREOverUDPPorts, &o.GREOverUDPPorts}} {
+		var err error
+		if *l.dst, err = parsePorts(l.val, *l.dst); err != nil {
+			errs = append(errs, &SettingError{l.name, q(l.val), "must be ports from 1 to 65535 joined by commas, or none"})
+		}
+	}
+	if s.MaxTunnelDepth < 0 || s.MaxTunnelDepth > capture.MaxMaxTunnelDepth {
+		errs = append(errs, &SettingError{"max-tunnel-depth", fmt.Sprint(s.MaxTunnelDepth), fmt.Sprintf("must be between 1 and %d (0: Zeek's %d)", capture.MaxMaxTunnelDepth, capture.DefaultMaxTunnelDepth)})
+	}
+	if len(errs) == 0 {
+		if err := o.Validate(); err != nil {
+			errs = append(errs, &SettingError{"vxlan-ports", q(s.VXLANPorts), "and the other tunnels' ports: " + err.Error()})
+		}
+	}
+	return o, errs
 }
 
 // A SettingError says which setting is wrong, its value, and what it may
@@ -144,6 +235,8 @@ func (s *Settings) Validate(given func(name string) bool) error {
 	if s.Workers < 1 || s.Workers > MaxWorkers {
 		errs = append(errs, &SettingError{"workers", fmt.Sprint(s.Workers), fmt.Sprintf("must be between 1 and %d", MaxWorkers)})
 	}
+	_, derrs := s.decodeOptions()
+	errs = append(errs, derrs...)
 	if len(errs) == 0 {
 		errs = s.checkUseless(given)
 	}
@@ -221,7 +314,12 @@ func (s *Settings) Config() (Config, error) {
 	}
 	cfg.MaxFlows, cfg.Workers, cfg.DecodeOnly = s.MaxFlows, s.Workers, s.DecodeOnly
 	cfg.CommunityIDSeed, cfg.ActiveTimeout = uint16(s.CommunityIDSeed), s.ActiveTimeout
-	cfg.Decode.VerifyChecksums = s.VerifyChecksums
+	dec, err := s.DecodeOptions()
+	if err != nil {
+		return Config{}, err
+	}
+	dec.VerifyChecksums = s.VerifyChecksums
+	cfg.Decode = &dec
 	return cfg, nil
 }
 
@@ -262,6 +360,22 @@ func (s *Settings) value(name string) string {
 		return s.ActiveTimeout.String()
 	case "verify-checksums":
 		return fmt.Sprint(s.VerifyChecksums)
+	case "vxlan-ports":
+		return s.VXLANPorts
+	case "geneve-ports":
+		return s.GenevePorts
+	case "gtp-ports":
+		return s.GTPPorts
+	case "teredo-ports":
+		return s.TeredoPorts
+	case "ayiya-ports":
+		return s.AYIYAPorts
+	case "gre-over-udp-ports":
+		return s.GREOverUDPPorts
+	case "no-tunnel-detect":
+		return fmt.Sprint(s.NoTunnelDetect)
+	case "max-tunnel-depth":
+		return fmt.Sprint(s.MaxTunnelDepth)
 	}
 	return ""
 }

@@ -84,7 +84,9 @@ func TestFull(t *testing.T) {
 			CIDRs: "10.0.0.0/8, 2001:db8::/32", Ports: "53, 443"},
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
-			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second, VerifyChecksums: true},
+			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second,
+			VXLANPorts: "4789,8472", GenevePorts: "none", GTPPorts: "2152", TeredoPorts: "3544,3545", AYIYAPorts: "none",
+			GREOverUDPPorts: "4754,4755", NoTunnelDetect: true, MaxTunnelDepth: 2, VerifyChecksums: true},
 		Rules:    abs(t, "testdata/ref/rules.yaml"),
 		Alerting: abs(t, "testdata/ref/alerting.yaml"),
 		Watchlists: Watchlists{Dir: "/var/lib/flowmon/watchlists", Lists: []Watchlist{

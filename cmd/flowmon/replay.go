@@ -15,6 +15,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
 )
@@ -70,6 +71,14 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", pipeline.MaxMaxFlows))
 	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", pipeline.MaxWorkers))
 	fs.BoolVar(&s.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
+	fs.StringVar(&s.VXLANPorts, "vxlan-ports", s.VXLANPorts, "UDP `PORTS` whose VXLAN tunnels are taken off (comma-separated; none: off)")
+	fs.StringVar(&s.GenevePorts, "geneve-ports", s.GenevePorts, "UDP `PORTS` whose Geneve tunnels are taken off (none: off)")
+	fs.StringVar(&s.GTPPorts, "gtp-ports", s.GTPPorts, "UDP `PORTS` whose GTPv1 tunnels are taken off (none: off)")
+	fs.StringVar(&s.TeredoPorts, "teredo-ports", s.TeredoPorts, "UDP `PORTS` whose Teredo tunnels are taken off (none: off)")
+	fs.StringVar(&s.AYIYAPorts, "ayiya-ports", s.AYIYAPorts, "UDP `PORTS` whose AYIYA tunnels are taken off (none: off)")
+	fs.StringVar(&s.GREOverUDPPorts, "gre-over-udp-ports", s.GREOverUDPPorts, "UDP `PORTS` whose GRE tunnels are taken off (none: off)")
+	fs.BoolVar(&s.NoTunnelDetect, "no-tunnel-detect", false, "look for Teredo and AYIYA on their ports only (Zeek also looks on any UDP port)")
+	fs.IntVar(&s.MaxTunnelDepth, "max-tunnel-depth", s.MaxTunnelDepth, fmt.Sprintf("most tunnels nested in a packet, 1..%d; a packet deeper is skipped (tunnel_depth)", capture.MaxMaxTunnelDepth))
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
