@@ -91,7 +91,7 @@ func passVerdict(prog *ebpf.Program) uint32 {
 // equivalence counts one comparison of the program against Decode.
 type equivalence struct {
 	frames, compared, decoded, notRun, cut, tooLarge, raw, detected int
-	diffs                                                 []string
+	diffs                                                           []string
 }
 
 // detectedOffPort reports whether Decode finds Teredo or AYIYA in data on
