@@ -29,6 +29,8 @@ func (s *AFPacket) Next(p *Packet) error { return fmt.Errorf("afpacket: %w", Err
 
 func (s *AFPacket) Stats() *Stats { return &s.stats }
 
+func (s *AFPacket) SetDefragmenter(Defragmenter) {}
+
 func (s *AFPacket) LinkType() uint16 { return LinkEthernet }
 
 func (s *AFPacket) KernelStats() (KernelStats, error) {

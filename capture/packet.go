@@ -53,6 +53,9 @@ type Packet struct {
 	// packet travelled from Key.Dst to Key.Src.
 	Key      Key
 	Reversed bool
+	// fragData is, for a fragment, the offset of its data from the start
+	// of its IP header (FragmentIP); it sits in Reversed's padding.
+	fragData uint16
 	// Hash is Key.Hash(): one 64-bit hash per packet, reused by every stage.
 	Hash uint64
 
@@ -72,6 +75,9 @@ type Packet struct {
 
 	WireLen uint32 // length on the wire
 	CapLen  uint32 // length captured
+	// ipTail is, for a fragment, how many bytes of the frame its IP
+	// header starts from the end (FragmentIP); in CapLen's padding.
+	ipTail uint32
 
 	// Payload is the captured part of the transport payload (may be shorter
 	// than PayloadLen on truncated captures).

@@ -41,6 +41,7 @@ type PcapLive struct {
 	iface   string
 	link    uint16
 	stats   Stats
+	defrag  Defragmenter // nil: fragments are handed on as Decode made them
 	ifindex int
 	w       *ifaceWatch
 	open    func() (*pcap.Handle, error) // a new handle, as the first was opened
@@ -53,8 +54,9 @@ type PcapLive struct {
 }
 
 var (
-	_ Source      = (*PcapLive)(nil)
-	_ IfaceSource = (*PcapLive)(nil)
+	_ Source       = (*PcapLive)(nil)
+	_ IfaceSource  = (*PcapLive)(nil)
+	_ DefragSource = (*PcapLive)(nil)
 )
 
 // OpenPcapLive opens iface with libpcap: snaplen bytes kept of each
@@ -152,12 +154,21 @@ func (s *PcapLive) Next(p *Packet) error {
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
 		r := Decode(p, s.link, data, ci.Length, ci.Timestamp)
+		if r == ReasonNone && p.Fragment != NotFragment && s.defrag != nil {
+			if defragFrame(p, data, &s.stats, s.defrag) {
+				return nil
+			}
+			continue
+		}
 		s.stats.Count(p, r)
 		if r == ReasonNone {
 			return nil
 		}
 	}
 }
+
+// SetDefragmenter has the handle hand its fragments to d (DefragSource).
+func (s *PcapLive) SetDefragmenter(d Defragmenter) { s.defrag = d }
 
 // Stats returns the counts of the packets read. They change as Next is
 // called.

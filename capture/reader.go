@@ -47,7 +47,8 @@ type Reader struct {
 	link   uint16
 	total  int64 // file size, or -1 when unknown
 	stats  Stats
-	done   error // sticky end: io.EOF or a *ReadError
+	done   error        // sticky end: io.EOF or a *ReadError
+	defrag Defragmenter // nil: fragments are handed on as Decode made them
 }
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
@@ -158,6 +159,12 @@ func (r *Reader) Next(p *Packet) error {
 			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
 		reason := Decode(p, link, data, wire, ts)
+		if reason == ReasonNone && p.Fragment != NotFragment && r.defrag != nil {
+			if defragFrame(p, data, &r.stats, r.defrag) {
+				return nil
+			}
+			continue
+		}
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {
 			return nil
@@ -200,6 +207,9 @@ func (r *Reader) ngLink(iface int) uint16 {
 	}
 	return uint16(in.LinkType)
 }
+
+// SetDefragmenter has the reader hand its fragments to d (DefragSource).
+func (r *Reader) SetDefragmenter(d Defragmenter) { r.defrag = d }
 
 // Stats returns the reader's counters. They change as Next is called.
 func (r *Reader) Stats() *Stats { return &r.stats }

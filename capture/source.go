@@ -31,6 +31,9 @@ var (
 	_ Source     = (*Reader)(nil)
 	_ Source     = (*Files)(nil)
 	_ Progresser = (*Files)(nil)
+
+	_ DefragSource = (*Reader)(nil)
+	_ DefragSource = (*Files)(nil)
 )
 
 // Files reads capture files one after another as one Source. Its Stats
@@ -41,6 +44,9 @@ type Files struct {
 	cur   *Reader // nil once every file is read
 	done  Stats   // files already read
 	sum   Stats   // done + cur's, what Stats returns
+	// defrag is every file's: a datagram's fragments may span two
+	// files of one capture cut in pieces.
+	defrag Defragmenter
 }
 
 // OpenFiles opens the first of names (Open's rules: "-" is stdin, gzip is
@@ -73,11 +79,22 @@ func (f *Files) Next(p *Packet) error {
 			if err != nil {
 				return err
 			}
+			if f.defrag != nil {
+				r.SetDefragmenter(f.defrag)
+			}
 			f.cur = r
 			f.next++
 		}
 	}
 	return io.EOF
+}
+
+// SetDefragmenter has every file's reader hand its fragments to d.
+func (f *Files) SetDefragmenter(d Defragmenter) {
+	f.defrag = d
+	if f.cur != nil {
+		f.cur.SetDefragmenter(d)
+	}
 }
 
 // Stats returns the counts of every file read so far.
