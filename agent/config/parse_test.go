@@ -84,7 +84,8 @@ func TestFull(t *testing.T) {
 			CIDRs: "10.0.0.0/8, 2001:db8::/32", Ports: "53, 443"},
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
-			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second},
+			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second,
+			Defrag: true, DefragMaxDatagrams: 2048, DefragMaxBytes: 8 << 20, DefragTimeout: time.Minute, DefragPolicy: "last"},
 		Rules:    abs(t, "testdata/ref/rules.yaml"),
 		Alerting: abs(t, "testdata/ref/alerting.yaml"),
 		Watchlists: Watchlists{Dir: "/var/lib/flowmon/watchlists", Lists: []Watchlist{
@@ -104,9 +105,10 @@ func TestFull(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)
 	}
-	// All but the two that exclude the others.
-	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-2 {
-		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-2, changed)
+	// All but the three that exclude the others (no-dedup, decode-only,
+	// and defrag, whose other keys do nothing when it is false).
+	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-3 {
+		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-3, changed)
 	}
 }
 
