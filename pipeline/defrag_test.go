@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -15,7 +17,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/sharedpcaps"
 	"github.com/flowmon/flowmon/record/connlog"
 )
@@ -208,5 +214,102 @@ func TestDefragMatchesTshark(t *testing.T) {
 	t.Logf("%d captures compared with tshark, %d fragments reassembled", compared, frags)
 	if compared < 8 || frags == 0 {
 		t.Errorf("%d captures compared, %d fragments taken: too few", compared, frags)
+	}
+}
+
+// TestLiveReassembles: a live pipeline gives each source a reassembler
+// of its own (the feeder's goroutine reads it): a file read as a live
+// source gives Zeek's connections of its fragmented DNS trace, and the
+// live summary counts the fragments.
+func TestLiveReassembles(t *testing.T) {
+	dir := sharedpcaps.Dir(t)
+	src, err := capture.OpenFiles(filepath.Join(dir, "zeek/ipv6-fragmented-dns.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var log bytes.Buffer
+	cfg := liveConfig(acsm.BackendExact, &log)
+	cfg.NoDedup = true
+	pl, err := NewLivePipeline(cfg, []capture.Source{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := RunLive(context.Background(), pl, LiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readJSONLines[connlog.Record](t, log.Bytes())
+	var pkts []string
+	for _, r := range recs {
+		pkts = append(pkts, fmt.Sprintf("%d>%d %d/%d", r.OrigP, r.RespP, r.OrigPkts, r.RespPkts))
+	}
+	slices.Sort(pkts)
+	if want := []string{"51850>53 1/1", "51851>53 2/1"}; !slices.Equal(pkts, want) {
+		t.Errorf("records %v, Zeek's %v", pkts, want)
+	}
+	if d := s.Defrag; d == nil || d.Fragments != 4 || d.Datagrams != 1 {
+		t.Errorf("summary's defrag %+v", d)
+	}
+}
+
+// TestDefragMetrics: after a replay, /metrics says what reassembly
+// took, dropped by reason and held, as the summary does: Zeek's trace of
+// datagrams over 64 KiB has its fragments dropped as too large and, the
+// rest of each never whole, at the timeout.
+func TestDefragMetrics(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 4096, 4096, 4096
+	cfg.Workers = 1
+	pl, err := NewPipeline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Handler(pl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	s, err := Replay(context.Background(), []string{filepath.Join(sharedpcaps.Dir(t), overLarge)}, ReplayOptions{Pipeline: pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Defrag
+	if d == nil || d.Dropped["too_large"] == 0 || d.Datagrams != 0 {
+		t.Fatalf("summary's defrag %+v", d)
+	}
+	value := func(name, reason string) uint64 {
+		for _, m := range fams[name].GetMetric() {
+			if reason == "" || (len(m.Label) == 1 && m.Label[0].GetValue() == reason) {
+				if m.Counter != nil {
+					return uint64(m.Counter.GetValue())
+				}
+				return uint64(m.Gauge.GetValue())
+			}
+		}
+		t.Fatalf("no %s{reason=%q}", name, reason)
+		return 0
+	}
+	if got := value("flowmon_capture_defrag_fragments_total", ""); got != d.Fragments {
+		t.Errorf("fragments_total %d, summary %d", got, d.Fragments)
+	}
+	for _, r := range capture.DefragDrops() {
+		if got := value("flowmon_capture_defrag_dropped_fragments_total", r.String()); got != d.Dropped[r.String()] {
+			t.Errorf("dropped %s: %d, summary %d", r, got, d.Dropped[r.String()])
+		}
+	}
+	if got := value("flowmon_capture_defrag_held_fragments", ""); got != d.Held {
+		t.Errorf("held %d, summary %d", got, d.Held)
 	}
 }
