@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -134,13 +135,13 @@ func canonical(proto string, x, y netip.AddrPort) tuple {
 }
 
 // TestDefragMatchesTshark: in the shared captures with IP fragments
-// (the manifest's ip-fragments tag, tunnels left out: which flows a
-// tunnel makes is not this question), the replay's TCP and UDP records
+// (the manifest's ip-fragments tag or "frag" in the name; tunnels, MPLS
+// and tcpdump's fuzzed files left out: which flows they make is the
+// decoder's question), the replay's TCP and UDP records
 // count, 5-tuple by 5-tuple, the packets tshark shows with its own
 // reassembly: a datagram is one packet, at its last fragment. Only
 // packets with one IP header on tshark's side count; the files tshark
-// cannot read, finds malformed, or flowmon's decoder refuses a packet of
-// are left out.
+// cannot read, or flowmon's decoder refuses a packet of, are left out.
 // It skips without tshark.
 func TestDefragMatchesTshark(t *testing.T) {
 	if _, err := exec.LookPath("tshark"); err != nil {
@@ -154,14 +155,15 @@ func TestDefragMatchesTshark(t *testing.T) {
 	var traces []string
 	for line := range strings.Lines(string(man)) {
 		c := strings.Split(line, "\t")
-		if len(c) < 13 || c[5] != "capture" || !strings.Contains(c[12], "ip-fragments") || strings.Contains(c[12], "tunnel") ||
-			strings.Contains(c[12], "malformed") || strings.Contains(c[12], "mpls") || strings.HasPrefix(c[0], "tcpdump/") ||
+		if len(c) < 13 || c[5] != "capture" || !strings.Contains(c[12], "ip-fragments") && !strings.Contains(c[0], "frag") || strings.Contains(c[12], "tunnel") ||
+			strings.Contains(c[12], "mpls") || strings.HasPrefix(c[0], "tcpdump/") ||
 			c[0] == overLarge {
 			continue
 		}
 		traces = append(traces, c[0])
 	}
 	compared, frags := 0, uint64(0)
+	var names []string
 	for _, trace := range traces {
 		path := filepath.Join(dir, trace)
 		out, err := exec.Command("tshark", "-n", "-r", path, "-o", "ip.defragment:TRUE", "-o", "ipv6.defragment:TRUE",
@@ -210,8 +212,9 @@ func TestDefragMatchesTshark(t *testing.T) {
 			frags += s.Defrag.Fragments
 		}
 		compared++
+		names = append(names, trace)
 	}
-	t.Logf("%d captures compared with tshark, %d fragments reassembled", compared, frags)
+	t.Logf("%d captures compared with tshark (%s), %d fragments reassembled", compared, strings.Join(names, " "), frags)
 	if compared < 8 || frags == 0 {
 		t.Errorf("%d captures compared, %d fragments taken: too few", compared, frags)
 	}
@@ -311,5 +314,43 @@ func TestDefragMetrics(t *testing.T) {
 	}
 	if got := value("flowmon_capture_defrag_held_fragments", ""); got != d.Held {
 		t.Errorf("held %d, summary %d", got, d.Held)
+	}
+}
+
+// TestDefragMatchesSuricata: the suricata-verify tests of defrag that
+// count flows by protocol alone (groundtruth/suricata_verify_flow_checks.tsv)
+// count as many records of that protocol in the replay: the ICMP echo
+// whose request came in fragments is one flow.
+func TestDefragMatchesSuricata(t *testing.T) {
+	dir := sharedpcaps.Dir(t)
+	f, err := os.ReadFile(filepath.Join(dir, "groundtruth", "suricata_verify_flow_checks.tsv"))
+	if err != nil {
+		t.Skip(err)
+	}
+	checked := 0
+	for line := range strings.Lines(string(f)) {
+		c := strings.Split(strings.TrimSpace(line), "\t")
+		if len(c) != 5 || !strings.Contains(c[0], "defrag") {
+			continue
+		}
+		var m map[string]string
+		if json.Unmarshal([]byte(c[4]), &m) != nil || len(m) != 2 || m["event_type"] != "flow" || m["proto"] == "" {
+			continue
+		}
+		want, _ := strconv.Atoi(c[3])
+		recs, _ := replayFrags(t, filepath.Join(dir, "suricata-verify", c[0], c[1]), true)
+		got := 0
+		for _, r := range recs {
+			if strings.EqualFold(r.Proto, m["proto"]) {
+				got++
+			}
+		}
+		if got != want {
+			t.Errorf("%s: %d %s records, Suricata %d flows", c[0], got, m["proto"], want)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Error("no suricata-verify defrag check compared")
 	}
 }
