@@ -400,8 +400,8 @@ func (s *AFPacket) frame(p *Packet) bool {
 	}
 	end := mac + snap
 	r := Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
-	if r == ReasonNone && p.Fragment != NotFragment && s.defrag != nil {
-		return defragFrame(p, s.ring[start:end:end], &s.stats, s.defrag)
+	if p.Fragment != NotFragment && s.defrag != nil && defragments(r) {
+		return defragFrame(p, s.ring[start:end:end], r, &s.stats, s.defrag)
 	}
 	s.stats.Count(p, r)
 	return r == ReasonNone

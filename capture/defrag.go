@@ -12,7 +12,8 @@ package capture
 // used by the one goroutine that reads its source.
 type Defragmenter interface {
 	// Add takes the fragment p that Decode made of frame (the bytes it
-	// was given) and counts what it did in st. FragHeld: the fragment is
+	// was given; a first fragment may be too short for its transport
+	// header, and then p has no key) and counts what it did in st. FragHeld: the fragment is
 	// kept, p holds nothing to hand on. FragDone: p is now the whole
 	// datagram, decoded from bytes the Defragmenter owns, valid until its
 	// next Add. FragPass: the fragment could not be taken (cut short by
@@ -122,14 +123,23 @@ type DefragSource interface {
 
 // defragFrame hands the fragment p, decoded from frame, to d and counts
 // it in st; it reports whether p holds a packet to hand on. The sources
-// call it after Decode for fragments only, so that the path of every
-// other packet stays as it was.
-func defragFrame(p *Packet, frame []byte, st *Stats, d Defragmenter) bool {
+// call it after Decode for fragments only (defragments), so that the
+// path of every other packet stays as it was. reason is Decode's: a
+// first fragment too short for its transport header (a tiny fragment,
+// the header split over two) is still a piece of its datagram.
+func defragFrame(p *Packet, frame []byte, reason Reason, st *Stats, d Defragmenter) bool {
 	st.countFrame(p)
 	res, r := d.Add(p, frame, &st.Defrag)
-	if res == FragHeld {
+	switch res {
+	case FragHeld:
 		return false
+	case FragPass:
+		r = reason
 	}
 	st.countDecoded(p, r)
 	return r == ReasonNone
 }
+
+// defragments reports whether Decode's answer for a fragment is one to
+// hand to a Defragmenter.
+func defragments(r Reason) bool { return r == ReasonNone || r == ReasonTransportTruncated }

@@ -154,8 +154,8 @@ func (s *PcapLive) Next(p *Packet) error {
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
 		r := Decode(p, s.link, data, ci.Length, ci.Timestamp)
-		if r == ReasonNone && p.Fragment != NotFragment && s.defrag != nil {
-			if defragFrame(p, data, &s.stats, s.defrag) {
+		if p.Fragment != NotFragment && s.defrag != nil && defragments(r) {
+			if defragFrame(p, data, r, &s.stats, s.defrag) {
 				return nil
 			}
 			continue

@@ -159,8 +159,8 @@ func (r *Reader) Next(p *Packet) error {
 			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
 		reason := Decode(p, link, data, wire, ts)
-		if reason == ReasonNone && p.Fragment != NotFragment && r.defrag != nil {
-			if defragFrame(p, data, &r.stats, r.defrag) {
+		if p.Fragment != NotFragment && r.defrag != nil && defragments(reason) {
+			if defragFrame(p, data, reason, &r.stats, r.defrag) {
 				return nil
 			}
 			continue

@@ -243,7 +243,7 @@ func (r *Reassembler) add(p *capture.Packet, f *frag, now int64, st *capture.Def
 			d.nextAt, d.nextProto = uint16(f.nextAt), f.nextProto
 		}
 		r.write(d, f)
-		if d.hdrLen == 0 || d.end < 0 || d.ranges[0][0] != 0 || int32(d.ranges[0][1]) < d.end {
+		if d.hdrLen == 0 || d.end < 0 || d.nranges == 0 || d.ranges[0][0] != 0 || int32(d.ranges[0][1]) < d.end {
 			return capture.FragHeld, capture.ReasonNone
 		}
 		return capture.FragDone, r.finish(i, p, st)

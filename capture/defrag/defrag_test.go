@@ -444,7 +444,8 @@ func FuzzAdd(f *testing.F) {
 		// Two pieces of the frame: an offset or a length changed by the
 		// fuzzer's bytes reaches every path.
 		for _, fr := range [][]byte{frame, mutate(frame, jitter)} {
-			if capture.Decode(&p, capture.LinkEthernet, fr, len(fr), t0.Add(time.Duration(jitter)*time.Millisecond)) != capture.ReasonNone || p.Fragment == capture.NotFragment {
+			if r := capture.Decode(&p, capture.LinkEthernet, fr, len(fr), t0.Add(time.Duration(jitter)*time.Millisecond)); p.Fragment == capture.NotFragment ||
+				r != capture.ReasonNone && r != capture.ReasonTransportTruncated {
 				continue
 			}
 			r.Add(&p, fr, &st)
@@ -467,4 +468,18 @@ func mutate(b []byte, j uint16) []byte {
 		binary.BigEndian.PutUint16(c[20:], j)
 	}
 	return c
+}
+
+// TestEmptyPiecesNeverComplete: pieces without data cover nothing, so a
+// datagram of them is never whole, even in the slot of one that was.
+func TestEmptyPiecesNeverComplete(t *testing.T) {
+	r := newR(t, Config{MaxDatagrams: 1, MaxBytes: MinMaxBytes, Timeout: time.Minute})
+	var st capture.DefragStats
+	a := ip4(srcA, dstA, 1, capture.ProtoUDP, nil, udp(1, 2, 32, 1))
+	b := ip4(srcA, dstA, 2, capture.ProtoUDP, nil, udp(1, 2, 32, 1))
+	fs := append(frames4(a, split(len(a)-20, 16)), frames4(b, []piece{{off: 0, n: 0, more: true}, {off: 8, n: 0}})...)
+	got := run(r, &st, fs, every(time.Millisecond))
+	if len(got) != 1 || !bytes.Equal(got[0].ip, a) || st.Held != 2 {
+		t.Errorf("%d datagrams, %d pieces held; want a alone, b's two held", len(got), st.Held)
+	}
 }

@@ -166,7 +166,10 @@ func run(r *Reassembler, st *capture.DefragStats, frames [][]byte, at func(i int
 	var out []delivered
 	var p capture.Packet
 	for i, f := range frames {
-		if capture.Decode(&p, capture.LinkEthernet, f, len(f), at(i)) != capture.ReasonNone || p.Fragment == capture.NotFragment {
+		// As a source does: a first fragment too short for its transport
+		// header is a piece too.
+		if r := capture.Decode(&p, capture.LinkEthernet, f, len(f), at(i)); p.Fragment == capture.NotFragment ||
+			r != capture.ReasonNone && r != capture.ReasonTransportTruncated {
 			continue
 		}
 		res, reason := r.Add(&p, f, st)

@@ -1,6 +1,7 @@
 package defrag
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -96,24 +97,9 @@ func TestAtomicFragments(t *testing.T) {
 func TestFilesShareTheReassembler(t *testing.T) {
 	d := ip4(srcA, dstA, 21, capture.ProtoUDP, nil, udp(7, 8, 2500, 1))
 	fs := frames4(d, split(len(d)-20, 1480))
-	dir := t.TempDir()
 	var names []string
-	for i, f := range fs {
-		name := filepath.Join(dir, string(rune('a'+i))+".pcap")
-		out, err := os.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := pcapgo.NewWriter(out)
-		if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-			t.Fatal(err)
-		}
-		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(f), Length: len(f)}
-		if err := w.WritePacket(ci, f); err != nil {
-			t.Fatal(err)
-		}
-		out.Close()
-		names = append(names, name)
+	for _, f := range fs {
+		names = append(names, writePcap(t, f))
 	}
 	src, _ := openDefrag(t, names...)
 	ps := readAll(t, src)
@@ -122,5 +108,57 @@ func TestFilesShareTheReassembler(t *testing.T) {
 	}
 	if st := src.Stats(); st.Packets != 2 || st.Decoded != 1 || st.Defrag.Fragments != 2 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// writePcap writes frames, a millisecond apart, to a new pcap file.
+func writePcap(t *testing.T, frames ...[]byte) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "f.pcap")
+	out, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w := pcapgo.NewWriter(out)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range frames {
+		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(f), Length: len(f)}
+		if err := w.WritePacket(ci, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return name
+}
+
+// TestTinyFirstFragment: a first fragment of 8 bytes, too short for the
+// TCP header's flags (the header split over two fragments, an old
+// evasion), is still a piece of its datagram: the SYN is whole, as Zeek
+// sees it. Without a reassembler the reader skips it as truncated.
+func TestTinyFirstFragment(t *testing.T) {
+	tcp := make([]byte, 20+40)
+	binary.BigEndian.PutUint16(tcp[0:], 40000)
+	binary.BigEndian.PutUint16(tcp[2:], 443)
+	tcp[12], tcp[13] = 5<<4, 0x02 // data offset 5, SYN
+	d := ip4(srcA, dstA, 77, capture.ProtoTCP, nil, tcp)
+	name := writePcap(t, frames4(d, []piece{{off: 0, n: 8, more: true}, {off: 8, n: 52}})...)
+	src, _ := openDefrag(t, name)
+	ps := readAll(t, src)
+	if len(ps) != 1 || !ps[0].HasTCP || ps[0].Flags != capture.SYN || ps[0].Directed().DstPort != 443 || ps[0].PayloadLen != 40 {
+		t.Fatalf("%d packets: %+v", len(ps), ps)
+	}
+	if st := src.Stats(); st.Defrag.Fragments != 2 || st.Decoded != 1 || st.Skipped[capture.ReasonTransportTruncated] != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	plain, err := capture.OpenFiles(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	readAll(t, plain)
+	if st := plain.Stats(); st.Skipped[capture.ReasonTransportTruncated] != 1 {
+		t.Errorf("without a reassembler: stats %+v", st)
 	}
 }
