@@ -34,8 +34,11 @@
 // fragments"); where fragments disagree, it is the furthest data seen,
 // and the datagram is whole once its data runs without a hole from 0
 // to at least the end: what Zeek's FragReassembler does with the same
-// inconsistencies. An IPv6 atomic fragment (offset 0, no more) is no
-// fragment to Decode, as to Zeek (RFC 6946): it never comes here.
+// inconsistencies. A first fragment too short for its transport header
+// (a tiny fragment: the TCP header split over two) is a piece like any
+// other; the sources hand it over though Decode finds it truncated. An
+// IPv6 atomic fragment (offset 0, no more) is no fragment to Decode, as
+// to Zeek (RFC 6946): it never comes here.
 //
 // # Overlaps
 //
