@@ -84,14 +84,16 @@ type AFPacket struct {
 	off      int    // ring offset of the next frame's header
 	end      int    // ring offset of blk's end
 	stats    Stats
+	defrag   Defragmenter // nil: fragments are handed on as Decode made them
 
 	mu sync.Mutex  // Close, KernelStats and Reopen
 	ks KernelStats // the kernel's counts read so far
 }
 
 var (
-	_ Source      = (*AFPacket)(nil)
-	_ IfaceSource = (*AFPacket)(nil)
+	_ Source       = (*AFPacket)(nil)
+	_ IfaceSource  = (*AFPacket)(nil)
+	_ DefragSource = (*AFPacket)(nil)
 )
 
 // ringRes is what outlives Close until the reader is done with the ring:
@@ -402,9 +404,16 @@ func (s *AFPacket) frame(p *Packet) bool {
 	}
 	end := mac + snap
 	r := s.dec.Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
+	if p.Fragment != NotFragment && s.defrag != nil && defragments(r) {
+		return defragFrame(p, s.ring[start:end:end], r, &s.stats, s.defrag)
+	}
 	s.stats.Count(p, r)
 	return r == ReasonNone
 }
+
+// SetDefragmenter has the socket hand its fragments to d (DefragSource):
+// the reassembled datagrams live in d, not in the ring.
+func (s *AFPacket) SetDefragmenter(d Defragmenter) { s.defrag = d }
 
 // nextBlock gives the block read back to the kernel and takes the next,
 // polling for it once if the kernel has not handed it over yet.

@@ -32,6 +32,8 @@ func (s *AFPacket) Stats() *Stats { return &s.stats }
 // SetDecodeOptions does nothing: there is no socket to read.
 func (s *AFPacket) SetDecodeOptions(DecodeOptions) {}
 
+func (s *AFPacket) SetDefragmenter(Defragmenter) {}
+
 func (s *AFPacket) LinkType() uint16 { return LinkEthernet }
 
 func (s *AFPacket) KernelStats() (KernelStats, error) {

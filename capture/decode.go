@@ -198,10 +198,12 @@ func (o *DecodeOptions) decodeIPv4(p *Packet, b []byte) Reason {
 	payloadLen := total - hl
 	if off := frag & 0x1FFF; off != 0 {
 		p.Fragment = LaterFragment
+		p.markFragment(b, hl)
 		return finishKeyOnly(p, src, dst, proto, payload, payloadLen)
 	}
 	if frag&0x2000 != 0 {
 		p.Fragment = FirstFragment
+		p.markFragment(b, hl)
 	}
 	return o.decodeTransport(p, src, dst, proto, payload, payloadLen, false)
 }
@@ -260,10 +262,12 @@ func (o *DecodeOptions) decodeIPv6(p *Packet, b []byte) Reason {
 			rest, payloadLen = rest[8:], payloadLen-8
 			if off>>3 != 0 {
 				p.Fragment = LaterFragment
+				p.markFragment(b, cap(b)-cap(rest))
 				return finishKeyOnly(p, src, dst, next, rest, payloadLen)
 			}
 			if off&1 != 0 {
 				p.Fragment = FirstFragment
+				p.markFragment(b, cap(b)-cap(rest))
 			}
 			continue
 		default:

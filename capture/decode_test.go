@@ -7,6 +7,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/flowmon/flowmon/internal/cputime"
 )
 
 var ts0 = time.Unix(1700000000, 123456789).UTC()
@@ -170,9 +172,11 @@ func BenchmarkDecode(b *testing.B) {
 	var p Packet
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
+	m := cputime.Start()
 	for b.Loop() {
 		Decode(&p, LinkEthernet, data, len(data), ts0)
 	}
+	m.Report(b)
 }
 
 // BenchmarkDecodeUDP is the common UDP path: a datagram on no tunnel port,

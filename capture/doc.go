@@ -38,6 +38,12 @@
 //     fixed 40-byte layout shared with other agents and the eBPF side, and
 //     Hash, XXH3-64 of that layout with HashSeed (hash.go), pinned by
 //     TestHashPinned because filters built from it are exchanged.
+//   - Fragments (defrag.go): a DefragSource (the file reader, AF_PACKET,
+//     libpcap) given a Defragmenter (package capture/defrag) hands it
+//     every fragment Decode marks, and returns the datagram once whole,
+//     decoded from the reassembled bytes; Decode notes where a fragment's
+//     IP packet lies in its frame (Packet.FragmentIP), and Stats.Defrag
+//     counts what was taken, reassembled, dropped, held and passed.
 //   - Reason (reason.go) is the fixed set of why a frame was not a flow
 //     packet, a metric label; Stats (stats.go) counts packets, bytes, link,
 //     network and transport classes and reasons.

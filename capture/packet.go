@@ -53,6 +53,9 @@ type Packet struct {
 	// packet travelled from Key.Dst to Key.Src.
 	Key      Key
 	Reversed bool
+	// fragData is, for a fragment, the offset of its data from the start
+	// of its IP header (FragmentIP); it sits in Reversed's padding.
+	fragData uint16
 	// Hash is Key.Hash(): one 64-bit hash per packet, reused by every stage.
 	Hash uint64
 
@@ -73,6 +76,9 @@ type Packet struct {
 
 	WireLen uint32 // length on the wire
 	CapLen  uint32 // length captured
+	// ipTail is, for a fragment, how many bytes of the frame its IP
+	// header starts from the end (FragmentIP); in CapLen's padding.
+	ipTail uint32
 
 	// Tunnels is how many tunnels the packet was decapsulated from (0:
 	// none; Key and the fields above are then the innermost packet's).

@@ -42,6 +42,7 @@ type PcapLive struct {
 	link    uint16
 	dec     *DecodeOptions // never nil
 	stats   Stats
+	defrag  Defragmenter // nil: fragments are handed on as Decode made them
 	ifindex int
 	w       *ifaceWatch
 	open    func() (*pcap.Handle, error) // a new handle, as the first was opened
@@ -54,8 +55,9 @@ type PcapLive struct {
 }
 
 var (
-	_ Source      = (*PcapLive)(nil)
-	_ IfaceSource = (*PcapLive)(nil)
+	_ Source       = (*PcapLive)(nil)
+	_ IfaceSource  = (*PcapLive)(nil)
+	_ DefragSource = (*PcapLive)(nil)
 )
 
 // OpenPcapLive opens iface with libpcap: snaplen bytes kept of each
@@ -156,12 +158,21 @@ func (s *PcapLive) Next(p *Packet) error {
 			return fmt.Errorf("read from %s: %w", s.iface, err)
 		}
 		r := s.dec.Decode(p, s.link, data, ci.Length, ci.Timestamp)
+		if p.Fragment != NotFragment && s.defrag != nil && defragments(r) {
+			if defragFrame(p, data, r, &s.stats, s.defrag) {
+				return nil
+			}
+			continue
+		}
 		s.stats.Count(p, r)
 		if r == ReasonNone {
 			return nil
 		}
 	}
 }
+
+// SetDefragmenter has the handle hand its fragments to d (DefragSource).
+func (s *PcapLive) SetDefragmenter(d Defragmenter) { s.defrag = d }
 
 // Stats returns the counts of the packets read. They change as Next is
 // called.

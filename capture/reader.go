@@ -49,6 +49,7 @@ type Reader struct {
 	stats  Stats
 	done   error          // sticky end: io.EOF or a *ReadError
 	dec    *DecodeOptions // never nil
+	defrag Defragmenter   // nil: fragments are handed on as Decode made them
 }
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
@@ -159,6 +160,12 @@ func (r *Reader) Next(p *Packet) error {
 			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
 		reason := r.dec.Decode(p, link, data, wire, ts)
+		if p.Fragment != NotFragment && r.defrag != nil && defragments(reason) {
+			if defragFrame(p, data, reason, &r.stats, r.defrag) {
+				return nil
+			}
+			continue
+		}
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {
 			return nil
@@ -205,6 +212,9 @@ func (r *Reader) ngLink(iface int) uint16 {
 	}
 	return uint16(in.LinkType)
 }
+
+// SetDefragmenter has the reader hand its fragments to d (DefragSource).
+func (r *Reader) SetDefragmenter(d Defragmenter) { r.defrag = d }
 
 // Stats returns the reader's counters. They change as Next is called.
 func (r *Reader) Stats() *Stats { return &r.stats }

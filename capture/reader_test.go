@@ -14,6 +14,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/flowmon/flowmon/internal/cputime"
 )
 
 // pcapBytes writes a classic pcap by hand, in either byte order and
@@ -249,6 +251,7 @@ func BenchmarkReaderNext(b *testing.B) {
 	var p Packet
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)) / 4096)
+	m := cputime.Start()
 	for b.Loop() {
 		if err := r.Next(&p); err != nil {
 			src.Reset(data)
@@ -257,6 +260,7 @@ func BenchmarkReaderNext(b *testing.B) {
 			}
 		}
 	}
+	m.Report(b)
 }
 
 // TestOpenMissingFile pins the one wording of an unreadable input, which

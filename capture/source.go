@@ -41,6 +41,8 @@ var (
 
 	_ DecodeOptionsSetter = (*Reader)(nil)
 	_ DecodeOptionsSetter = (*Files)(nil)
+	_ DefragSource        = (*Reader)(nil)
+	_ DefragSource        = (*Files)(nil)
 )
 
 // Files reads capture files one after another as one Source. Its Stats
@@ -52,6 +54,9 @@ type Files struct {
 	done  Stats   // files already read
 	sum   Stats   // done + cur's, what Stats returns
 	dec   *DecodeOptions
+	// defrag is every file's: a datagram's fragments may span two
+	// files of one capture cut in pieces.
+	defrag Defragmenter
 }
 
 // SetDecodeOptions has every file's packets from now on decoded with o.
@@ -95,11 +100,22 @@ func (f *Files) Next(p *Packet) error {
 			if f.dec != nil {
 				r.SetDecodeOptions(*f.dec)
 			}
+			if f.defrag != nil {
+				r.SetDefragmenter(f.defrag)
+			}
 			f.cur = r
 			f.next++
 		}
 	}
 	return io.EOF
+}
+
+// SetDefragmenter has every file's reader hand its fragments to d.
+func (f *Files) SetDefragmenter(d Defragmenter) {
+	f.defrag = d
+	if f.cur != nil {
+		f.cur.SetDefragmenter(d)
+	}
 }
 
 // Stats returns the counts of every file read so far.

@@ -11,6 +11,11 @@ type Stats struct {
 	Network   [numNetClasses]uint64
 	Transport [numTransportClasses]uint64
 	Skipped   [numReasons]uint64 // by reason; index 0 unused
+	// Defrag counts the reassembly of a source with a Defragmenter. A
+	// fragment it takes is a frame read (Packets, Bytes, Link, Network)
+	// but no packet decoded; a datagram it hands on is a packet decoded
+	// (Decoded, Transport, or Skipped by its reason) but no frame.
+	Defrag DefragStats
 }
 
 // Count records one read frame and the outcome of decoding it.
@@ -31,6 +36,30 @@ func (s *Stats) Count(p *Packet, r Reason) {
 	} else {
 		s.Network[NetIPv4]++
 	}
+	s.Transport[transportClassOf(p)]++
+}
+
+// countFrame counts a fragment frame taken by a Defragmenter: read, of
+// its network layer, not (yet) a decoded packet.
+func (s *Stats) countFrame(p *Packet) {
+	s.Packets++
+	s.Bytes += uint64(p.WireLen)
+	s.Link[linkClassOf(p.LinkType)]++
+	if p.EtherType == EtherTypeIPv6 {
+		s.Network[NetIPv6]++
+	} else {
+		s.Network[NetIPv4]++
+	}
+}
+
+// countDecoded counts what a Defragmenter handed on (a datagram, or a
+// fragment it did not take) as Decode's answer r for it.
+func (s *Stats) countDecoded(p *Packet, r Reason) {
+	if r != ReasonNone {
+		s.Skipped[r]++
+		return
+	}
+	s.Decoded++
 	s.Transport[transportClassOf(p)]++
 }
 
@@ -63,6 +92,7 @@ func (s *Stats) Add(o *Stats) {
 	for i := range s.Skipped {
 		s.Skipped[i] += o.Skipped[i]
 	}
+	s.Defrag.Add(&o.Defrag)
 }
 
 // LinkClass groups link types for counting.

@@ -21,8 +21,9 @@ import (
 // two do not speak of the same flow: those with more than one IP header
 // (tshark gives the innermost flow's ID for a tunnel's packets and an
 // ICMP error's quoted packet's for the error, where flowmon's record is
-// of the outer flow until it decodes tunnels) and IP fragments (tshark
-// reassembles; flowmon keys a non-first fragment on its addresses), the
+// of the outer flow until it decodes tunnels), the datagrams over 64 KiB
+// of the one trace made of them (tshark delivers one, flowmon and Zeek
+// refuse them: overLarge), the
 // packets under a link or encapsulation layer flowmon's decoder does not
 // take (NSH, Cisco MetaData and FabricPath, Ethernet over MPLS
 // pseudowires: they reach no flow), and the packets tshark finds broken
@@ -40,18 +41,18 @@ func TestCommunityIDMatchesTshark(t *testing.T) {
 	byProto := map[string]int{} // IDs compared, by the packets' transport
 	var differ []string
 	for _, c := range sharedpcaps.Captures(t) {
-		if c.Packets < 20 || c.Packets > 5000 || !strings.Contains(c.Link, "EN10MB") && !strings.Contains(c.Link, "RAW") {
+		if c.Packets < 20 || c.Packets > 5000 || !strings.Contains(c.Link, "EN10MB") && !strings.Contains(c.Link, "RAW") || c.Name == overLarge {
 			continue
 		}
 		out, err := exec.Command("tshark", "-r", c.Path, "--enable-protocol", "communityid", "-T", "fields", "-E", "separator=|",
-			"-e", "communityid", "-e", "frame.protocols", "-e", "ip.flags.mf", "-e", "ip.frag_offset", "-e", "ipv6.fragment", "-e", "_ws.expert.severity").Output()
+			"-e", "communityid", "-e", "frame.protocols", "-e", "_ws.expert.severity").Output()
 		if err != nil {
 			continue // a file tshark cannot read is not a Community ID question
 		}
 		want := map[string]bool{}
 		for line := range strings.Lines(string(out)) {
 			f := strings.Split(strings.TrimSpace(line), "|")
-			if len(f) < 6 || f[0] == "" || strings.Contains(f[0], ",") || strings.Contains(f[5], expertError) {
+			if len(f) < 3 || f[0] == "" || strings.Contains(f[0], ",") || strings.Contains(f[2], expertError) {
 				continue
 			}
 			ips, transport, decoded := 0, "", true
@@ -65,7 +66,7 @@ func TestCommunityIDMatchesTshark(t *testing.T) {
 					decoded = decoded && ips > 0
 				}
 			}
-			if ips != 1 || transport == "" || !decoded || f[2] == "1" || f[2] == "True" || f[3] != "" && f[3] != "0" || f[4] != "" {
+			if ips != 1 || transport == "" || !decoded {
 				continue
 			}
 			if !want[f[0]] {

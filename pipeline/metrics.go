@@ -38,7 +38,14 @@ var (
 	descNetwork   = prometheus.NewDesc("flowmon_capture_network_packets_total", "Records by network layer.", []string{"network"}, nil)
 	descTransport = prometheus.NewDesc("flowmon_capture_transport_packets_total", "Decoded packets by transport.", []string{"transport"}, nil)
 	descSkipped   = prometheus.NewDesc("flowmon_capture_skipped_packets_total", "Records that yielded no flow packet, by reason (malformed input, or not IP).", []string{"reason"}, nil)
-	descUnique    = prometheus.NewDesc("flowmon_pipeline_unique_packets_total", "Decoded packets that were not capture duplicates.", nil, nil)
+	// Fragment reassembly (capture/defrag): what it took, made whole,
+	// dropped (its overload among the reasons), holds and let pass.
+	descDefragFrags     = prometheus.NewDesc("flowmon_capture_defrag_fragments_total", "IP fragments taken into reassembly (not packets of their own).", nil, nil)
+	descDefragDatagrams = prometheus.NewDesc("flowmon_capture_defrag_datagrams_total", "IP datagrams reassembled from fragments, each one packet.", nil, nil)
+	descDefragDropped   = prometheus.NewDesc("flowmon_capture_defrag_dropped_fragments_total", "IP fragments taken into reassembly and dropped, by reason (timeout, table_full, bytes_full, too_large, too_many_fragments, invalid).", []string{"reason"}, nil)
+	descDefragHeld      = prometheus.NewDesc("flowmon_capture_defrag_held_fragments", "IP fragments held in datagrams not yet whole.", nil, nil)
+	descDefragPassed    = prometheus.NewDesc("flowmon_capture_defrag_passed_fragments_total", "IP fragments handed on unreassembled, cut short by the snaplen.", nil, nil)
+	descUnique          = prometheus.NewDesc("flowmon_pipeline_unique_packets_total", "Decoded packets that were not capture duplicates.", nil, nil)
 	// The window gauges describe the last published window, the one
 	// /api/v1/ccf serves, not the open one: the open window is empty after
 	// a replay's end (its final window is published and a new one begun),
@@ -67,6 +74,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPackets, descBytes, descNetwork, descTransport, descSkipped,
+		descDefragFrags, descDefragDatagrams, descDefragDropped, descDefragHeld, descDefragPassed,
 		descUnique, descFCFlows, descFCDropped, descFCMem, descFCWindows, descFTOpen, descFTMax, descFTAtCap, descFTShed, descACSMTarget} {
 		ch <- d
 	}
@@ -111,6 +119,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range capture.Reasons() {
 		counter(descSkipped, st.Skipped[r], r.String())
 	}
+	df := &st.Defrag
+	counter(descDefragFrags, df.Fragments)
+	counter(descDefragDatagrams, df.Datagrams)
+	for _, d := range capture.DefragDrops() {
+		counter(descDefragDropped, df.Dropped[d], d.String())
+	}
+	gauge(descDefragHeld, df.Held)
+	counter(descDefragPassed, df.Passed)
 	counter(descUnique, unique)
 	gauge(descFCFlows, last.Flows)
 	gauge(descFCDropped, last.Dropped)

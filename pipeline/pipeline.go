@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/defrag"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
@@ -26,6 +27,12 @@ type Config struct {
 	// PacketsPerWindow (dedup.Config.Share).
 	Dedup   dedup.Config
 	NoDedup bool
+	// Defrag reassembles IP fragments in each source that can
+	// (capture.DefragSource), with a reassembler of these bounds each
+	// (NoDefrag: fragments are flow packets of their own, keyed as
+	// capture.Decode keys them).
+	Defrag   defrag.Config
+	NoDefrag bool
 	// ACSM tracks every flow's TCP state; Capacity is split over the
 	// workers.
 	ACSM acsm.Config
@@ -75,7 +82,8 @@ type Config struct {
 // DefaultConfig is what `flowmon replay` runs without flags.
 func DefaultConfig() Config {
 	return Config{
-		Dedup: dedup.DefaultConfig(),
+		Dedup:  dedup.DefaultConfig(),
+		Defrag: defrag.DefaultConfig(),
 		// KeepEnded: a flow's last ACK after both FINs must not start a
 		// new flow (Zeek keeps a closed connection until it times out).
 		// The closed tier then holds every ended flow for its timeout, so
@@ -154,6 +162,12 @@ func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
 	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live}
 	if live != nil {
 		cfg.Workers = len(live)
+	}
+	p.cfg = cfg
+	for _, src := range live {
+		if err := attachDefrag(&cfg, src); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.DecodeOnly {
 		return p, nil

@@ -74,6 +74,10 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 		}
 	}
 	setDecode(src, pl.cfg.Decode)
+	if err := attachDefrag(&pl.cfg, src); err != nil {
+		pl.Finish(&Summary{}, time.Time{}) // stops the workers
+		return nil, err
+	}
 	s := &Summary{}
 	err = feed(ctx, src, s, pl, opt.Progress)
 	st := src.Stats()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/defrag"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 )
@@ -55,6 +56,14 @@ type Settings struct {
 	GREOverUDPPorts string `yaml:"gre-over-udp-ports"`
 	NoTunnelDetect  bool   `yaml:"no-tunnel-detect"`
 	MaxTunnelDepth  int    `yaml:"max-tunnel-depth"`
+	// Defrag reassembles IP fragments into their datagrams before
+	// anything counts them (on by default); the others bound it, for
+	// each source (capture/defrag).
+	Defrag             bool          `yaml:"defrag"`
+	DefragMaxDatagrams int           `yaml:"defrag-max-datagrams"`
+	DefragMaxBytes     int           `yaml:"defrag-max-bytes"`
+	DefragTimeout      time.Duration `yaml:"defrag-timeout"`
+	DefragPolicy       string        `yaml:"defrag-policy"`
 }
 
 // Bounds of the numeric settings. The sizes bound memory (the ACSM and
@@ -85,13 +94,18 @@ func DefaultSettings() Settings {
 		MaxFlows:    c.MaxFlows,
 		Workers:     c.Workers,
 
-		VXLANPorts:      ports(d.VXLANPorts),
-		GenevePorts:     ports(d.GenevePorts),
-		GTPPorts:        ports(d.GTPPorts),
-		TeredoPorts:     ports(d.TeredoPorts),
-		AYIYAPorts:      ports(d.AYIYAPorts),
-		GREOverUDPPorts: ports(d.GREOverUDPPorts),
-		MaxTunnelDepth:  d.MaxTunnelDepth,
+		VXLANPorts:         ports(d.VXLANPorts),
+		GenevePorts:        ports(d.GenevePorts),
+		GTPPorts:           ports(d.GTPPorts),
+		TeredoPorts:        ports(d.TeredoPorts),
+		AYIYAPorts:         ports(d.AYIYAPorts),
+		GREOverUDPPorts:    ports(d.GREOverUDPPorts),
+		MaxTunnelDepth:     d.MaxTunnelDepth,
+		Defrag:             !c.NoDefrag,
+		DefragMaxDatagrams: c.Defrag.MaxDatagrams,
+		DefragMaxBytes:     c.Defrag.MaxBytes,
+		DefragTimeout:      c.Defrag.Timeout,
+		DefragPolicy:       c.Defrag.Policy.String(),
 	}
 }
 
@@ -237,10 +251,32 @@ func (s *Settings) Validate(given func(name string) bool) error {
 	}
 	_, derrs := s.decodeOptions()
 	errs = append(errs, derrs...)
+	if s.Defrag {
+		errs = append(errs, s.checkDefrag()...)
+	}
 	if len(errs) == 0 {
 		errs = s.checkUseless(given)
 	}
 	return errors.Join(errs...)
+}
+
+// checkDefrag checks the reassembly's bounds (capture/defrag's), which
+// mean something only with defrag on.
+func (s *Settings) checkDefrag() []error {
+	var errs []error
+	if s.DefragMaxDatagrams < 1 || s.DefragMaxDatagrams > defrag.MaxMaxDatagrams {
+		errs = append(errs, &SettingError{"defrag-max-datagrams", fmt.Sprint(s.DefragMaxDatagrams), fmt.Sprintf("must be between 1 and %d (datagrams in reassembly at once, each source)", defrag.MaxMaxDatagrams)})
+	}
+	if s.DefragMaxBytes < defrag.MinMaxBytes || s.DefragMaxBytes > defrag.MaxMaxBytes {
+		errs = append(errs, &SettingError{"defrag-max-bytes", fmt.Sprint(s.DefragMaxBytes), fmt.Sprintf("must be between %d (one whole datagram) and %d (fragment bytes held, each source)", defrag.MinMaxBytes, defrag.MaxMaxBytes)})
+	}
+	if t := s.DefragTimeout; t <= 0 || t > defrag.MaxTimeout {
+		errs = append(errs, &SettingError{"defrag-timeout", t.String(), fmt.Sprintf("must be above 0 and at most %v", defrag.MaxTimeout)})
+	}
+	if _, err := defrag.ParsePolicy(s.DefragPolicy); err != nil {
+		errs = append(errs, &SettingError{"defrag-policy", q(s.DefragPolicy), "must be " + defrag.PolicyNames + " (whose bytes overlapping fragments keep)"})
+	}
+	return errs
 }
 
 // checkUseless rejects settings given that the others make do nothing.
@@ -267,6 +303,12 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 	if s.Backend != acsm.BackendKBF.String() {
 		why := "with {backend} " + s.Backend + " (it sets the kbf backend)"
 		errs = append(errs, useless("kbf-encoder", s.KBFEncoder, why), useless("kbf-layout", s.KBFLayout, why))
+	}
+	if !s.Defrag {
+		why := "with {defrag} false (fragments are not reassembled)"
+		for _, n := range []string{"defrag-max-datagrams", "defrag-max-bytes", "defrag-timeout", "defrag-policy"} {
+			errs = append(errs, useless(n, s.value(n), why))
+		}
 	}
 	if s.NoDedup {
 		why := "with {no-dedup} (the dedup stage is off)"
@@ -301,6 +343,9 @@ func (s *Settings) Config() (Config, error) {
 	if err == nil {
 		a.Machine, err = acsm.ParseMachine(s.Machine)
 	}
+	if err == nil && s.Defrag {
+		cfg.Defrag.Policy, err = defrag.ParsePolicy(s.DefragPolicy)
+	}
 	if err != nil {
 		return Config{}, errors.Join(errors.New("settings passed Validate but not parsing"), err)
 	}
@@ -320,6 +365,9 @@ func (s *Settings) Config() (Config, error) {
 	}
 	dec.VerifyChecksums = s.VerifyChecksums
 	cfg.Decode = &dec
+	if cfg.NoDefrag = !s.Defrag; s.Defrag {
+		cfg.Defrag.MaxDatagrams, cfg.Defrag.MaxBytes, cfg.Defrag.Timeout = s.DefragMaxDatagrams, s.DefragMaxBytes, s.DefragTimeout
+	}
 	return cfg, nil
 }
 
@@ -376,6 +424,16 @@ func (s *Settings) value(name string) string {
 		return fmt.Sprint(s.NoTunnelDetect)
 	case "max-tunnel-depth":
 		return fmt.Sprint(s.MaxTunnelDepth)
+	case "defrag":
+		return fmt.Sprint(s.Defrag)
+	case "defrag-max-datagrams":
+		return fmt.Sprint(s.DefragMaxDatagrams)
+	case "defrag-max-bytes":
+		return fmt.Sprint(s.DefragMaxBytes)
+	case "defrag-timeout":
+		return s.DefragTimeout.String()
+	case "defrag-policy":
+		return s.DefragPolicy
 	}
 	return ""
 }

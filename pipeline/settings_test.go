@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture/defrag"
 	"github.com/flowmon/flowmon/kbf"
 )
 
@@ -19,11 +20,13 @@ func TestSettingsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := DefaultConfig()
-	if !reflect.DeepEqual(cfg.ACSM, d.ACSM) || cfg.MaxFlows != d.MaxFlows || cfg.Workers != d.Workers || cfg.Dedup != d.Dedup || cfg.FlowCount != d.FlowCount {
+	if !reflect.DeepEqual(cfg.ACSM, d.ACSM) || cfg.MaxFlows != d.MaxFlows || cfg.Workers != d.Workers || cfg.Dedup != d.Dedup || cfg.FlowCount != d.FlowCount ||
+		cfg.Defrag != d.Defrag || cfg.NoDefrag {
 		t.Errorf("default settings give %+v, DefaultConfig is %+v", cfg, d)
 	}
 	s := Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags", Capacity: 1000, P: 0.01,
-		DedupWindow: time.Second, Dedup: "fbf", RetransWindow: 2 * time.Second, MaxFlows: 5000, Workers: 3}
+		DedupWindow: time.Second, Dedup: "fbf", RetransWindow: 2 * time.Second, MaxFlows: 5000, Workers: 3,
+		Defrag: true, DefragMaxDatagrams: 10, DefragMaxBytes: 1 << 20, DefragTimeout: time.Minute, DefragPolicy: "last"}
 	cfg, err = s.Config()
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +34,8 @@ func TestSettingsConfig(t *testing.T) {
 	a := cfg.ACSM
 	if a.Backend != acsm.BackendKBF || a.KBFEncoder != kbf.Greedy || a.KBFLayout != kbf.Blocked || a.Machine != acsm.MachineFlags ||
 		a.Capacity != 1000 || a.FPRate != 0.01 || cfg.FlowCount.ExpectedFlows != 1000 || cfg.Dedup.Window != time.Second || !cfg.Dedup.FBF ||
-		!cfg.Dedup.Retrans.Enabled || cfg.Dedup.Retrans.Window != 2*time.Second || cfg.MaxFlows != 5000 || cfg.Workers != 3 {
+		!cfg.Dedup.Retrans.Enabled || cfg.Dedup.Retrans.Window != 2*time.Second || cfg.MaxFlows != 5000 || cfg.Workers != 3 ||
+		cfg.NoDefrag || cfg.Defrag != (defrag.Config{MaxDatagrams: 10, MaxBytes: 1 << 20, Timeout: time.Minute, Policy: defrag.Last}) {
 		t.Errorf("settings %+v gave %+v", s, cfg)
 	}
 }

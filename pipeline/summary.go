@@ -29,6 +29,9 @@ type Summary struct {
 	RunSeconds       float64           `json:"run_seconds"`
 	PacketsPerSecond float64           `json:"packets_per_second"`
 	ReadError        string            `json:"read_error,omitempty"`
+	// Defrag is the fragment reassembly's account, when there were
+	// fragments and it was on.
+	Defrag *DefragSummary `json:"defrag,omitempty"`
 
 	// Stage keys.
 	UniquePackets    uint64            `json:"unique_packets"` // decoded packets less duplicates
@@ -155,6 +158,7 @@ func (s *Summary) fill(st *capture.Stats) {
 	s.Network = st.NetworkCounts()
 	s.Transport = st.TransportCounts()
 	s.DecodeErrors = st.DecodeErrors()
+	s.Defrag = defragSummary(&st.Defrag)
 	s.Skipped = map[string]uint64{}
 	if n := st.Skipped[capture.ReasonNotIP]; n > 0 {
 		s.Skipped[capture.ReasonNotIP.String()] = n

@@ -86,7 +86,8 @@ func TestFull(t *testing.T) {
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
 			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second,
 			VXLANPorts: "4789,8472", GenevePorts: "none", GTPPorts: "2152", TeredoPorts: "3544,3545", AYIYAPorts: "none",
-			GREOverUDPPorts: "4754,4755", NoTunnelDetect: true, MaxTunnelDepth: 2, VerifyChecksums: true},
+			GREOverUDPPorts: "4754,4755", NoTunnelDetect: true, MaxTunnelDepth: 2, VerifyChecksums: true,
+			Defrag: true, DefragMaxDatagrams: 2048, DefragMaxBytes: 8 << 20, DefragTimeout: time.Minute, DefragPolicy: "last"},
 		Rules:    abs(t, "testdata/ref/rules.yaml"),
 		Alerting: abs(t, "testdata/ref/alerting.yaml"),
 		Watchlists: Watchlists{Dir: "/var/lib/flowmon/watchlists", Lists: []Watchlist{
@@ -106,9 +107,10 @@ func TestFull(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)
 	}
-	// All but the two that exclude the others.
-	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-2 {
-		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-2, changed)
+	// All but the three that exclude the others (no-dedup, decode-only,
+	// and defrag, whose other keys do nothing when it is false).
+	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-3 {
+		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-3, changed)
 	}
 }
 

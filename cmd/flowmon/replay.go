@@ -16,6 +16,7 @@ import (
 	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/defrag"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
 )
@@ -70,6 +71,11 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", pipeline.MaxRetransWindow))
 	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", pipeline.MaxMaxFlows))
 	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", pipeline.MaxWorkers))
+	fs.BoolVar(&s.Defrag, "defrag", s.Defrag, "reassemble IP fragments into their datagrams, each one packet (--defrag=false: each fragment a packet, later ones without ports)")
+	fs.IntVar(&s.DefragMaxDatagrams, "defrag-max-datagrams", s.DefragMaxDatagrams, fmt.Sprintf("most datagrams in reassembly at once, 1..%d; past it the oldest is dropped (counted)", defrag.MaxMaxDatagrams))
+	fs.IntVar(&s.DefragMaxBytes, "defrag-max-bytes", s.DefragMaxBytes, fmt.Sprintf("most fragment bytes held for reassembly, %d..%d; past it the oldest datagrams are dropped (counted)", defrag.MinMaxBytes, defrag.MaxMaxBytes))
+	fs.DurationVar(&s.DefragTimeout, "defrag-timeout", s.DefragTimeout, fmt.Sprintf("packet time a datagram has from its first fragment to be whole, up to %v", defrag.MaxTimeout))
+	fs.StringVar(&s.DefragPolicy, "defrag-policy", s.DefragPolicy, "whose bytes overlapping fragments keep: "+defrag.PolicyNames+" (first: Zeek's, Windows'; last: Cisco IOS's)")
 	fs.BoolVar(&s.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
 	fs.StringVar(&s.VXLANPorts, "vxlan-ports", s.VXLANPorts, "UDP `PORTS` whose VXLAN tunnels are taken off (comma-separated; none: off)")
 	fs.StringVar(&s.GenevePorts, "geneve-ports", s.GenevePorts, "UDP `PORTS` whose Geneve tunnels are taken off (none: off)")

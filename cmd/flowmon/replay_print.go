@@ -35,6 +35,11 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 	printCounts(w, "transport", s.Transport)
 	printCounts(w, "decode errors", s.DecodeErrors)
 	printCounts(w, "skipped", s.Skipped)
+	if d := s.Defrag; d != nil {
+		fmt.Fprintf(w, "fragments        %d taken: %d datagrams reassembled, %d fragments held at the end; %d passed unreassembled (cut short)\n",
+			d.Fragments, d.Datagrams, d.Held, d.Passed)
+		printCounts(w, "fragments lost", d.Dropped)
+	}
 	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)", s.UniquePackets, s.Duplicates, s.Retransmissions)
 	if s.DedupWindow != "" {
 		fmt.Fprintf(w, ", dedup window: %s", s.DedupWindow)
