@@ -24,14 +24,11 @@ var zeekTCPDiffCauses = map[string]string{
 	// gridftp.zeek calls skip_further_processing once it sees the data
 	// channel's TLS: Zeek counts no packet after that, so no FINs.
 	"zeek/globus-url-copy.pcap 192.168.57.103:35391>192.168.57.101:55968 *": "Zeek stops analysing a GridFTP data connection after its TLS handshake",
-	"zeek/tunnels/ayiya3.pcap * *":                                          "tunnelled inner flow (AYIYA): flowmon does not decapsulate it",
-	"zeek/tunnels/geneve-47101.pcap * *":                                    "tunnelled inner flow (Geneve): flowmon does not decapsulate it",
-	"zeek/tunnels/gre-aruba-amsdu.pcap * *":                                 "tunnelled inner flow (GRE, Aruba): flowmon does not decapsulate it",
-	"zeek/tunnels/gre-over-udp-4754.pcap * *":                               "tunnelled inner flow (GRE over UDP): flowmon does not decapsulate it",
-	"zeek/tunnels/gtp/gtp2_different_udp_port.pcap * *":                     "tunnelled inner flow (GTP-U): flowmon does not decapsulate it",
-	"zeek/tunnels/gtp/gtp6_gtp_0x32.pcap * *":                               "tunnelled inner flow (GTP-U): flowmon does not decapsulate it",
-	"zeek/tunnels/teredo_bubble_with_payload.pcap * *":                      "tunnelled inner flow (Teredo): flowmon does not decapsulate it",
-	"zeek/tunnels/vxlan-encapsulated-http.pcap * *":                         "tunnelled inner flow (VXLAN): flowmon does not decapsulate it",
+	// An Aruba 802.11 frame carries an A-MSDU of two subframes: the
+	// decoder takes the first (one frame is one packet), Zeek counts
+	// each; the first it sees is the responder's, so it also flips.
+	"zeek/tunnels/gre-aruba-amsdu.pcap * *":                                                        "an A-MSDU's subframes after the first are not decoded (one frame, one packet)",
+	"zeek/tunnels/gtp/gtp2_different_udp_port.pcap 10.131.17.170:51803>173.199.115.168:80 history": "Zeek's HTTP analyzer adds its own letter (X) to the history",
 }
 
 // zeekCauseOf returns the cause of a difference, or "".
@@ -70,10 +67,10 @@ func TestConnStateMatchesZeek(t *testing.T) {
 		byTrace[r.trace] = append(byTrace[r.trace], r)
 	}
 	floors := map[string]map[string]float64{
-		// Measured: 43, 42, 43 and 43 of 53 in both runs. Tunnelled inner
-		// flows are 8 of the 10 left.
-		"default": {"conn_state": 0.81, "history": 0.79, "orig_pkts": 0.81, "resp_pkts": 0.81},
-		"exact":   {"conn_state": 0.81, "history": 0.79, "orig_pkts": 0.81, "resp_pkts": 0.81},
+		// The agreement measured in both runs: 51, 48, 50 and 51 of 53
+		// (docs/results/zeek-agreement.md).
+		"default": {"conn_state": 0.96, "history": 0.90, "orig_pkts": 0.94, "resp_pkts": 0.96},
+		"exact":   {"conn_state": 0.96, "history": 0.90, "orig_pkts": 0.94, "resp_pkts": 0.96},
 	}
 	for _, run := range []string{"default", "exact"} {
 		a := connAgreement{compared: map[string]int{}, matched: map[string]int{}, diffs: map[string][]string{}}
