@@ -33,7 +33,7 @@ var ipfixRealCaptures = []string{
 	"ndpi/KakaoTalk_talk.pcap",
 	"zeek/ftp/cwd-navigation.pcap",
 	"suricata-verify/bug-4663-03/icmp_and_ssh.pcap",
-	"zeek/trunc/mpls-6in6-broken.pcap",
+	"zeek/ipv6-http-atomic-frag.pcap",
 	"arkime/pim.pcap",
 	"ndpi/ocs.pcap",
 }
