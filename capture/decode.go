@@ -323,6 +323,7 @@ func (o *DecodeOptions) decodeTransport(p *Packet, src, dst []byte, proto uint8,
 				if r, ok := o.decodeUDPTunnel(p, kind, src, dst, sport, dport, b[8:], payloadLen-8); ok {
 					return r
 				}
+				p.CarrierOnly = kind != TunnelTeredo
 			}
 		}
 	case ProtoICMP, ProtoICMPv6:
@@ -463,7 +464,7 @@ func (p *Packet) reset(ts time.Time, link uint16, wireLen, capLen int) {
 	p.Reversed = false
 	p.Hash = 0
 	p.LinkType, p.EtherType, p.VLANs = link, 0, 0
-	p.Tunnels, p.Tunnel = 0, TunnelNone
+	p.Tunnels, p.Tunnel, p.CarrierOnly = 0, TunnelNone, false
 	p.TTL, p.IPID, p.IPLen, p.Fragment = 0, 0, 0, NotFragment
 	p.HasTCP, p.Flags, p.Seq, p.Ack, p.Window = false, 0, 0, 0, 0
 	p.PayloadLen, p.Payload = 0, nil

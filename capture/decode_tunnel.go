@@ -27,6 +27,8 @@ type tunnelSave struct {
 	outerKey  Key
 	outerHash uint64
 	outerRev  bool
+	outerLen  uint32
+	mostLen   uint32
 	mostKey   Key
 	mostHash  uint64
 	mostRev   bool
@@ -41,14 +43,14 @@ type tunnelSave struct {
 }
 
 func (s *tunnelSave) save(p *Packet) {
-	s.outerKey, s.outerHash, s.outerRev = p.OuterKey, p.OuterHash, p.OuterReversed
+	s.outerKey, s.outerHash, s.outerRev, s.outerLen, s.mostLen = p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen, p.OutermostLen
 	s.mostKey, s.mostHash, s.mostRev = p.OutermostKey, p.OutermostHash, p.OutermostReversed
 	s.tunnels, s.kind = p.Tunnels, p.Tunnel
 	s.etherType, s.vlans, s.ttl, s.ipID, s.ipLen, s.frag = p.EtherType, p.VLANs, p.TTL, p.IPID, p.IPLen, p.Fragment
 }
 
 func (s *tunnelSave) restore(p *Packet) {
-	p.OuterKey, p.OuterHash, p.OuterReversed = s.outerKey, s.outerHash, s.outerRev
+	p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen, p.OutermostLen = s.outerKey, s.outerHash, s.outerRev, s.outerLen, s.mostLen
 	p.OutermostKey, p.OutermostHash, p.OutermostReversed = s.mostKey, s.mostHash, s.mostRev
 	p.Tunnels, p.Tunnel = s.tunnels, s.kind
 	p.EtherType, p.VLANs, p.TTL, p.IPID, p.IPLen, p.Fragment = s.etherType, s.vlans, s.ttl, s.ipID, s.ipLen, s.frag
@@ -61,7 +63,9 @@ func (s *tunnelSave) restore(p *Packet) {
 func (o *DecodeOptions) enter(p *Packet, kind TunnelKind, src, dst []byte, sport, dport uint16, proto uint8) Reason {
 	if p.Tunnels == 1 {
 		p.OutermostKey, p.OutermostHash, p.OutermostReversed = p.OuterKey, p.OuterHash, p.OuterReversed
+		p.OutermostLen = p.OuterLen
 	}
+	p.OuterLen = 0
 	p.Tunnels++
 	p.Tunnel = kind
 	p.OuterReversed = fillKey(&p.OuterKey, &p.OuterHash, src, dst, sport, dport, proto)
@@ -193,6 +197,7 @@ func (o *DecodeOptions) decodeUDPTunnel(p *Packet, kind TunnelKind, src, dst []b
 	if r2 := o.enter(p, kind, src, dst, sport, dport, ProtoUDP); r2 != ReasonNone {
 		return r2, true
 	}
+	p.OuterLen = uint32(n)
 	if r != ReasonNone {
 		return r, true
 	}

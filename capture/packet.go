@@ -101,6 +101,13 @@ type Packet struct {
 	OutermostReversed bool
 	OutermostHash     uint64
 	OutermostKey      Key
+	// CarrierOnly says the packet is a datagram of a UDP tunnel (not
+	// Teredo's) that carries no packet: its UDP flow is a carrier's, which
+	// the pipeline keeps with the flows it carries.
+	CarrierOnly bool
+	// OuterLen and OutermostLen are the UDP payload lengths of those
+	// carriers (0 for the IP-level tunnels): the bytes their flows count.
+	OuterLen, OutermostLen uint32
 
 	// Payload is the captured part of the transport payload (may be shorter
 	// than PayloadLen on truncated captures).

@@ -72,6 +72,10 @@ type flowTable struct {
 	out    *recordOut // where records go; nil without record sinks
 	// tracker, when set, forgets a flow whose linger is over (flushOne).
 	tracker *acsm.Tracker
+	// parent is the tunnel parent of the packet in hand (shard.carriers),
+	// which a flow it starts keeps; lastUID the uid seed of the flow the
+	// last packet counted in.
+	parent, lastUID uint64
 	// cidSeed is the seed of the records' Community IDs.
 	cidSeed uint16
 	// activeSec is the active timeout in seconds (0: none): a flow gets
@@ -162,6 +166,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 		idx, e = t.start(i, tag, &k, p, now)
 	}
 	origIsDst := e.origIsDst
+	t.lastUID = e.uid
 	e.win++
 	if t.recs != nil {
 		// The orientation as the backend answered; when it could not
@@ -268,7 +273,7 @@ func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, no
 	e := &t.slots[idx]
 	*e = flowSlot{key: *k, uid: uidSeed(p), hash: p.Hash}
 	if t.recs != nil {
-		t.recs[idx] = recordFields{first: now}
+		t.recs[idx] = recordFields{first: now, parent: t.parent}
 	}
 	t.distinct++
 	return idx, e
@@ -422,6 +427,7 @@ func (t *flowTable) write(idx uint32, why record.EndReason) {
 	o, rs := &c.side[0], &c.side[1]
 	f := t.out.next()
 	f.Start, f.End, f.Hash, f.UID = rec.first, rec.last, e.hash, e.uid
+	f.TunnelParent = rec.parent
 	f.Orig, f.OrigPort, f.Resp, f.RespPort, f.Proto = k.Src, k.SrcPort, k.Dst, k.DstPort, k.Proto
 	f.State = e.state
 	f.OrigPkts, f.RespPkts = rec.pkts[0], rec.pkts[1]

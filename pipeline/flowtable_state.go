@@ -17,7 +17,7 @@ import (
 // flowStateVersion changes when a struct below changes layout or the
 // metas' count changes for a cap, so a state written by another layout
 // is refused by its version, not taken for a damaged one.
-const flowStateVersion = 2
+const flowStateVersion = 3
 
 func (t *flowTable) appendState(b []byte) []byte {
 	u := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }

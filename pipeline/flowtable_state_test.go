@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestFlowTableStateRoundTrip(t *testing.T) {
 			t.Errorf("records: %d after the state, %d from the restored table; timed out %d, %d", a.n, b.n, ta.evicted-evictedBefore, tb.evicted)
 		}
 		for i := range min(len(a.keep), len(b.keep)) {
-			if a.keep[i] != b.keep[i] {
+			if !reflect.DeepEqual(a.keep[i], b.keep[i]) {
 				t.Errorf("record %d: %+v, restored %+v", i, a.keep[i], b.keep[i])
 				break
 			}

@@ -239,6 +239,30 @@ func (p *Pipeline) rebuild() error {
 	return nil
 }
 
+// shardHash is the hash that picks pk's shard: its flow's, or for a
+// tunnelled packet its outermost carrier's address pair's, so that a
+// tunnel's carrying flows and the flows inside it are all one shard's
+// (shard.carriers), whichever ports each direction's carrier uses (GTP's
+// uplink and downlink may differ); a tunnel's datagram that carries no
+// packet (capture.Packet.CarrierOnly) goes with them. Teredo's packets go
+// by their own flow: a client reaches its peers through relays of several
+// addresses, so no carrier names all of a flow's packets, and its carriers
+// are not counted as flows (shard.carriers).
+func shardHash(pk *capture.Packet) uint64 {
+	var k capture.Key
+	switch {
+	case pk.CarrierOnly:
+		k.Src, k.Dst = pk.Key.Src, pk.Key.Dst
+	case pk.Tunnels == 0 || pk.Tunnel == capture.TunnelTeredo:
+		return pk.Hash
+	case pk.Tunnels > 1:
+		k.Src, k.Dst = pk.OutermostKey.Src, pk.OutermostKey.Dst
+	default:
+		k.Src, k.Dst = pk.OuterKey.Src, pk.OuterKey.Dst
+	}
+	return k.Hash()
+}
+
 // Packet runs one decoded packet through the stages. Here it only gets its
 // dedup fingerprint, the one step that reads the payload; the packet is
 // then copied into its shard's batch (without its payload, which points
@@ -253,7 +277,7 @@ func (p *Pipeline) Packet(pk *capture.Packet) {
 	}
 	i := 0
 	if len(p.shards) > 1 {
-		i = shardOf(pk.Hash, len(p.shards))
+		i = shardOf(shardHash(pk), len(p.shards))
 		if t := pk.Timestamp.UnixNano(); t >= p.handAt {
 			p.handOver()
 			p.handAt = t + batchSpan

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/hashmix"
 	"github.com/flowmon/flowmon/internal/memhint"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
@@ -36,6 +37,10 @@ type shard struct {
 	// a local, since the consumers' interface calls would make a local
 	// escape to the heap, one allocation a packet.
 	ev acsm.Event
+	// car and cev are a tunnel's carrying flow's packet and event
+	// (carriers).
+	car capture.Packet
+	cev acsm.Event
 
 	in   chan *batch // nil for an inline shard
 	free chan *batch
@@ -139,12 +144,13 @@ func (b *batch) claim(j int) {
 	if j >= batchSize {
 		return
 	}
-	// A Packet (168 bytes) spans three or four lines, and consecutive
-	// slots' first three cover every line; fp and seq hold eight slots a
-	// line.
+	// A Packet (328 bytes) spans six lines: each is claimed; fp and seq
+	// hold eight slots a line.
 	a := unsafe.Pointer(&b.pkts[j])
 	memhint.PrefetchW2(a, unsafe.Add(a, 64))
-	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Pointer(&b.fp[j]))
+	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Add(a, 192))
+	memhint.PrefetchW2(unsafe.Add(a, 256), unsafe.Add(a, 320))
+	memhint.PrefetchW2(unsafe.Pointer(&b.fp[j]), unsafe.Pointer(&b.fp[j]))
 	if j%8 == 0 {
 		memhint.PrefetchW2(unsafe.Pointer(&b.seq[j]), unsafe.Pointer(&b.seq[j]))
 	}
@@ -217,6 +223,10 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 
 // packet runs an admitted packet through the per-flow stages.
 func (s *shard) packet(p *capture.Packet) {
+	s.flows.parent = 0
+	if p.Tunnels > 0 {
+		s.carriers(p)
+	}
 	ev := &s.ev
 	s.tracker.ObserveInto(p, ev)
 	s.rotate(p.Timestamp)
@@ -229,6 +239,61 @@ func (s *shard) packet(p *capture.Packet) {
 		c.Packet(p, ev)
 	}
 }
+
+// carriers counts the UDP flows that carried p, each in a flow of its
+// own, as Zeek logs a UDP tunnel's carrier as a connection (GRE and IP in
+// IP carriers are in Zeek's tunnel.log only, not connections), the
+// outermost first, and sets the tunnel parent of the flow p starts: the
+// innermost carrier's uid, or for GRE and IP in IP (and Teredo, whose
+// relays' carriers are not counted: shardHash) a tunnel uid per outer
+// address pair and protocol (tunnelUID). A carrier inside another tunnel has
+// that one as its own parent. The carriers are counted and aged as flows
+// (the ACSM, the flow table, the flow counter), not shown to the
+// consumers, which see the packet they carried.
+func (s *shard) carriers(p *capture.Packet) {
+	if p.Tunnel == capture.TunnelTeredo {
+		// Not counted: its packets are sharded by their own flow
+		// (shardHash), so a relay's carrier would be split.
+		s.flows.parent = tunnelUID(p.OuterHash)
+		return
+	}
+	if p.Tunnels > 1 {
+		if p.OutermostKey.Proto == capture.ProtoUDP {
+			s.flows.parent = s.carrier(p, &p.OutermostKey, p.OutermostHash, p.OutermostReversed, p.OutermostLen)
+		} else {
+			s.flows.parent = tunnelUID(p.OutermostHash)
+		}
+	}
+	if p.OuterKey.Proto == capture.ProtoUDP {
+		s.flows.parent = s.carrier(p, &p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen)
+	} else {
+		s.flows.parent = tunnelUID(p.OuterHash)
+	}
+}
+
+// carrier counts p as a packet of the UDP flow k that carried it (n
+// bytes of UDP payload) and returns that flow's uid seed.
+func (s *shard) carrier(p *capture.Packet, k *capture.Key, h uint64, rev bool, n uint32) uint64 {
+	c := &s.car
+	c.Timestamp, c.Key, c.Hash, c.Reversed = p.Timestamp, *k, h, rev
+	c.LinkType, c.VLANs, c.WireLen, c.CapLen = p.LinkType, p.VLANs, p.WireLen, p.CapLen
+	c.EtherType = 0x86DD
+	ipHeader := uint32(40)
+	if k.Src.Is4() {
+		c.EtherType, ipHeader = 0x0800, 20
+	}
+	c.PayloadLen, c.IPLen = n, uint16(min(n+8+ipHeader, 0xffff))
+	c.HasTCP, c.Flags, c.Fragment, c.Tunnels = false, 0, capture.NotFragment, 0
+	s.tracker.ObserveInto(c, &s.cev)
+	s.flows.packet(c, &s.cev)
+	return s.flows.lastUID
+}
+
+// tunnelUID is the uid seed of a GRE or IP in IP tunnel, which is no
+// connection: one per outer address pair and protocol (the carrier's
+// flow hash, whose ports are 0), as Zeek's tunnel uids are per address
+// pair and tunnel type.
+func tunnelUID(carrierHash uint64) uint64 { return hashmix.Mix(carrierHash ^ 0x7475_6e6e_656c) }
 
 // rotate ends the flow counter's window when now is past it: the flows'
 // packets in it go to the counter first (the flow table holds them,

@@ -66,6 +66,11 @@ type Flow struct {
 	OrigBytes, RespBytes     uint64
 	OrigIPBytes, RespIPBytes uint64
 	MissedBytes              uint64
+	// TunnelParent is the uid seed of the innermost encapsulation that
+	// carried the flow (Zeek's tunnel_parents), 0 when none did: the
+	// carrying UDP flow's for the UDP tunnels, a tunnel's own for GRE and
+	// IP in IP (one per outer address pair and tunnel kind, as Zeek's).
+	TunnelParent uint64
 }
 
 // EndReason is why a flow's record was written: its values are IPFIX's

@@ -43,8 +43,11 @@ type Record struct {
 	OrigIPBytes uint64     `json:"orig_ip_bytes"`
 	RespPkts    uint64     `json:"resp_pkts"`
 	RespIPBytes uint64     `json:"resp_ip_bytes"`
-	CommunityID string     `json:"community_id"`
-	Interim     bool       `json:"interim,omitempty"`
+	// TunnelParents is the uid of the innermost encapsulation that
+	// carried the flow, as Zeek's set of them; absent when none did.
+	TunnelParents []string `json:"tunnel_parents,omitempty"`
+	CommunityID   string   `json:"community_id"`
+	Interim       bool     `json:"interim,omitempty"`
 }
 
 // Proto is conn.log's proto for an IP protocol number: Zeek's
@@ -96,6 +99,11 @@ func AppendJSON(b []byte, f *record.Flow) []byte {
 	b = appendUint(b, f.RespPkts)
 	b = append(b, `,"resp_ip_bytes":`...)
 	b = appendUint(b, f.RespIPBytes)
+	if f.TunnelParent != 0 {
+		b = append(b, `,"tunnel_parents":["`...)
+		b = record.AppendUID(b, f.TunnelParent)
+		b = append(b, `"]`...)
+	}
 	b = append(b, `,"community_id":"`...)
 	b = append(b, f.CommunityID[:]...)
 	if f.EndReason == record.EndActive {

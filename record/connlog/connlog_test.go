@@ -30,6 +30,9 @@ func reference(t testing.TB, f *record.Flow) []byte {
 		OrigPkts: f.OrigPkts, OrigIPBytes: f.OrigIPBytes, RespPkts: f.RespPkts, RespIPBytes: f.RespIPBytes,
 		CommunityID: string(f.CommunityID[:]), Interim: f.EndReason == record.EndActive,
 	}
+	if f.TunnelParent != 0 {
+		r.TunnelParents = []string{record.UIDString(f.TunnelParent)}
+	}
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(&r); err != nil {
 		t.Fatal(err)
@@ -72,6 +75,9 @@ func randomFlow(r *rand.Rand) record.Flow {
 	}
 	setCommunityID(&f)
 	f.EndReason = record.EndReason(1 + r.IntN(5))
+	if r.IntN(4) == 0 {
+		f.TunnelParent = r.Uint64() | 1
+	}
 	return f
 }
 
