@@ -73,7 +73,6 @@ type recordFields struct {
 	conn        connFields
 	unknown     uint32 // packets the ACSM answered "don't know" (record.Flow.Confidence)
 	interimAt   uint32 // seconds from first to the last interim record (flowTable.interim)
-	parent      uint64 // record.Flow.TunnelParent: its first packet's encapsulation
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so

@@ -76,6 +76,11 @@ type flowTable struct {
 	// which a flow it starts keeps; lastUID the uid seed of the flow the
 	// last packet counted in.
 	parent, lastUID uint64
+	// parents are the flows' tunnel parents (record.Flow.TunnelParent),
+	// beside recs and with them: an array of their own, read only when a
+	// flow starts and when its record is written, keeps a record's fields
+	// three whole lines.
+	parents []uint64
 	// cidSeed is the seed of the records' Community IDs.
 	cidSeed uint16
 	// activeSec is the active timeout in seconds (0: none): a flow gets
@@ -120,6 +125,7 @@ func newFlowTable(out *recordOut, counter *flowcount.Counter, maxFlows int, idle
 	if out != nil {
 		t.out = out
 		t.recs = offHeapSlice[recordFields](mem, maxFlows, false)
+		t.parents = offHeapSlice[uint64](mem, maxFlows, false)
 
 	}
 	return t
@@ -273,7 +279,8 @@ func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, no
 	e := &t.slots[idx]
 	*e = flowSlot{key: *k, uid: uidSeed(p), hash: p.Hash}
 	if t.recs != nil {
-		t.recs[idx] = recordFields{first: now, parent: t.parent}
+		t.recs[idx] = recordFields{first: now}
+		t.parents[idx] = t.parent
 	}
 	t.distinct++
 	return idx, e
@@ -397,7 +404,7 @@ func (t *flowTable) finish() {
 			t.writeOnce(idx, record.EndForced)
 		}
 	}
-	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
+	t.meta, t.slots, t.recs, t.parents, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	t.publishStates()
 }
@@ -427,7 +434,7 @@ func (t *flowTable) write(idx uint32, why record.EndReason) {
 	o, rs := &c.side[0], &c.side[1]
 	f := t.out.next()
 	f.Start, f.End, f.Hash, f.UID = rec.first, rec.last, e.hash, e.uid
-	f.TunnelParent = rec.parent
+	f.TunnelParent = t.parents[idx]
 	f.Orig, f.OrigPort, f.Resp, f.RespPort, f.Proto = k.Src, k.SrcPort, k.Dst, k.DstPort, k.Proto
 	f.State = e.state
 	f.OrigPkts, f.RespPkts = rec.pkts[0], rec.pkts[1]

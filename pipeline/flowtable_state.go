@@ -39,6 +39,7 @@ func (t *flowTable) appendState(b []byte) []byte {
 	b = append(b, bytesOf(t.slots[:t.fresh])...)
 	if t.recs != nil {
 		b = append(b, bytesOf(t.recs[:t.fresh])...)
+		b = append(b, bytesOf(t.parents[:t.fresh])...)
 	}
 	b = append(b, bytesOf(t.free)...)
 	for k := range t.nEnded {
@@ -83,9 +84,10 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 	}
 	meta := r.bytes(int(nMeta) * int(sizes[0]))
 	slots := r.bytes(int(fresh) * int(sizes[1]))
-	var recs []byte
+	var recs, parents []byte
 	if hasRecs {
 		recs = r.bytes(int(fresh) * int(sizes[2]))
+		parents = r.bytes(int(fresh) * 8)
 	}
 	free := r.bytes(int(nFree) * 4)
 	ended := r.bytes(int(nEnded) * int(sizes[3]))
@@ -118,8 +120,10 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 		case t.recs == nil:
 		case recs != nil:
 			copy(bytesOf(t.recs[t.meta[i].idx:t.meta[i].idx+1]), recs[int(t.meta[i].idx)*int(sizes[2]):])
+			copy(bytesOf(t.parents[t.meta[i].idx:t.meta[i].idx+1]), parents[int(t.meta[i].idx)*8:])
 		default:
 			t.recs[t.meta[i].idx] = recordFields{first: lastNow, last: lastNow}
+			t.parents[t.meta[i].idx] = 0
 		}
 	}
 	if t.recs != nil && recs != nil {
@@ -189,7 +193,7 @@ func (t *flowTable) clearRestored() {
 // write). It frees the table.
 func (t *flowTable) carry() {
 	t.distinct -= min(t.distinct, t.openFlows())
-	t.meta, t.slots, t.recs, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, 0, 0
+	t.meta, t.slots, t.recs, t.parents, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	t.publishStates()
 }
