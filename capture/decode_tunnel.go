@@ -123,35 +123,14 @@ func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
 // udpTunnelByPort is the tunnel of the lists that hold dport, else sport.
 func (o *DecodeOptions) udpTunnelByPort(sport, dport uint16) TunnelKind {
 	bySrc := TunnelNone
-	if d, s := portIn(o.VXLANPorts, sport, dport); d {
-		return TunnelVXLAN
-	} else if s {
-		bySrc = TunnelVXLAN
-	}
-	if d, s := portIn(o.GenevePorts, sport, dport); d {
-		return TunnelGeneve
-	} else if s {
-		bySrc = TunnelGeneve
-	}
-	if d, s := portIn(o.GTPPorts, sport, dport); d {
-		return TunnelGTP
-	} else if s {
-		bySrc = TunnelGTP
-	}
-	if d, s := portIn(o.TeredoPorts, sport, dport); d {
-		return TunnelTeredo
-	} else if s {
-		bySrc = TunnelTeredo
-	}
-	if d, s := portIn(o.AYIYAPorts, sport, dport); d {
-		return TunnelAYIYA
-	} else if s {
-		bySrc = TunnelAYIYA
-	}
-	if d, s := portIn(o.GREOverUDPPorts, sport, dport); d {
-		return tunnelGREOverUDP
-	} else if s {
-		bySrc = tunnelGREOverUDP
+	lists := o.portLists()
+	for i := range lists {
+		switch d, s := portIn(lists[i].ports, sport, dport); {
+		case d:
+			return lists[i].kind
+		case s:
+			bySrc = lists[i].kind
+		}
 	}
 	return bySrc
 }
