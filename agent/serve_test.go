@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,13 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/internal/syncbuf"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -296,21 +295,5 @@ func grepMetrics(text, prefix string) string {
 	return b.String()
 }
 
-// lockedBuffer is a buffer that the server's goroutines write and the
-// test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is the buffer the test reads while goroutines write it.
+type lockedBuffer = syncbuf.Buffer

@@ -1,7 +1,6 @@
 package alerts
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/syncbuf"
 )
 
 // waitFor polls cond until it holds, failing the test after a deadline
@@ -60,23 +61,8 @@ func sendAll(t *testing.T, s Sink, from, to int) int {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a sink writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the buffer the test reads while goroutines write it.
+type syncBuffer = syncbuf.Buffer
 
 // wantSeqLines checks that out is the lines of alerts from..to-1 in
 // format f, in order, each once.

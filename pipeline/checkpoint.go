@@ -244,12 +244,5 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	st.mu.Lock()
 	failing := st.failing != nil
 	st.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(descSnapshotFailing, prometheus.GaugeValue, b2f(failing))
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+	ch <- prometheus.MustNewConstMetric(descSnapshotFailing, prometheus.GaugeValue, float64(b2i(failing)))
 }

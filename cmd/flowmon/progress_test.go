@@ -1,31 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/internal/syncbuf"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is the buffer the test reads while goroutines write it.
+type lockedBuffer = syncbuf.Buffer
 
 // TestProgressBar draws the bar from a replay's published progress and
 // clears the line when stopped; a non-terminal gets none.

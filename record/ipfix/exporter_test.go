@@ -1,19 +1,18 @@
 package ipfix
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowmon/flowmon/internal/syncbuf"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -47,24 +46,8 @@ func closedPort(t *testing.T, network string) string {
 	}
 }
 
-// syncBuffer is a log the exporter's goroutines write while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the buffer the test reads while goroutines write it.
+type syncBuffer = syncbuf.Buffer
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
