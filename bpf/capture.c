@@ -44,7 +44,7 @@ enum reason {
 
 /* record.reason of a frame handed up whole: the record is a header, the
  * frame's first bytes follow it, and user space decodes them (tunnels,
- * the link layers only the Go decoder knows, fragments to reassemble). */
+ * the link layers only the Go decoder knows). */
 #define R_RAW 0xff
 
 /* capture.FragKind. */
@@ -101,10 +101,7 @@ struct config {
 	__u32 sample;       /* keep 1 flow in sample; 0 or 1 keeps all */
 	__u32 wakeup_bytes; /* wake the reader once a ring holds this much */
 	__u32 filter;       /* FILTER_ bits: which sets the pre-filter applies */
-	__u32 raw;          /* RAW_ bits: which frames go up whole */
 };
-
-#define RAW_FRAGMENTS (1 << 0) /* IP fragments, for user space to reassemble */
 
 #define FILTER_CIDRS (1 << 0)
 #define FILTER_PORTS (1 << 1)
@@ -782,7 +779,7 @@ static __always_inline void handle(void *ctx, int xdp, struct pkt *k, __u32 wire
 	if (!c)
 		return;
 	c->seen++;
-	int whole = reason == R_NONE && (p.encap || (p.fragment != NOT_FRAGMENT && (cfg->raw & RAW_FRAGMENTS)));
+	int whole = reason == R_NONE && p.encap;
 	if (reason != R_NONE) {
 		c->reasons[reason & 15]++;
 	} else if (!whole) { /* a tunnel's inner flow is not known here: neither sampled nor filtered */

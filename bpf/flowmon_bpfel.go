@@ -19,7 +19,6 @@ type flowmonConfig struct {
 	Sample      uint32
 	WakeupBytes uint32
 	Filter      uint32
-	Raw         uint32
 }
 
 type flowmonCounters struct {

@@ -36,7 +36,7 @@ const (
 	// of reason ReasonRaw, the frame's first bytes after it).
 	RawMax = 2048
 	// ReasonRaw is Record.Reason of a frame handed up whole: a tunnel, a
-	// link layer only user space decodes, or a fragment to reassemble.
+	// link layer only user space decodes.
 	// Record.PayloadLen is then the number of the frame's bytes that
 	// follow the record.
 	ReasonRaw = 0xff
@@ -48,10 +48,6 @@ const (
 	FlagHasTCP   = 1 << 1 // Seq, Ack, TcpFlags and Window are a TCP header's
 	FlagEgress   = 1 << 2 // seen leaving the interface (TC egress)
 )
-
-// Raw bits of the settings map: which frames go up whole beside the
-// tunnels, which always do.
-const rawFragments = 1 << 0
 
 // Pre-filter bits of the settings map.
 const (
@@ -210,18 +206,6 @@ func (o *Objects) SetTunnelPorts(ports []uint16) error {
 		return fmt.Errorf("set the eBPF capture's tunnel ports: %w", err)
 	}
 	return nil
-}
-
-// SetRawFragments has the program hand IP fragments up whole, for user
-// space to reassemble, or (off) parse each as a packet of its own.
-func (o *Objects) SetRawFragments(on bool) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.cfg.Raw &^= rawFragments
-	if on {
-		o.cfg.Raw |= rawFragments
-	}
-	return o.putConfig()
 }
 
 // SetSampling keeps 1 flow in n (all of its packets, both directions);

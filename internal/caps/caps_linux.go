@@ -16,11 +16,11 @@ import (
 // The capabilities a live source needs to open its capture again (an
 // interface that comes back): AF_PACKET and libpcap sockets need
 // CAP_NET_RAW; the eBPF program's attach needs CAP_BPF, CAP_NET_ADMIN and
-// CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8, which lack CAP_BPF).
+// CAP_PERFMON (kernels before 5.8, which lack CAP_BPF, want CAP_SYS_ADMIN,
+// which the agent does not keep).
 const (
 	NetAdmin = unix.CAP_NET_ADMIN
 	NetRaw   = unix.CAP_NET_RAW
-	SysAdmin = unix.CAP_SYS_ADMIN
 	Perfmon  = unix.CAP_PERFMON
 	BPF      = unix.CAP_BPF
 )

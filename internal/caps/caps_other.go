@@ -8,7 +8,6 @@ import "errors"
 const (
 	NetAdmin = 12
 	NetRaw   = 13
-	SysAdmin = 21
 	Perfmon  = 38
 	BPF      = 39
 )
