@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/lockfile"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -65,6 +66,9 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	// Before anything opens: a snapshot directory the user cannot write
 	// would lose the state at the stop, hours later.
 	if err := cfg.CheckHost(); err != nil {
+		return nil, err
+	}
+	if err := a.lockState(); err != nil {
 		return nil, err
 	}
 	ecfg, err := cfg.Pipeline.Config()
@@ -223,6 +227,25 @@ func (a *Agent) Status() Status {
 // Close stops serving the metrics, flushes the alert sinks, and closes
 // the lookups, the sources and the flow log.
 func (a *Agent) Close() error { return a.closers.close() }
+
+// lockState locks the snapshot and the flow log (lockfile.Take) for as
+// long as the agent is open, before either is read or written: a second
+// agent on the same state would take over the running one's flows, cut
+// its flow log back to the snapshot's mark and log every flow twice. It
+// fails with a lockfile.HeldError naming the file and the holder's PID.
+func (a *Agent) lockState() error {
+	for _, f := range []struct{ key, path string }{{"snapshot.path", a.cfg.Snapshot.Path}, {"flow-log", a.cfg.FlowLog}} {
+		if f.path == "" || f.path == "-" {
+			continue
+		}
+		h, err := lockfile.Take(f.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w; another agent runs on it: stop that one, or give this one its own %s", f.key, err, f.key)
+		}
+		a.closers.add(h.Release)
+	}
+	return nil
+}
 
 // sinkGrace is what a stop gives the alert sinks, and the IPFIX
 // collectors, to deliver what they hold: a quarter of the stop timeout

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/flowmon/flowmon/internal/lockfile"
 )
 
 // command is one subcommand: run gets the arguments after its name.
@@ -62,6 +64,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], st.err)
 		}
 		return st.code
+	case errors.Is(err, lockfile.ErrHeld):
+		// Another flowmon writes the file: settings to change, as a
+		// port already taken is, before anything was written.
+		fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], err)
+		return 2
 	}
 	fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], err)
 	return 1

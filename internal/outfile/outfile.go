@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/flowmon/flowmon/internal/lockfile"
 )
 
 // File is an output: a file created for it, or stdout.
@@ -14,14 +16,27 @@ type File struct {
 	f *os.File
 }
 
-// Create opens name for writing; "-" is stdout.
+// Create opens name for writing, emptied; "-" is stdout. A regular file
+// is locked (lockfile.Lock) before it is emptied and while it is open,
+// so that a second command writing the same file fails with a
+// lockfile.HeldError and the first one's output stays whole.
 func Create(name string, stdout io.Writer) (*File, error) {
 	if name == "-" {
 		return &File{Writer: stdout}, nil
 	}
-	f, err := os.Create(name)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if err := lockfile.Lock(f, name); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return &File{Writer: f, f: f}, nil
 }

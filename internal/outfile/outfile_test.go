@@ -2,9 +2,12 @@ package outfile
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flowmon/flowmon/internal/lockfile"
 )
 
 // TestCreate: a path is a new file, whatever was there before; "-" is
@@ -35,5 +38,33 @@ func TestCreate(t *testing.T) {
 	s.Write([]byte("x\n"))
 	if err := s.Close(); err != nil || stdout.String() != "x\n" {
 		t.Errorf("stdout %q, close %v", stdout.String(), err)
+	}
+}
+
+// TestCreateHeld: a file another writer has open is neither emptied nor
+// written: the second Create fails, naming the holder.
+func TestCreateHeld(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "flows.jsonl")
+	first, err := Create(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Write([]byte("first's record\n"))
+	if _, err := Create(name, nil); !errors.Is(err, lockfile.ErrHeld) {
+		t.Fatalf("second Create: %v, want lockfile.ErrHeld", err)
+	}
+	if got, _ := os.ReadFile(name); string(got) != "first's record\n" {
+		t.Errorf("file %q after the second Create, want the first's record", got)
+	}
+	first.Close()
+	second, err := Create(name, nil)
+	if err != nil {
+		t.Fatalf("Create once the first closed: %v", err)
+	}
+	second.Close()
+	if devnull, err := Create(os.DevNull, nil); err != nil {
+		t.Errorf("Create(%s): %v", os.DevNull, err)
+	} else {
+		devnull.Close()
 	}
 }
