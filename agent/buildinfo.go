@@ -16,25 +16,41 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// buildInfo is the gauge flowmon_build_info, always 1, its labels the
-// module's version, the VCS revision it was built from and Go's version
-// (debug.ReadBuildInfo; "unknown" where the build does not say).
-func buildInfo() prometheus.Gauge {
-	version, revision := "unknown", "unknown"
+// BuildInfo says which build this is: the module's version, the VCS
+// revision it was built from, whether the tree had changes, and Go's
+// version (debug.ReadBuildInfo; "unknown" where the build does not say).
+type BuildInfo struct {
+	Version, Revision, GoVersion string
+	Modified                     bool
+}
+
+// Build reads this binary's BuildInfo.
+func Build() BuildInfo {
+	b := BuildInfo{Version: "unknown", Revision: "unknown", GoVersion: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {
-			version = bi.Main.Version
+			b.Version = bi.Main.Version
 		}
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				revision = s.Value
+			switch {
+			case s.Key == "vcs.revision" && s.Value != "":
+				b.Revision = s.Value
+			case s.Key == "vcs.modified":
+				b.Modified = s.Value == "true"
 			}
 		}
 	}
+	return b
+}
+
+// buildInfo is the gauge flowmon_build_info, always 1, labelled by
+// Build's version, revision and Go version.
+func buildInfo() prometheus.Gauge {
+	b := Build()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "flowmon_build_info",
 		Help:        "A metric with a constant value of 1, labelled by the version, VCS revision and Go version flowmon was built with.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion},
 	})
 	g.Set(1)
 	return g

@@ -21,7 +21,13 @@ e2e)
 *) echo "usage: $0 test|bench|e2e" >&2; exit 2 ;;
 esac
 if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
-	need+=(golang-go)
+	# Debian's golang-go (1.19 on bookworm) is too old to build this
+	# module, and too old (before 1.21) to fetch the toolchain it names.
+	want=$(sed -n 's/^go //p' "$(dirname "$0")/../go.mod")
+	echo "install-deps: no Go found. flowmon needs Go $want or later; Debian's golang-go is too old." >&2
+	echo "  Install it from https://go.dev/dl/ (e.g. into /usr/local/go, then PATH=\$PATH:/usr/local/go/bin)," >&2
+	echo "  or any Go 1.21+ with GOTOOLCHAIN=auto, which fetches go$want from the module proxy." >&2
+	exit 1
 fi
 if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -100,6 +101,13 @@ func configCheck(file string, host bool, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, e)
 		}
 		bad++
+	}
+	if host && c.Interface != "" {
+		// A warning, not an error: a config is often checked before the
+		// interface it names is made (a VLAN, a veth, a tap).
+		if _, err := net.InterfaceByName(c.Interface); err != nil {
+			fmt.Fprintf(stderr, "warning: interface %q is not in this network namespace (yet): flowmon run refuses to start until it is\n", c.Interface)
+		}
 	}
 	if c.Alerting != "" {
 		if err := checkAlerting(c.Alerting); err != nil {

@@ -224,3 +224,22 @@ func TestListenBeyondLoopbackNeedsWebConfig(t *testing.T) {
 		t.Errorf("replay --listen :0: exit %d: %s", code, errb.String())
 	}
 }
+
+// TestConfigCheckWarnsOfMissingInterface: an interface this machine does
+// not have (yet) is a warning, not an error: it may be made later.
+func TestConfigCheckWarnsOfMissingInterface(t *testing.T) {
+	dir := t.TempDir()
+	for iface, warn := range map[string]bool{"fm-nosuch0": true, "lo": false} {
+		f := filepath.Join(dir, iface+".yaml")
+		if err := os.WriteFile(f, []byte("interface: "+iface+"\nrules: none\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		if code := run([]string{"config", "check", f}, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", iface, code, errb.String())
+		}
+		if got := strings.Contains(errb.String(), `warning: interface "`+iface+`" is not in this network namespace`); got != warn {
+			t.Errorf("interface %s: warned %v, want %v: %q", iface, got, warn, errb.String())
+		}
+	}
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -41,6 +44,7 @@ func TestReplayRejectsBadSettings(t *testing.T) {
 		{[]string{"--json", "--flows-out", "-"}, "--flows-out - and --json both write to stdout"},
 		{[]string{"--decode-only", "--flows-out", "x"}, "--flows-out does nothing with --decode-only"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"--listen", "0.0.0.0:9200"}, `listen: "0.0.0.0:9200" is reachable beyond this host`},
 		// Every error is reported, not only the first.
 		{[]string{"--capacity", "0", "--workers", "0"}, "--capacity 0: must be between 1 and 67108864 (expected concurrent flows)\nflowmon replay: --workers 0: must be"},
 	} {
@@ -159,4 +163,65 @@ func TestReplayWarnsOverCapacity(t *testing.T) {
 	if code := run([]string{"replay", sample}, &out, &errb); code != 0 || !strings.Contains(out.String(), "too short for a meaningful packet rate") {
 		t.Errorf("replay of the sample: exit %d, summary:\n%s", code, out.String())
 	}
+}
+
+// TestFlagsAfterArguments: flags may follow the arguments, as people type
+// them; "--" ends the flags.
+func TestFlagsAfterArguments(t *testing.T) {
+	var before, after, errb bytes.Buffer
+	if code := run([]string{"replay", "--json", "--workers", "1", sample}, &before, &errb); code != 0 {
+		t.Fatalf("replay --workers 1 FILE: exit %d: %s", code, errb.String())
+	}
+	if code := run([]string{"replay", sample, "--json", "--workers", "1"}, &after, &errb); code != 0 {
+		t.Fatalf("replay FILE --workers 1: exit %d: %s", code, errb.String())
+	}
+	var a, b pipeline.Summary
+	if err := json.Unmarshal(before.Bytes(), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(after.Bytes(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.Workers != 1 || b.Workers != 1 || a.Flows != b.Flows || a.Packets != b.Packets {
+		t.Errorf("flags before the file: %d workers, %d flows; after: %d workers, %d flows", a.Workers, a.Flows, b.Workers, b.Flows)
+	}
+	errb.Reset()
+	if code := run([]string{"replay", "--json", "--", sample, "--workers"}, &bytes.Buffer{}, &errb); code == 0 || !strings.Contains(errb.String(), "--workers") {
+		t.Errorf("replay -- FILE --workers: exit %d, stderr %q; want --workers read as a file", code, errb.String())
+	}
+}
+
+// TestHelpOnStdout: a command's usage asked for, before or after its
+// arguments, is printed on stdout with exit status 0, as `help CMD` does.
+func TestHelpOnStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"rules", "check", "--help"}, {"rules", "test", "--help"}, {"rules", "show", "--help"},
+		{"rules", "-h"}, {"replay", "--help"}, {"replay", sample, "-h"}, {"run", "--help"},
+		{"config", "check", "--help"}, {"version", "--help"}, {"help", "replay"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if code != 0 || errb.Len() > 0 || !strings.HasPrefix(out.String(), "usage: flowmon "+args[0]) && args[0] != "help" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the usage on stdout, exit 0", args, code, firstLine(out.String()), errb.String())
+		}
+	}
+}
+
+// TestVersion: flowmon version says what flowmon_build_info says.
+func TestVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != 0 {
+		t.Fatalf("version: exit %d: %s", code, errb.String())
+	}
+	b := agent.Build()
+	if !strings.HasPrefix(out.String(), "flowmon version "+b.Version+", revision "+b.Revision) || !strings.Contains(out.String(), runtime.Version()) {
+		t.Errorf("version printed %q; the build is %+v", out.String(), b)
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

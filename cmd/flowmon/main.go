@@ -46,6 +46,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		args = []string{args[1], "-h"}
 		stderr = stdout
 	}
+	if wantsHelp(args[1:]) {
+		stderr = stdout // the usage asked for is output, as help CMD's
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "flowmon: unknown command %q\n", args[0])
@@ -72,6 +75,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "flowmon %s: %v\n", args[0], err)
 	return 1
+}
+
+// wantsHelp says whether a command's arguments ask for its usage (-h,
+// -help or --help before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // errUsage is returned by a subcommand whose flags or arguments were wrong,
@@ -122,10 +139,25 @@ func newFlagSet(name, args string, stderr io.Writer, extra ...string) *flag.Flag
 // parseFlags parses args into fs: errHelp for -h (usage printed), errUsage
 // for a bad flag (the flag package has said which, and a line says where
 // the usage is: the whole of it would bury the one line that matters).
+// Flags may come after the arguments too (`replay FILE --workers 1`,
+// `rules check --help`), as in most commands people type; "--" ends the
+// flags. fs.Args() is the arguments, in order.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	full := fs.Usage
 	fs.Usage = func() {}
-	err := fs.Parse(args)
+	var rest []string
+	var err error
+	for {
+		if err = fs.Parse(args); err != nil || fs.NArg() == 0 {
+			break
+		}
+		left := fs.Args()
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			rest = append(rest, left...) // after "--", arguments only
+			break
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
 	fs.Usage = full
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -135,7 +167,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		fmt.Fprintf(fs.Output(), "run 'flowmon help %s' for usage\n", fs.Name())
 		return errUsage
 	}
-	return nil
+	// Parsing "--" and the arguments sets fs.Args() to them, and no flag.
+	return fs.Parse(append([]string{"--"}, rest...))
 }
 
 // usageError prints "flowmon NAME: msg" to the flag set's output (stderr)

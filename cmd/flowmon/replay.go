@@ -130,6 +130,12 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
 		return nil, err
 	}
+	if f.listen != "" {
+		// Before anything is replayed, as run checks it: a setting.
+		if err := f.web.Check(f.listen); err != nil {
+			return nil, usageError(fs, "%v", err)
+		}
+	}
 	if s.DecodeOnly {
 		f.rules = "none"
 	}
