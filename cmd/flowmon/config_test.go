@@ -219,7 +219,7 @@ func TestListenBeyondLoopbackNeedsWebConfig(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"replay", "--listen", ":0", sample}, &out, &errb); code != 1 ||
+	if code := run([]string{"replay", "--listen", ":0", sample}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), `":0" is reachable beyond this host`) {
 		t.Errorf("replay --listen :0: exit %d: %s", code, errb.String())
 	}

@@ -90,7 +90,7 @@ func TestDiffExitStatus(t *testing.T) {
 		{name: "negative top", args: []string{"--top", "-1", samplePcap, samplePcap}, code: 2, stderr: "--top"},
 		{name: "unreachable peer", args: []string{"--peer", "http://127.0.0.1:1", "--timeout", "5s", samplePcap}, code: 2,
 			stderr: "fetch peer filter"},
-		{name: "help", args: []string{"-h"}, code: 0, stderr: "usage: flowmon diff"},
+		{name: "help", args: []string{"-h"}, code: 0, stdout: "usage: flowmon diff", wantStdout: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var o, e bytes.Buffer

@@ -89,8 +89,8 @@ func TestHelp(t *testing.T) {
 		}
 		out.Reset()
 		errb.Reset()
-		if code := run(append(name, "-h"), &out, &errb); code != 0 || out.Len() > 0 ||
-			!strings.HasPrefix(errb.String(), "usage: flowmon "+n) {
+		if code := run(append(name, "-h"), &out, &errb); code != 0 || errb.Len() > 0 ||
+			!strings.HasPrefix(out.String(), "usage: flowmon "+n) {
 			t.Errorf("%s -h: exit %d, stdout %q, stderr %q", n, code, out.String(), errb.String())
 		}
 	}
@@ -99,8 +99,8 @@ func TestHelp(t *testing.T) {
 		t.Errorf("eval -h: exit %d", code)
 	}
 	for n := range evals {
-		if !strings.Contains(errb.String(), "\n  "+n+" ") {
-			t.Errorf("eval -h does not list %s:\n%s", n, errb.String())
+		if !strings.Contains(out.String(), "\n  "+n+" ") {
+			t.Errorf("eval -h does not list %s:\n%s", n, out.String())
 		}
 	}
 }

@@ -175,6 +175,13 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		}
 		defer stop()
 	}
+	// Alerts and log lines written while the progress bar is drawn erase
+	// it first (statusLine.around).
+	var line *statusLine
+	if !f.noProgress {
+		line = newStatusLine(stderr)
+		stdout, stderr = line.around(stdout), line.around(stderr)
+	}
 	var ipfixOpt *ipfix.Options
 	if len(f.ipfix.Collectors) > 0 {
 		ipfixOpt = &f.ipfix
@@ -199,9 +206,9 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	var prog *pipeline.Progress
 	var stopProgress func()
-	if !f.noProgress && isTerminal(stderr) {
+	if line != nil {
 		prog = &pipeline.Progress{}
-		stopProgress = drawProgress(stderr, prog)
+		stopProgress = drawProgress(line, prog)
 	}
 	s, err := r.Run(ctx, f.files, prog)
 	if stopProgress != nil {

@@ -172,8 +172,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// drawProgress redraws one status line on w every 200 ms until stopped.
-func drawProgress(w io.Writer, p *pipeline.Progress) (stop func()) {
+// drawProgress redraws the status line with the replay's progress every
+// 200 ms until stopped, which clears it.
+func drawProgress(l *statusLine, p *pipeline.Progress) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -184,7 +185,7 @@ func drawProgress(w io.Writer, p *pipeline.Progress) (stop func()) {
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(w, "\r\033[K")
+				l.clear()
 				return
 			case <-t.C:
 				pk := p.Packets.Load()
@@ -193,9 +194,9 @@ func drawProgress(w io.Writer, p *pipeline.Progress) (stop func()) {
 				if all > 0 {
 					frac := float64(read) / float64(all)
 					bar := strings.Repeat("=", int(frac*30)) + strings.Repeat(" ", 30-int(frac*30))
-					fmt.Fprintf(w, "\r[%s] %5.1f%% %d packets %.0f pkt/s", bar, 100*frac, pk, rate)
+					l.draw(fmt.Sprintf("[%s] %5.1f%% %d packets %.0f pkt/s", bar, 100*frac, pk, rate))
 				} else {
-					fmt.Fprintf(w, "\r%d MB read, %d packets, %.0f pkt/s", read>>20, pk, rate)
+					l.draw(fmt.Sprintf("%d MB read, %d packets, %.0f pkt/s", read>>20, pk, rate))
 				}
 			}
 		}

@@ -133,6 +133,13 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return exitWith(2, err) // bad settings, as replay's
 	}
+	// Alerts and log lines written while the status line is drawn erase
+	// it first (statusLine.around).
+	var line *statusLine
+	if !f.noStatus {
+		line = newStatusLine(stderr)
+		stdout, stderr = line.around(stdout), line.around(stderr)
+	}
 	a, err := agent.Open(cfg, agent.Options{
 		ConfigFile: f.configFile,
 		Reload:     func() (config.Config, error) { return loadRunConfig(f) },
@@ -155,8 +162,8 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
-	if !f.noStatus && isTerminal(stderr) {
-		stop := drawStatus(stderr, a.Status)
+	if line != nil {
+		stop := drawStatus(line, a.Status)
 		defer stop()
 	}
 	s, err := a.Run(ctx)
