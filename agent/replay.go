@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
 )
@@ -47,6 +48,10 @@ type ReplayOptions struct {
 	// with Web.EnableLifecycle).
 	Listen string
 	Web    config.Web
+	// Filter keeps only the frames it accepts: tcpdump -ddd output, or
+	// in a build with -tags pcap a tcpdump expression for Ethernet; ""
+	// keeps every frame.
+	Filter string
 	Stdout io.Writer // where outputs named "-" go
 	Log    io.Writer // where the replay says what it does (stderr)
 }
@@ -55,6 +60,7 @@ type ReplayOptions struct {
 // (OpenReplay).
 type Replayer struct {
 	opt     ReplayOptions
+	filter  *capture.Filter // nil: none
 	cfg     pipeline.Config
 	al      *alerting // nil without rules
 	pl      *pipeline.Pipeline
@@ -71,6 +77,12 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 			r.closers.close()
 		}
 	}()
+	if opt.Filter != "" {
+		var err error
+		if r.filter, err = ReplayFilter(opt.Filter); err != nil {
+			return nil, err
+		}
+	}
 	flows, err := openFlowLog(opt.FlowsOut, nil, opt.Stdout, opt.Log, &r.cfg)
 	if err != nil {
 		return nil, err
@@ -125,11 +137,21 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 // ctx is done (an error wrapping pipeline.ErrStopped), and returns the
 // summary; prog, when not nil, counts the progress.
 func (r *Replayer) Run(ctx context.Context, files []string, prog *pipeline.Progress) (*pipeline.Summary, error) {
-	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog})
+	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog, Filter: r.filter})
 	if s != nil && r.al != nil {
 		r.al.count(s)
 	}
 	return s, err
+}
+
+// ReplayFilter compiles a replay's filter (ReplayOptions.Filter): the
+// error wraps capture.ErrBPF.
+func ReplayFilter(s string) (*capture.Filter, error) {
+	prog, err := compileFilter(s)
+	if err != nil {
+		return nil, err
+	}
+	return capture.NewFilter(prog)
 }
 
 // Close stops serving the metrics, flushes the alert sinks and closes

@@ -17,6 +17,9 @@ func openPcap(*config.Config) ([]capture.Source, error) {
 // compileFilter reads a classic BPF program as tcpdump -ddd prints it: a
 // filter expression needs libpcap to compile (a build with -tags pcap).
 func compileFilter(s string) ([]capture.SockFilter, error) {
+	if !config.IsBPF(s) {
+		return nil, fmt.Errorf("%q is a tcpdump expression, which needs libpcap to compile (a build with -tags pcap): give its program, tcpdump -ddd %q (with -r FILE, for that capture's link type): %w", s, s, capture.ErrBPF)
+	}
 	prog, err := capture.ParseBPF(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w (this flowmon reads tcpdump -ddd output; filter expressions need a build with -tags pcap)", err)

@@ -50,6 +50,7 @@ type Reader struct {
 	done   error          // sticky end: io.EOF or a *ReadError
 	dec    *DecodeOptions // never nil
 	defrag Defragmenter   // nil: fragments are handed on as Decode made them
+	filter *Filter        // nil: every frame is read
 }
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
@@ -159,6 +160,10 @@ func (r *Reader) Next(p *Packet) error {
 			}
 			data, ts, wire, link = d, ci.Timestamp, ci.Length, r.ngLink(ci.InterfaceIndex)
 		}
+		if r.filter != nil && !r.filter.Keep(data) {
+			r.stats.Filtered++
+			continue
+		}
 		reason := r.dec.Decode(p, link, data, wire, ts)
 		if p.Fragment != NotFragment && r.defrag != nil && defragments(reason) {
 			if defragFrame(p, data, reason, &r.stats, r.defrag) {
@@ -173,6 +178,10 @@ func (r *Reader) Next(p *Packet) error {
 	}
 	return r.done
 }
+
+// SetFilter has only the frames f keeps read from now on (nil: every
+// frame); the others are counted in Stats.Filtered, and nowhere else.
+func (r *Reader) SetFilter(f *Filter) { r.filter = f }
 
 // SetDecodeOptions has the packets read from now on decoded with o
 // (DefaultDecodeOptions until then).

@@ -57,6 +57,7 @@ type Files struct {
 	// defrag is every file's: a datagram's fragments may span two
 	// files of one capture cut in pieces.
 	defrag Defragmenter
+	filter *Filter // every file's
 }
 
 // SetDecodeOptions has every file's packets from now on decoded with o.
@@ -103,11 +104,20 @@ func (f *Files) Next(p *Packet) error {
 			if f.defrag != nil {
 				r.SetDefragmenter(f.defrag)
 			}
+			r.SetFilter(f.filter)
 			f.cur = r
 			f.next++
 		}
 	}
 	return io.EOF
+}
+
+// SetFilter has every file's reader keep only the frames flt keeps.
+func (f *Files) SetFilter(flt *Filter) {
+	f.filter = flt
+	if f.cur != nil {
+		f.cur.SetFilter(flt)
+	}
 }
 
 // SetDefragmenter has every file's reader hand its fragments to d.

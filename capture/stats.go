@@ -4,7 +4,8 @@ package capture
 // summary. Every counter is a fixed-size array, so counting allocates
 // nothing. A Stats is owned by one goroutine.
 type Stats struct {
-	Packets   uint64 // records read, decoded or not
+	Packets   uint64 // records read, decoded or not, that the filter kept
+	Filtered  uint64 // records the filter left out (Reader.SetFilter)
 	Bytes     uint64 // wire bytes of those records
 	Decoded   uint64 // packets that yielded a flow key
 	Link      [numLinkClasses]uint64
@@ -78,6 +79,7 @@ func (s *Stats) DecodeErrors() map[string]uint64 {
 // Add adds o's counts to s.
 func (s *Stats) Add(o *Stats) {
 	s.Packets += o.Packets
+	s.Filtered += o.Filtered
 	s.Bytes += o.Bytes
 	s.Decoded += o.Decoded
 	for i := range s.Link {

@@ -28,6 +28,10 @@ type ReplayOptions struct {
 	// Pipeline, when set, is used instead of one built from Config (a
 	// caller that serves the pipeline's metrics builds it first).
 	Pipeline *Pipeline
+	// Filter, when set, keeps only the frames it accepts (the replay's
+	// --filter); the others are counted in the summary's
+	// filtered_packets and nowhere else.
+	Filter *capture.Filter
 }
 
 // ErrStopped is returned (wrapped) by a run whose context was done.
@@ -52,6 +56,7 @@ func Replay(ctx context.Context, files []string, opt ReplayOptions) (*Summary, e
 		return nil, noInputError{err}
 	}
 	defer src.Close()
+	src.SetFilter(opt.Filter)
 	s, err := Run(ctx, src, opt)
 	if s != nil {
 		s.Files = files

@@ -15,6 +15,7 @@ type Summary struct {
 	Files            []string          `json:"files"`
 	Interface        string            `json:"interface,omitempty"` // a live run's
 	Packets          uint64            `json:"packets"`
+	Filtered         uint64            `json:"filtered_packets,omitempty"` // frames a replay's --filter left out
 	Bytes            uint64            `json:"bytes"`
 	Decoded          uint64            `json:"decoded_packets"`
 	Flows            uint64            `json:"flows"`
@@ -152,6 +153,7 @@ func acsmSummary(st acsm.Stats, c acsm.Counts) *ACSMSummary {
 
 func (s *Summary) fill(st *capture.Stats) {
 	s.Packets = st.Packets
+	s.Filtered = st.Filtered
 	s.Bytes = st.Bytes
 	s.Decoded = st.Decoded
 	s.LinkTypes = st.LinkCounts()

@@ -9,6 +9,7 @@ case "${1:-test}" in
 test)
 	command -v capinfos >/dev/null || need+=(tshark)       # capture tests compare counts with capinfos
 	command -v tcpreplay >/dev/null || need+=(tcpreplay)   # flowmon run's tests send traces into veth pairs
+	command -v tcpdump >/dev/null || need+=(tcpdump)       # the filter's tests compare the frames kept with tcpdump's
 	command -v ip >/dev/null || need+=(iproute2)           # and make the pairs in namespaces of their own
 	[ -e /usr/include/pcap.h ] || need+=(libpcap-dev)      # the libpcap source (-tags pcap)
 	command -v clang >/dev/null || need+=(clang llvm)      # bpf's TestGeneratedUpToDate regenerates the eBPF objects

@@ -38,6 +38,7 @@ type replayFlags struct {
 	flowsOut   string
 	cpuProfile string
 	listen     string
+	filter     string
 	web        config.Web
 	linger     bool
 	rules      string
@@ -87,6 +88,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.IntVar(&s.MaxTunnelDepth, "max-tunnel-depth", s.MaxTunnelDepth, fmt.Sprintf("most tunnels nested in a packet, 1..%d; a packet deeper is skipped (tunnel_depth)", capture.MaxMaxTunnelDepth))
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
+	fs.StringVar(&f.filter, "filter", "", "replay only the frames this classic BPF `program` keeps: tcpdump -ddd output (tcpdump -r FILE -ddd EXPR compiles it for FILE's link type), or with -tags pcap a tcpdump expression (for Ethernet)")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
 	fs.StringVar(&f.web.ConfigFile, "web.config.file", "", "with --listen: Prometheus's web config `FILE` (exporter-toolkit): TLS and basic auth; needed beyond loopback")
 	fs.BoolVar(&f.web.EnableLifecycle, "web.enable-lifecycle", false, "with --listen: turn on POST /-/reload")
@@ -129,6 +131,11 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	}
 	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
 		return nil, err
+	}
+	if f.filter != "" {
+		if _, err := agent.ReplayFilter(f.filter); err != nil {
+			return nil, usageError(fs, "--filter: %v", err)
+		}
 	}
 	if f.listen != "" {
 		// Before anything is replayed, as run checks it: a setting.
@@ -188,7 +195,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt,
 		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
-		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen, Web: f.web,
+		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen, Web: f.web, Filter: f.filter,
 		Stdout: stdout, Log: stderr})
 	if err != nil {
 		return err

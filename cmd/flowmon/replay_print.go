@@ -27,7 +27,11 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 	} else {
 		fmt.Fprintf(w, "files            %s\n", strings.Join(s.Files, " "))
 	}
-	fmt.Fprintf(w, "packets          %d (%d decoded)\n", s.Packets, s.Decoded)
+	fmt.Fprintf(w, "packets          %d (%d decoded)", s.Packets, s.Decoded)
+	if s.Filtered > 0 {
+		fmt.Fprintf(w, "; %d more left out by the filter", s.Filtered)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "bytes            %d\n", s.Bytes)
 	fmt.Fprintf(w, "flows            %d (%d closed by idle timeout)\n", s.Flows, s.FlowsTimedOut)
 	printCounts(w, "link types", s.LinkTypes)

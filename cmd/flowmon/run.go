@@ -29,6 +29,7 @@ type runFlags struct {
 	json       bool
 	noStatus   bool
 	flowsOut   string
+	filter     string
 	watchlists watchlistFlags
 	wlDir      string
 	historyDir string
@@ -65,6 +66,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.json, "json", false, "print the summary at stop as one JSON object (flowmon replay --json's keys)")
 	fs.BoolVar(&f.noStatus, "no-status", false, "never draw the status line (drawn only when stderr is a terminal)")
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow to `FILE` (the config's flow-log)")
+	fs.StringVar(&f.filter, "filter", "", "capture only the packets this classic BPF `program` keeps, in the kernel: tcpdump -ddd output, or with -tags pcap a tcpdump expression (the config's afpacket.filter or pcap.filter, for the source)")
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage+"; reloaded on SIGHUP")
 	fs.StringVar(&f.historyDir, "history-dir", "", historyUsage)
 	fs.StringVar(&f.historyHorizon, "history-horizon", "", historyHorizonUsage)
@@ -112,6 +114,17 @@ func loadRunConfig(f *runFlags) (config.Config, error) {
 	}
 	if err := setLookupFlags(&c, f); err != nil {
 		return c, err
+	}
+	if f.filter != "" {
+		// The filter is the source's: the kernel runs it on the socket.
+		switch c.Source {
+		case "afpacket", "pcap":
+			if err := c.Set(c.Source+".filter", f.filter); err != nil {
+				return c, err
+			}
+		default:
+			return c, fmt.Errorf("--filter: the %s source keeps packets by ebpf.cidrs and ebpf.ports, not a BPF program", c.Source)
+		}
 	}
 	if c.Interface == "" {
 		return c, errors.New("no interface to capture on: give --iface or the config's interface")
