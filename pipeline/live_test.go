@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
@@ -291,6 +293,26 @@ func TestSnapshotRefused(t *testing.T) {
 	}
 	if s, err := RunLive(context.Background(), pl, LiveOptions{}); err != nil || s.Packets == 0 || s.RestoredFlows != nil {
 		t.Errorf("after refusals the pipeline ran: %v, %+v", err, s)
+	}
+	// The start's outcome is a metric: one refusal, one missing file.
+	reg := prometheus.NewRegistry()
+	if err := pl.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "flowmon_snapshot_restores_total" {
+			for _, m := range f.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{"restored": 0, "none": 1, "refused": 1}; !maps.Equal(got, want) {
+		t.Errorf("flowmon_snapshot_restores_total %v, want %v", got, want)
 	}
 }
 

@@ -145,8 +145,24 @@ type Restored struct {
 // missing, older than maxAge, damaged, or from a pipeline built
 // otherwise is refused with an error that says which (the pipeline then
 // starts empty, as it was): errors.Is(err, ErrNoSnapshot) for a missing
-// one.
+// one. A live pipeline counts the outcome in its metrics
+// (flowmon_snapshot_restores_total).
 func (p *Pipeline) RestoreSnapshot(path string, maxAge time.Duration, now time.Time) (Restored, error) {
+	r, err := p.restoreSnapshot(path, maxAge, now)
+	if p.ckpt != nil {
+		res := restored
+		switch {
+		case errors.Is(err, ErrNoSnapshot):
+			res = noSnapshot
+		case err != nil:
+			res = refused
+		}
+		p.ckpt.stats.restores[res].Add(1)
+	}
+	return r, err
+}
+
+func (p *Pipeline) restoreSnapshot(path string, maxAge time.Duration, now time.Time) (Restored, error) {
 	h, sections, err := snapshot.Read(path, p.params(), maxAge, now)
 	if err != nil {
 		var se *snapshot.Error
