@@ -63,9 +63,9 @@ type snapshotStats struct {
 type restoreResult uint8
 
 const (
-	restored restoreResult = iota // taken over
-	noSnapshot                    // none to take (a first start)
-	refused                       // refused: damaged, other version or settings, stale
+	restored   restoreResult = iota // taken over
+	noSnapshot                      // none to take (a first start)
+	refused                         // refused: damaged, other version or settings, stale
 	nRestoreResults
 )
 
