@@ -63,6 +63,22 @@ func (p *part) Next(pk *capture.Packet) error {
 func (p *part) Stats() *capture.Stats { return &p.stats }
 func (p *part) Close() error          { return nil }
 
+// tracePackets counts the packets of the file trace.
+func tracePackets(t *testing.T, trace string) int {
+	t.Helper()
+	r, err := capture.Open(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var pk capture.Packet
+	n := 0
+	for r.Next(&pk) == nil {
+		n++
+	}
+	return n
+}
+
 // liveConfig is a small pipeline writing its flow records to log.
 func liveConfig(backend acsm.BackendKind, log io.Writer) Config {
 	cfg := DefaultConfig()
@@ -138,16 +154,7 @@ func TestLiveMatchesReplay(t *testing.T) {
 // two shards.
 func TestRestartKeepsFlows(t *testing.T) {
 	trace := genTrace(t, gen.Options{Flows: 4000, Seed: 9, Duration: 10 * time.Second})
-	r, err := capture.Open(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pk capture.Packet
-	total := 0
-	for r.Next(&pk) == nil {
-		total++
-	}
-	r.Close()
+	total := tracePackets(t, trace)
 	for _, b := range []acsm.BackendKind{acsm.BackendDLeft, acsm.BackendExact, acsm.BackendKBF} {
 		for _, shards := range []int{1, 2} {
 			t.Run(b.String()+"/"+string(rune('0'+shards)), func(t *testing.T) {
@@ -324,18 +331,7 @@ func TestSnapshotRefused(t *testing.T) {
 // snapshot, writes none of them again.
 func TestStopWritesEndedFlows(t *testing.T) {
 	trace := genTrace(t, gen.Options{Flows: 2000, Seed: 12, Duration: 4 * time.Second})
-	total := 0
-	{
-		r, err := capture.Open(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pk capture.Packet
-		for r.Next(&pk) == nil {
-			total++
-		}
-		r.Close()
-	}
+	total := tracePackets(t, trace)
 	for _, b := range []acsm.BackendKind{acsm.BackendDLeft, acsm.BackendExact} {
 		for _, shards := range []int{1, 2} {
 			t.Run(b.String()+"/"+string(rune('0'+shards)), func(t *testing.T) {

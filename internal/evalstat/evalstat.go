@@ -69,37 +69,18 @@ func regIncBeta(a, b, x float64) float64 {
 // betaCF evaluates the incomplete beta function's continued fraction by
 // the modified Lentz method.
 func betaCF(a, b, x float64) float64 {
-	const tiny, eps = 1e-300, 1e-15
+	const eps = 1e-15
 	qab, qap, qam := a+b, a+1, a-1
-	c, d := 1.0, 1-qab*x/qap
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
+	c, d := 1.0, 1/awayFromZero(1-qab*x/qap)
 	h := d
 	for m := 1.0; m <= 10000; m++ {
 		m2 := 2 * m
+		// The even step, then the odd one.
 		aa := m * (b - m) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		d, c = 1/awayFromZero(1+aa*d), awayFromZero(1+aa/c)
 		h *= d * c
 		aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
+		d, c = 1/awayFromZero(1+aa*d), awayFromZero(1+aa/c)
 		del := d * c
 		h *= del
 		if math.Abs(del-1) < eps {
@@ -107,4 +88,14 @@ func betaCF(a, b, x float64) float64 {
 		}
 	}
 	return h
+}
+
+// awayFromZero keeps Lentz's terms off zero, where they would divide by
+// it.
+func awayFromZero(v float64) float64 {
+	const tiny = 1e-300
+	if math.Abs(v) < tiny {
+		return tiny
+	}
+	return v
 }
