@@ -5,7 +5,7 @@ BIN     ?= bin/flowmon
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build test lint vet fmt-check bench fuzz-short generate e2e eval bench-replay bench-live pgo clean
+.PHONY: all build test lint vet fmt-check bench fuzz-short fuzz-restore generate e2e eval bench-replay bench-live pgo clean
 
 all: build test
 
@@ -45,6 +45,18 @@ fuzz-short:
 	    echo "fuzz $$pkg $$t"; \
 	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
+	done
+
+# The fuzz targets of the restore paths (a snapshot's file and the states
+# it holds), each for RESTORE_FUZZTIME: what a start reads from a disk it
+# does not trust. docs/results/fuzz-restore.md has their rates.
+RESTORE_FUZZTIME ?= 60s
+RESTORE_FUZZ := ./acsm:FuzzRestoreState ./pipeline/flowcount:FuzzRestoreState ./pipeline/dedup:FuzzRestoreState \
+	./pipeline:FuzzFlowTableRestore ./filters/cascade:FuzzManifest ./internal/snapshot:FuzzReadChecksummed
+fuzz-restore:
+	@set -e; for pt in $(RESTORE_FUZZ); do \
+	  echo "fuzz $${pt%%:*} $${pt##*:}"; \
+	  $(GO) test -run '^$$' -fuzz "^$${pt##*:}\$$" -fuzztime $(RESTORE_FUZZTIME) $${pt%%:*}; \
 	done
 
 # Regenerate generated code: the eBPF objects and their Go bindings in

@@ -12,6 +12,7 @@ import (
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/lockfile"
+	"github.com/flowmon/flowmon/internal/snapshot"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -305,14 +306,22 @@ func ifaceIndex(name string) uint32 {
 
 // restoreSnapshot takes over the state in path, or says why not and
 // leaves the pipeline empty; it returns the mark the snapshot holds, nil
-// when none was taken over.
+// when none was taken over. A refused snapshot is renamed aside
+// (snapshot.Reject), so that the run's first snapshot does not write over
+// what an operator may want to look into.
 func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, log io.Writer) []byte {
 	r, err := pl.RestoreSnapshot(path, maxAge, time.Now())
 	switch {
 	case errors.Is(err, pipeline.ErrNoSnapshot):
 		fmt.Fprintf(log, "flowmon run: no snapshot at %s yet: starting empty\n", path)
 	case err != nil:
-		fmt.Fprintf(log, "flowmon run: not restoring the snapshot, starting empty: %v\n", err)
+		kept, rerr := snapshot.Reject(path)
+		if rerr != nil {
+			kept = fmt.Sprintf("not kept aside: %v", rerr)
+		} else {
+			kept = "kept as " + kept
+		}
+		fmt.Fprintf(log, "flowmon run: snapshot refused, starting empty (%s): %v\n", kept, err)
 	default:
 		fmt.Fprintf(log, "flowmon run: restored %s, saved %s ago: %d open flows taken over\n",
 			path, time.Since(r.Saved).Round(time.Second), r.OpenFlows)

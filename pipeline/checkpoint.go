@@ -55,7 +55,21 @@ type snapshotStats struct {
 	pauseTotalNs    atomic.Int64
 	mu              sync.Mutex
 	failing         error // the last write's failure, nil once one works
+	// restores counts the starts' restores by outcome (restoreResult).
+	restores [nRestoreResults]atomic.Uint64
 }
+
+// restoreResult is what a start did with its snapshot.
+type restoreResult uint8
+
+const (
+	restored   restoreResult = iota // taken over
+	noSnapshot                      // none to take (a first start)
+	refused                         // refused: damaged, other version or settings, stale
+	nRestoreResults
+)
+
+var restoreResults = [nRestoreResults]string{"restored", "none", "refused"}
 
 func newCheckpoint(feeders int) *checkpoint {
 	return &checkpoint{n: feeders}
@@ -219,13 +233,16 @@ var (
 		"How long the periodic snapshots paused the shards in all.", nil, nil)
 	descSnapshotFailing = prometheus.NewDesc("flowmon_snapshot_failing",
 		"1 while the last periodic snapshot failed.", nil, nil)
+	descSnapshotRestores = prometheus.NewDesc("flowmon_snapshot_restores_total",
+		"The start's snapshot, by result: restored, none (no file) or refused (damaged, another version or settings, stale: the run started empty).", []string{"result"}, nil)
 )
 
-// snapshotCollector exports a live run's periodic snapshots.
+// snapshotCollector exports a live run's periodic snapshots and what its
+// start did with the snapshot it found.
 type snapshotCollector struct{ c *checkpoint }
 
 func (s snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSnapshots, descSnapshotLast, descSnapshotPause, descSnapshotPauseTotal, descSnapshotFailing} {
+	for _, d := range []*prometheus.Desc{descSnapshots, descSnapshotLast, descSnapshotPause, descSnapshotPauseTotal, descSnapshotFailing, descSnapshotRestores} {
 		ch <- d
 	}
 }
@@ -245,4 +262,7 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	failing := st.failing != nil
 	st.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descSnapshotFailing, prometheus.GaugeValue, float64(b2i(failing)))
+	for r, name := range restoreResults {
+		ch <- prometheus.MustNewConstMetric(descSnapshotRestores, prometheus.CounterValue, float64(st.restores[r].Load()), name)
+	}
 }

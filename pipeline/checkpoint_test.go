@@ -50,18 +50,7 @@ func (p *slowPart) Next(pk *capture.Packet) error {
 // written twice. For each backend, on one and two shards.
 func TestCheckpointIsOneInstant(t *testing.T) {
 	trace := genTrace(t, gen.Options{Flows: 3000, Seed: 21, Duration: 10 * time.Second})
-	total := 0
-	{
-		r, err := capture.Open(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pk capture.Packet
-		for r.Next(&pk) == nil {
-			total++
-		}
-		r.Close()
-	}
+	total := tracePackets(t, trace)
 	for _, b := range []acsm.BackendKind{acsm.BackendDLeft, acsm.BackendExact} {
 		for _, shards := range []int{1, 2} {
 			t.Run(b.String()+"/"+string(rune('0'+shards)), func(t *testing.T) {

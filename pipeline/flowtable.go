@@ -388,12 +388,19 @@ func (t *flowTable) writeOnce(idx uint32, why record.EndReason) {
 	}
 }
 
-// finish writes a record for every flow still open, in the table's order
-// (which the packets decide), with its latest state, and frees the table.
-func (t *flowTable) finish() {
+// endLingers writes the record of every ended flow whose linger is not
+// over and removes it, from the ACSM too, as flushOne does when the linger
+// ends: a run that stops has no stragglers to wait for.
+func (t *flowTable) endLingers() {
 	for t.nEnded > 0 {
 		t.flushOne()
 	}
+}
+
+// finish writes a record for every flow still open, in the table's order
+// (which the packets decide), with its latest state, and frees the table.
+func (t *flowTable) finish() {
+	t.endLingers()
 	t.flushCounts()
 	for i := range t.meta {
 		if t.meta[i].hash == 0 {

@@ -186,11 +186,10 @@ func (t *flowTable) clearRestored() {
 	t.count, t.fresh, t.nEnded, t.head, t.hand = 0, 0, 0, 0, 0
 }
 
-// carry ends the run of a table whose flows went into a snapshot: the
-// open ones are written nowhere and not counted (the next run does both),
+// carry ends the run of a table whose open flows went into a snapshot:
+// they are written nowhere and not counted (the next run does both),
 // while flows that ended in this run are counted here, as they were when
-// they ended (their records, still lingering, are the next run's to
-// write). It frees the table.
+// they ended (SaveSnapshot wrote their records). It frees the table.
 func (t *flowTable) carry() {
 	t.distinct -= min(t.distinct, t.openFlows())
 	t.meta, t.slots, t.recs, t.parents, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, nil, 0, 0

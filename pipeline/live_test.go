@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/record/connlog"
 )
 
 // part is a live source made of a file: the packets of the file numbered
@@ -58,6 +62,22 @@ func (p *part) Next(pk *capture.Packet) error {
 
 func (p *part) Stats() *capture.Stats { return &p.stats }
 func (p *part) Close() error          { return nil }
+
+// tracePackets counts the packets of the file trace.
+func tracePackets(t *testing.T, trace string) int {
+	t.Helper()
+	r, err := capture.Open(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var pk capture.Packet
+	n := 0
+	for r.Next(&pk) == nil {
+		n++
+	}
+	return n
+}
 
 // liveConfig is a small pipeline writing its flow records to log.
 func liveConfig(backend acsm.BackendKind, log io.Writer) Config {
@@ -127,19 +147,14 @@ func TestLiveMatchesReplay(t *testing.T) {
 // snapshot and runs the rest from it: the two runs' records together are
 // the records of one run through the whole trace, so every flow spanning
 // the restart kept its state, history and counts; and the two summaries
-// add up to the whole run's. For each backend, on one and two shards.
+// add up to the whole run's. The one difference is the stop's: a flow
+// that ended within its linger before it is written by the first run
+// without the stragglers that come after, which the second run counts as
+// a new flow on the 5-tuple (stopSplits). For each backend, on one and
+// two shards.
 func TestRestartKeepsFlows(t *testing.T) {
 	trace := genTrace(t, gen.Options{Flows: 4000, Seed: 9, Duration: 10 * time.Second})
-	r, err := capture.Open(trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pk capture.Packet
-	total := 0
-	for r.Next(&pk) == nil {
-		total++
-	}
-	r.Close()
+	total := tracePackets(t, trace)
 	for _, b := range []acsm.BackendKind{acsm.BackendDLeft, acsm.BackendExact, acsm.BackendKBF} {
 		for _, shards := range []int{1, 2} {
 			t.Run(b.String()+"/"+string(rune('0'+shards)), func(t *testing.T) {
@@ -148,29 +163,101 @@ func TestRestartKeepsFlows(t *testing.T) {
 				snap := filepath.Join(t.TempDir(), "state.snap")
 				var log bytes.Buffer
 				s1, _ := runParts(t, liveConfig(b, &log), trace, 0, total/2, shards, snap)
+				n1 := log.Len()
 				s2, rest := runParts(t, liveConfig(b, &log), trace, total/2, -1, shards, snap)
 				if s1.SnapshotFlows == nil || *s1.SnapshotFlows == 0 || rest.OpenFlows != *s1.SnapshotFlows {
 					t.Fatalf("saved %v open flows, restored %d", s1.SnapshotFlows, rest.OpenFlows)
 				}
-				if g, w := sortedLines(log.String()), sortedLines(whole.String()); !slices.Equal(g, w) {
-					diff := 0
-					for _, l := range g {
-						if _, ok := slices.BinarySearch(w, l); !ok {
-							diff++
-						}
-					}
-					t.Errorf("records of the two runs: %d, of one run: %d; %d not in the one run's", len(g), len(w), diff)
-				}
+				extra := stopSplits(t, whole.Bytes(), log.Bytes()[:n1], log.Bytes()[n1:])
 				states := maps.Clone(s1.ConnStates)
 				for k, v := range s2.ConnStates {
 					states[k] += v
 				}
-				if s1.Flows+s2.Flows != ws.Flows || !maps.Equal(states, ws.ConnStates) {
-					t.Errorf("two runs: %d+%d flows, %v; one run: %d flows, %v", s1.Flows, s2.Flows, states, ws.Flows, ws.ConnStates)
+				for k, v := range extra {
+					if states[k] -= v; states[k] == 0 {
+						delete(states, k)
+					}
+				}
+				var nExtra uint64
+				for _, v := range extra {
+					nExtra += v
+				}
+				if s1.Flows+s2.Flows-nExtra != ws.Flows || !maps.Equal(states, ws.ConnStates) {
+					t.Errorf("two runs: %d+%d flows less %d stragglers', %v; one run: %d flows, %v",
+						s1.Flows, s2.Flows, nExtra, states, ws.Flows, ws.ConnStates)
 				}
 			})
 		}
 	}
+}
+
+// stopSplits compares the records of one run through a trace with those
+// of two runs split by a stop with a snapshot, and returns the flows the
+// second run has that the one run has not, by conn_state. Every record of
+// the one run is in the two runs' once, the same but for flows that had
+// ended by the stop: the first run writes those (same uid, 5-tuple and
+// conn_state) without their stragglers, and the second run's flows that
+// the one run has not are on those flows' 5-tuples.
+func stopSplits(t *testing.T, whole, first, second []byte) map[string]uint64 {
+	t.Helper()
+	type tuple struct {
+		o, r   netip.Addr
+		op, rp uint16
+		proto  string
+	}
+	key := func(r *connlog.Record) tuple {
+		k := tuple{r.OrigH, r.RespH, r.OrigP, r.RespP, r.Proto}
+		if k.r.Less(k.o) || k.r == k.o && k.rp < k.op {
+			k.o, k.r, k.op, k.rp = k.r, k.o, k.rp, k.op
+		}
+		return k
+	}
+	one := map[string]connlog.Record{}
+	lines := map[string]bool{}
+	for _, r := range readJSONLines[connlog.Record](t, whole) {
+		one[r.UID] = r
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(whole)), "\n") {
+		lines[l] = true
+	}
+	seen := map[string]int{}
+	cut := map[tuple]bool{}
+	var unknown []connlog.Record
+	for i, part := range [][]byte{first, second} {
+		recs := readJSONLines[connlog.Record](t, part)
+		for j, l := range strings.Split(strings.TrimSpace(string(part)), "\n") {
+			if l == "" {
+				continue
+			}
+			r := recs[j]
+			seen[r.UID]++
+			w, ok := one[r.UID]
+			switch {
+			case lines[l]:
+			case !ok:
+				unknown = append(unknown, r)
+			case i == 0 && key(&w) == key(&r) && w.ConnState == r.ConnState &&
+				r.OrigPkts+r.RespPkts < w.OrigPkts+w.RespPkts:
+				cut[key(&r)] = true
+			default:
+				t.Errorf("run %d's record differs from the one run's:\n%s\n%+v", i+1, l, w)
+			}
+		}
+	}
+	for uid := range one {
+		if seen[uid] != 1 {
+			t.Errorf("flow %s: %d records in the two runs, 1 in the one run", uid, seen[uid])
+		}
+	}
+	extra := map[string]uint64{}
+	for _, r := range unknown {
+		if !cut[key(&r)] {
+			t.Errorf("a record of the two runs that the one run has not, on no flow the stop ended: %+v", r)
+		}
+		extra[r.ConnState]++
+	}
+	t.Logf("%d flows written at the stop without their stragglers, %d new flows of stragglers", len(cut), len(unknown))
+	return extra
 }
 
 // TestSnapshotRefused: a snapshot from a pipeline built otherwise, or a
@@ -213,5 +300,104 @@ func TestSnapshotRefused(t *testing.T) {
 	}
 	if s, err := RunLive(context.Background(), pl, LiveOptions{}); err != nil || s.Packets == 0 || s.RestoredFlows != nil {
 		t.Errorf("after refusals the pipeline ran: %v, %+v", err, s)
+	}
+	// The start's outcome is a metric: one refusal, one missing file.
+	reg := prometheus.NewRegistry()
+	if err := pl.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "flowmon_snapshot_restores_total" {
+			for _, m := range f.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{"restored": 0, "none": 1, "refused": 1}; !maps.Equal(got, want) {
+		t.Errorf("flowmon_snapshot_restores_total %v, want %v", got, want)
+	}
+}
+
+// TestStopWritesEndedFlows stops a live run with a snapshot while flows
+// that ended within their linger are waiting for stragglers: the stop
+// writes their records, before the snapshot's mark, so the run's log has
+// a record for every flow it counts but the open ones the snapshot
+// carries, and the summary counts them; the next run, restored from the
+// snapshot, writes none of them again.
+func TestStopWritesEndedFlows(t *testing.T) {
+	trace := genTrace(t, gen.Options{Flows: 2000, Seed: 12, Duration: 4 * time.Second})
+	total := tracePackets(t, trace)
+	for _, b := range []acsm.BackendKind{acsm.BackendDLeft, acsm.BackendExact} {
+		for _, shards := range []int{1, 2} {
+			t.Run(b.String()+"/"+string(rune('0'+shards)), func(t *testing.T) {
+				snap := filepath.Join(t.TempDir(), "state.snap")
+				var log bytes.Buffer
+				srcs := make([]capture.Source, shards)
+				for i := range srcs {
+					srcs[i] = openPart(t, trace, 0, total/2, i, shards)
+				}
+				pl, err := NewLivePipeline(liveConfig(b, &log), srcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				marked := -1
+				mark := func() ([]byte, error) { marked = log.Len(); return nil, nil }
+				s1, err := RunLive(context.Background(), pl, LiveOptions{Snapshot: snap, Mark: mark})
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs1 := readJSONLines[connlog.Record](t, log.Bytes())
+				// The carried open flows are the next run's to count.
+				if uint64(len(recs1)) != s1.Flows || s1.Records["connlog"].Written != s1.Flows {
+					t.Errorf("first run: %d flows, %d carried open; %d records in its log, %d counted written",
+						s1.Flows, *s1.SnapshotFlows, len(recs1), s1.Records["connlog"].Written)
+				}
+				var states uint64
+				for _, n := range s1.ConnStates {
+					states += n
+				}
+				if states != s1.Flows {
+					t.Errorf("first run: %d flows by conn_state, %d flows", states, s1.Flows)
+				}
+				if marked != log.Len() {
+					t.Errorf("the snapshot's mark is at %d bytes of the log, the run wrote %d", marked, log.Len())
+				}
+
+				n1 := log.Len()
+				srcs2 := make([]capture.Source, shards)
+				for i := range srcs2 {
+					srcs2[i] = openPart(t, trace, total/2, -1, i, shards)
+				}
+				pl2, err := NewLivePipeline(liveConfig(b, &log), srcs2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := pl2.RestoreSnapshot(snap, time.Hour, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := RunLive(context.Background(), pl2, LiveOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				first := map[string]bool{}
+				for _, r := range recs1 {
+					first[r.UID] = true
+				}
+				again := 0
+				for _, r := range readJSONLines[connlog.Record](t, log.Bytes()[n1:]) {
+					if first[r.UID] {
+						again++
+					}
+				}
+				if again > 0 {
+					t.Errorf("the restored run wrote %d records of flows the first run wrote", again)
+				}
+				t.Logf("first run: %d flows, %d records, %d carried open", s1.Flows, len(recs1), *s1.SnapshotFlows)
+			})
+		}
 	}
 }

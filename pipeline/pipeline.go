@@ -503,6 +503,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	}
 	if ac != nil {
 		ac.Shadow.Target = p.acsm.FPRate
+		ac.Shadow.bound()
 	}
 	s.ACSM = ac
 	s.warn(p.acsm.Capacity)

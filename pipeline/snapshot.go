@@ -13,8 +13,15 @@ import (
 // A live agent that stops writes what its shards know to a snapshot, and
 // the next start takes it over, so a restart loses neither the flows'
 // TCP states nor their counts: per shard, the ACSM, the dedup window, the
-// flow counter's window and the flow table (its open flows, and the ended
-// ones whose records still linger). The snapshot holds the structures as
+// flow counter's window and the flow table. At the stop the flows that
+// ended are written first, their linger cut short, so the stopping run's
+// log and summary hold every connection it saw end, and the snapshot's
+// mark comes after their records: a restore that rewinds the log to the
+// mark keeps them. Their stragglers, if any come after the restart, start
+// new flows, as Zeek's next connection on the 5-tuple would. A periodic
+// snapshot (checkpoint.go) is taken while the run goes on: it holds the
+// ended flows whose records still linger as well, which a restore then
+// writes when their linger ends. The snapshot holds the structures as
 // they are in memory, so it is restored only into a pipeline built the
 // same way: the params name every setting that shapes them, and a
 // snapshot whose params differ is refused as incompatible.
@@ -37,11 +44,12 @@ func (p *Pipeline) params() string {
 	return b.String()
 }
 
-// SaveSnapshot writes the shards' state to path (atomically: a reader
-// finds the old snapshot or the new one whole) and marks the pipeline so
-// that Finish leaves the open flows to the next run; it returns how many
-// open flows the snapshot carries. last is the packet time of the last
-// packet; mark, when set, is called once every record written so far is
+// SaveSnapshot writes the records of the flows that ended, then the
+// shards' state to path (atomically: a reader finds the old snapshot or
+// the new one whole), and marks the pipeline so that Finish leaves the
+// open flows to the next run; it returns how many open flows the snapshot
+// carries. last is the packet time of the last packet; mark, when set, is
+// called once every record written so far, the ended flows' included, is
 // delivered to the sinks, and what it returns is kept in the snapshot
 // (Restored.Mark). The shards must be stopped (RunLive calls it when its
 // feeders are done).
@@ -50,6 +58,10 @@ func (p *Pipeline) SaveSnapshot(path string, last time.Time, mark func() ([]byte
 	var open uint64
 	for i, s := range p.shards {
 		var err error
+		s.flows.endLingers()
+		if s.out != nil {
+			s.out.flush()
+		}
 		if sections, err = s.appendSections(i, sections); err != nil {
 			return 0, err
 		}
@@ -133,8 +145,24 @@ type Restored struct {
 // missing, older than maxAge, damaged, or from a pipeline built
 // otherwise is refused with an error that says which (the pipeline then
 // starts empty, as it was): errors.Is(err, ErrNoSnapshot) for a missing
-// one.
+// one. A live pipeline counts the outcome in its metrics
+// (flowmon_snapshot_restores_total).
 func (p *Pipeline) RestoreSnapshot(path string, maxAge time.Duration, now time.Time) (Restored, error) {
+	r, err := p.restoreSnapshot(path, maxAge, now)
+	if p.ckpt != nil {
+		res := restored
+		switch {
+		case errors.Is(err, ErrNoSnapshot):
+			res = noSnapshot
+		case err != nil:
+			res = refused
+		}
+		p.ckpt.stats.restores[res].Add(1)
+	}
+	return r, err
+}
+
+func (p *Pipeline) restoreSnapshot(path string, maxAge time.Duration, now time.Time) (Restored, error) {
 	h, sections, err := snapshot.Read(path, p.params(), maxAge, now)
 	if err != nil {
 		var se *snapshot.Error

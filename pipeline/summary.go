@@ -7,6 +7,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/evalstat"
 )
 
 // Summary is what `flowmon replay` reports. Its JSON keys are a public
@@ -139,6 +140,10 @@ type ShadowSummary struct {
 	FalseNegatives uint64  `json:"false_negatives"`
 	WrongState     uint64  `json:"wrong_state"`
 	ErrorRate      float64 `json:"error_rate"`
+	// ErrorBound is the error rate's one-sided upper bound at 95%
+	// confidence (evalstat.UpperBound): what the checks rule out. A few
+	// checks without an error rule out little (0 in 14: 19%).
+	ErrorBound float64 `json:"error_rate_upper_95"`
 }
 
 func acsmSummary(st acsm.Stats, c acsm.Counts) *ACSMSummary {
@@ -211,6 +216,20 @@ func (sh *ShadowSummary) OverTarget() bool {
 	return float64(sh.errors()) > want+3*math.Sqrt(want)+3
 }
 
+// Confidence is the confidence of ErrorBound.
+const Confidence = 0.95
+
+// bound fills ErrorBound from the checks.
+func (sh *ShadowSummary) bound() {
+	sh.ErrorBound = evalstat.UpperBound(sh.errors(), sh.Checks, Confidence)
+}
+
+// WithinTarget reports whether the checks show the error within the
+// target: its upper bound at 95% confidence is no more than the target.
+func (sh *ShadowSummary) WithinTarget() bool {
+	return sh.Checks > 0 && sh.ErrorBound <= sh.Target
+}
+
 // warn fills s.Warnings from the stages' figures.
 func (s *Summary) warn(capacity int) {
 	if a := s.ACSM; a != nil && a.Shadow.OverTarget() {
@@ -219,6 +238,15 @@ func (s *Summary) warn(capacity int) {
 			"the ACSM's measured error %.4g (%d errors in %d checks) is above its target %g: "+
 				"it holds more concurrent flows than capacity %d sizes it for; raise the capacity setting",
 			sh.ErrorRate, sh.errors(), sh.Checks, sh.Target, capacity))
+	}
+	// A full table loses flows' states whatever the shadow measured: its
+	// sample of flows can miss every one that was refused or shed.
+	if a := s.ACSM; a != nil && (a.Counters.InsertFailures > 0 || a.Counters.Shed > 0) {
+		s.Warnings = append(s.Warnings, fmt.Sprintf(
+			"the ACSM's table was full: %d new flows refused and %d idle half-open flows shed for new ones, "+
+				"whose states it lost (their packets start flows again, so flows and conn_states are not the trace's); "+
+				"capacity %d is too small for the concurrent flows: raise the capacity setting",
+			a.Counters.InsertFailures, a.Counters.Shed, capacity))
 	}
 	if p, d := s.KernelPackets, s.KernelDrops; p != nil && d != nil && *p > 0 && *d*dropWarnShare > *p {
 		s.Warnings = append(s.Warnings, fmt.Sprintf(

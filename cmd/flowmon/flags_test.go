@@ -225,3 +225,25 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// TestReplayWarnsACSMOverload: an ACSM whose table is full refuses and
+// sheds flows, which changes the flows and conn_states whatever its
+// shadow measured on a handful of checks: the replay warns, and the
+// shadow's line states how little its checks can tell.
+func TestReplayWarnsACSMOverload(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"replay", "--capacity", "2", sample}, &out, &errb); code != 0 {
+		t.Fatalf("replay --capacity 2: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "warning: the ACSM's table was full") {
+		t.Errorf("no overload warning on stderr:\n%s", errb.String())
+	}
+	if strings.Contains(out.String(), ": within target") || !strings.Contains(out.String(), "at 95% confidence") {
+		t.Errorf("the acsm error line does not state its checks' confidence:\n%s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"replay", sample}, &out, &errb); code != 0 || strings.Contains(errb.String(), "warning") {
+		t.Errorf("replay of the sample at the default capacity: exit %d, stderr:\n%s", code, errb.String())
+	}
+}

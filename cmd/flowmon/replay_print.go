@@ -143,12 +143,17 @@ func shadowLine(sh *pipeline.ShadowSummary) string {
 	if sh.Checks == 0 {
 		return fmt.Sprintf("not measured (target %g; the exact backend has no shadow, or no sampled flow was seen)", sh.Target)
 	}
-	verdict := "within target"
-	if sh.OverTarget() {
+	verdict := "too few checks to show it within target"
+	switch {
+	case sh.OverTarget():
 		verdict = "ABOVE TARGET"
+	case sh.WithinTarget():
+		verdict = "within target"
 	}
-	return fmt.Sprintf("%.4g measured (%d false positives, %d false negatives, %d wrong states in %d checks of 1 in %d flows), target %g: %s",
-		sh.ErrorRate, sh.FalsePositives, sh.FalseNegatives, sh.WrongState, sh.Checks, sh.Rate, sh.Target, verdict)
+	return fmt.Sprintf("%.4g measured (%d false positives, %d false negatives, %d wrong states in %d checks of 1 in %d flows): "+
+		"error ≤ %.2g%% at %g%% confidence, target %g: %s",
+		sh.ErrorRate, sh.FalsePositives, sh.FalseNegatives, sh.WrongState, sh.Checks, sh.Rate,
+		100*sh.ErrorBound, 100*pipeline.Confidence, sh.Target, verdict)
 }
 
 func printCounts(w io.Writer, name string, m map[string]uint64) {

@@ -34,7 +34,8 @@
 //
 // The magic, the version's place and the trailing checksum are the same
 // in every version, so a reader of one version tells another version from
-// damage. The checksum is CRC-32C because the threat is accident, not an
+// damage: the checksum is checked first, and a version other than its own
+// is reported only in a file whose checksum holds. The checksum is CRC-32C because the threat is accident, not an
 // adversary: a torn or truncated write, a flipped bit on disk. CRC-32C
 // catches every burst of up to 32 bits and anything else but one time in
 // 2^32, and hash/crc32 computes it with the CPU's CRC instruction (SSE 4.2,

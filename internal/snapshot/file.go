@@ -257,12 +257,14 @@ func decode(data []byte) (Header, []Section, *Error) {
 	if len(data) < minSize {
 		return Header{}, nil, damaged("cut short: %d bytes, a snapshot has at least %d", len(data), minSize)
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
-		return Header{}, nil, refuse("", Version, nil, "written in snapshot format version %d; this flowmon reads version %d", v, FormatVersion)
-	}
+	// The checksum first: a version field is believed only in a file that
+	// is whole, or damage to it would read as a version from the future.
 	body := data[:len(data)-4]
 	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(data[len(body):]); got != want {
 		return Header{}, nil, damaged("checksum mismatch (stored %08x, computed %08x): the file was changed or cut short after it was written", want, got)
+	}
+	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
+		return Header{}, nil, refuse("", Version, nil, "written in snapshot format version %d; this flowmon reads version %d", v, FormatVersion)
 	}
 	h := Header{
 		Version:    FormatVersion,
@@ -307,6 +309,31 @@ func decode(data []byte) (Header, []Section, *Error) {
 		return Header{}, nil, damaged("%d bytes after the last section", rest())
 	}
 	return h, secs, nil
+}
+
+// RejectedSuffix is added to a refused snapshot's name by Reject.
+const RejectedSuffix = ".rejected"
+
+// Reject renames the snapshot at path, which a start refused, to
+// path+RejectedSuffix, replacing an older rejected one, and returns the
+// new name: the next Write to path would otherwise erase the file an
+// operator needs to see why. Only a regular file is moved.
+func Reject(path string) (string, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return "", fmt.Errorf("keep the refused snapshot aside: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("keep the refused snapshot aside: %s is not a regular file", path)
+	}
+	to := path + RejectedSuffix
+	if err := os.Rename(path, to); err != nil {
+		return "", fmt.Errorf("keep the refused snapshot aside: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return "", fmt.Errorf("keep the refused snapshot aside: %w", err)
+	}
+	return to, nil
 }
 
 // Find returns the data of the section named name.

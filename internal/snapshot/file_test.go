@@ -122,6 +122,9 @@ func TestRefusals(t *testing.T) {
 		{"version", func(t *testing.T, p string) {
 			rewrite(t, p, true, func(b []byte) []byte { b[8] = 2; return b })
 		}, params, 0, Version, "format version 2; this flowmon reads version 1"},
+		{"damaged version", func(t *testing.T, p string) {
+			rewrite(t, p, false, func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0x5a5a5a5b); return b })
+		}, params, 0, Damaged, "damaged: checksum mismatch"},
 		{"params", func(t *testing.T, p string) {}, JoinParams(P("capacity", 131072), P("backend", "dleft"), P("fp_rate", 0.001)),
 			0, Incompatible, "capacity is 65536 in the snapshot, 131072 configured"},
 		{"stale", func(t *testing.T, p string) {}, params, 30 * time.Second, Stale, "1m0s ago, more than the 30s allowed"},
@@ -226,7 +229,8 @@ func TestDiffParams(t *testing.T) {
 
 // FuzzRead: no input makes Read's decoder panic or return more bytes
 // than it was given; every change to a valid file is refused as damaged,
-// or as another version when the version field changed.
+// or as another version when the version field changed and the checksum
+// holds.
 func FuzzRead(f *testing.F) {
 	valid := encodeTest(f)
 	f.Add(valid)
@@ -240,7 +244,8 @@ func FuzzRead(f *testing.F) {
 			return
 		}
 		switch {
-		case e.Reason == Version && len(b) >= 12 && binary.LittleEndian.Uint32(b[8:]) != FormatVersion:
+		case e.Reason == Version && len(b) >= minSize && binary.LittleEndian.Uint32(b[8:]) != FormatVersion &&
+			crc32.Checksum(b[:len(b)-4], castagnoli) == binary.LittleEndian.Uint32(b[len(b)-4:]):
 		case e.Reason == Damaged:
 		default:
 			t.Fatalf("refused as %s: %v", e.Reason, e)
