@@ -472,3 +472,77 @@ func readGoflow2(t *testing.T, path string) map[exported]int {
 	}
 	return got
 }
+
+// pacedFlows is the generated trace's flows in the paced tests: enough
+// that an unpaced replay overflows nfcapd's and goflow2's default socket
+// buffers many times over.
+const pacedFlows = 200_000
+
+// TestE2EIPFIXPaced replays a trace of pacedFlows flows to nfcapd with no
+// -B (its default socket buffer) and to goflow2 (which has no such
+// setting), at the default rate: every record arrives, with no sequence
+// failure.
+func TestE2EIPFIXPaced(t *testing.T) {
+	e2e(t, "nfcapd", "nfdump", "go")
+	bin := buildFlowmon(t)
+	trace := ipfixTraces(t, bin, pacedFlows)[0]
+
+	dir := t.TempDir()
+	addr := freeUDPPort(t)
+	host, port, _ := net.SplitHostPort(addr)
+	stop := startCollector(t, "nfcapd", []string{"-w", dir, "-b", host, "-p", port}, regexp.MustCompile(`Startup nfcapd`))
+	connLog := replayExport(t, bin, trace, addr)
+	stop()
+	got, seqFailures := readNfdump(t, dir)
+	want := expectedRecords(t, connLog, true)
+	n := compareRecords(t, "nfcapd", got, want)
+	if seqFailures != 0 {
+		t.Errorf("nfcapd: %d sequence failures", seqFailures)
+	}
+	t.Logf("nfcapd: %d of %d records, %d sequence failures", n, len(want), seqFailures)
+
+	gf := buildGoflow2(t)
+	out := filepath.Join(t.TempDir(), "goflow2.json")
+	addr = freeUDPPort(t)
+	stop = startCollector(t, gf, []string{"-listen", "netflow://" + addr + "?workers=1", "-addr", "127.0.0.1:0",
+		"-format", "json", "-transport", "file", "-transport.file", out}, regexp.MustCompile(`starting collection`))
+	connLog = replayExport(t, bin, trace, addr, "--ipfix-mode", "compat")
+	want = expectedRecords(t, connLog, false)
+	records := 0
+	for _, k := range want {
+		records += k
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for countRecords(out) < records && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	n = compareRecords(t, "goflow2", readGoflow2(t, out), want)
+	t.Logf("goflow2: %d of %d records", n, records)
+}
+
+// TestE2EIPFIXDownReplay replays to a UDP collector whose port is closed:
+// the replay exits 3 and its summary counts the records lost.
+func TestE2EIPFIXDownReplay(t *testing.T) {
+	e2e(t, "go")
+	bin := buildFlowmon(t)
+	trace := ipfixTraces(t, bin, 500)[0]
+	addr := freeUDPPort(t)
+	cmd := exec.Command(bin, "replay", "--no-progress", "--rules", "none", "--json", "--ipfix", addr, trace)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("replay to a collector down: %v, want exit status 3\n%s", err, stderr.String())
+	}
+	var s struct {
+		Records map[string]struct{ Written, Failed, Dropped uint64 } `json:"records"`
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out)
+	}
+	r := s.Records["ipfix"]
+	if r.Failed+r.Dropped == 0 || !strings.Contains(stderr.String(), addr) {
+		t.Fatalf("summary's ipfix records %+v, stderr:\n%s\nwant records lost, the collector named", r, stderr.String())
+	}
+}

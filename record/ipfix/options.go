@@ -47,7 +47,7 @@ const (
 	// loss, measured in docs/results/ipfix-pacing.md.
 	MinRate     = 100
 	MaxRate     = 10_000_000
-	DefaultRate = 50_000
+	DefaultRate = 40_000
 
 	MaxCollectors = 16
 )
@@ -97,7 +97,7 @@ type Options struct {
 	FlushWait time.Duration
 	// CloseWait bounds how long Close waits for the queues to drain
 	// before it closes the connections; 0 does not wait.
-	CloseWait time.Duration
+	CloseWait  time.Duration
 	minBackoff time.Duration // the first wait after a failure; 0: minBackoff
 }
 
