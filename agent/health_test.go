@@ -38,28 +38,8 @@ func TestHealthzSaysASinkFails(t *testing.T) {
 		if broken {
 			cfg.Sinks = []record.Named{{Name: "connlog", Sink: failing{}}}
 		}
-		lk, err := openLookups(nil, "", config.History{}, nil, &cfg, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := pipeline.NewPipeline(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pipeline.Replay(context.Background(), []string{"../pcaps/sample.pcap"}, pipeline.ReplayOptions{Pipeline: pl})
-		srv, err := serveMetrics("127.0.0.1:0", config.Web{}, newRegistry(), pl, nil, lk, nil, func() bool { return true }, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		get := func(path string) (int, string) {
-			resp, err := http.Get("http://" + srv.addr.String() + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
+		srv := replayServed(t, cfg, newRegistry())
+		get := httpGetter(t, srv)
 		code, body := get("/healthz")
 		switch {
 		case broken && (code != http.StatusServiceUnavailable || !strings.Contains(body, "flow record sink connlog failing")):
@@ -153,15 +133,7 @@ func TestHealthzSaysAnAlertSinkFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.close()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + srv.addr.String() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := httpGetter(t, srv)
 	var sink alerts.Sink
 	for _, s := range al.eng.Manager().Sinks() {
 		if s.Name() == "hook" {
@@ -216,30 +188,10 @@ func TestHealthzSaysAnIPFIXCollectorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeIPFIX()
-	lk, err := openLookups(nil, "", config.History{}, nil, &cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := pipeline.NewPipeline(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	time.Sleep(100 * time.Millisecond) // the first dial fails
-	pipeline.Replay(context.Background(), []string{"../pcaps/sample.pcap"}, pipeline.ReplayOptions{Pipeline: pl})
-	srv, err := serveMetrics("127.0.0.1:0", config.Web{}, reg, pl, nil, lk, nil, func() bool { return true }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := replayServed(t, cfg, reg)
 	defer srv.close()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + srv.addr.String() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := httpGetter(t, srv)
 	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "flow record sink ipfix failing") ||
 		!strings.Contains(body, addr) {
 		t.Errorf("an IPFIX collector down: /healthz %d %q, want 503 naming %s", code, body, addr)
@@ -250,4 +202,39 @@ func TestHealthzSaysAnIPFIXCollectorFails(t *testing.T) {
 			t.Errorf("/metrics has no %s", want)
 		}
 	}
+}
+
+// httpGetter returns a function that GETs a path of srv and returns the
+// status and the body.
+func httpGetter(t *testing.T, srv *metricsServer) func(path string) (int, string) {
+	return func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + srv.addr.String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+// replayServed replays pcaps/sample.pcap through a pipeline of cfg and
+// serves its metrics and health from reg.
+func replayServed(t *testing.T, cfg pipeline.Config, reg *prometheus.Registry) *metricsServer {
+	t.Helper()
+	lk, err := openLookups(nil, "", config.History{}, nil, &cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := pipeline.NewPipeline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Replay(context.Background(), []string{"../pcaps/sample.pcap"}, pipeline.ReplayOptions{Pipeline: pl})
+	srv, err := serveMetrics("127.0.0.1:0", config.Web{}, reg, pl, nil, lk, nil, func() bool { return true }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }

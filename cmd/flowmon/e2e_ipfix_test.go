@@ -377,29 +377,36 @@ func TestE2EIPFIXGoflow2(t *testing.T) {
 	// and goflow2 sees the gap in the sequence numbers.
 	for _, trace := range ipfixTraces(t, bin, 1000) {
 		name := filepath.Base(trace)
-		out := filepath.Join(t.TempDir(), "goflow2.json")
-		addr := freeUDPPort(t)
-		stop := startCollector(t, gf, []string{"-listen", "netflow://" + addr + "?workers=1", "-addr", "127.0.0.1:0",
-			"-format", "json", "-transport", "file", "-transport.file", out},
-			regexp.MustCompile(`starting collection`))
-		connLog := replayExport(t, bin, trace, addr, "--ipfix-mode", "compat")
-		want := expectedRecords(t, connLog, false)
-		records := 0
-		for _, n := range want {
-			records += n
-		}
-		// goflow2 writes records as it decodes them: wait for all of them.
-		deadline := time.Now().Add(10 * time.Second)
-		for countRecords(out) < records && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		stop()
-		got := readGoflow2(t, out)
+		got, want, _ := goflow2Export(t, gf, bin, trace, 10*time.Second)
 		n := compareRecords(t, name, got, want)
 		t.Logf("%s: %d records compared", name, n)
 		total += n
 	}
 	t.Logf("%d records compared in all", total)
+}
+
+// goflow2Export replays trace in compat mode to goflow2 (gf) on loopback
+// and returns the records goflow2 wrote, waiting up to wait for all of
+// them, and those conn.log says it should have, and their count.
+func goflow2Export(t *testing.T, gf, bin, trace string, wait time.Duration) (got, want map[exported]int, records int) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "goflow2.json")
+	addr := freeUDPPort(t)
+	stop := startCollector(t, gf, []string{"-listen", "netflow://" + addr + "?workers=1", "-addr", "127.0.0.1:0",
+		"-format", "json", "-transport", "file", "-transport.file", out},
+		regexp.MustCompile(`starting collection`))
+	connLog := replayExport(t, bin, trace, addr, "--ipfix-mode", "compat")
+	want = expectedRecords(t, connLog, false)
+	for _, n := range want {
+		records += n
+	}
+	// goflow2 writes records as it decodes them: wait for all of them.
+	deadline := time.Now().Add(wait)
+	for countRecords(out) < records && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	return readGoflow2(t, out), want, records
 }
 
 func countRecords(path string) int {
@@ -502,22 +509,8 @@ func TestE2EIPFIXPaced(t *testing.T) {
 	t.Logf("nfcapd: %d of %d records, %d sequence failures", n, len(want), seqFailures)
 
 	gf := buildGoflow2(t)
-	out := filepath.Join(t.TempDir(), "goflow2.json")
-	addr = freeUDPPort(t)
-	stop = startCollector(t, gf, []string{"-listen", "netflow://" + addr + "?workers=1", "-addr", "127.0.0.1:0",
-		"-format", "json", "-transport", "file", "-transport.file", out}, regexp.MustCompile(`starting collection`))
-	connLog = replayExport(t, bin, trace, addr, "--ipfix-mode", "compat")
-	want = expectedRecords(t, connLog, false)
-	records := 0
-	for _, k := range want {
-		records += k
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for countRecords(out) < records && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	stop()
-	n = compareRecords(t, "goflow2", readGoflow2(t, out), want)
+	gfGot, gfWant, records := goflow2Export(t, gf, bin, trace, 30*time.Second)
+	n = compareRecords(t, "goflow2", gfGot, gfWant)
 	t.Logf("goflow2: %d of %d records", n, records)
 }
 
