@@ -47,7 +47,7 @@ const (
 	// loss, measured in docs/results/ipfix-pacing.md.
 	MinRate     = 100
 	MaxRate     = 10_000_000
-	DefaultRate = 40_000
+	DefaultRate = 20_000
 
 	MaxCollectors = 16
 )

@@ -32,7 +32,7 @@ func listenSlow(t *testing.T, addr string, gap time.Duration) *slowCollector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.SetReadBuffer(32 << 10); err != nil { // the kernel doubles it
+	if err := pc.SetReadBuffer(64 << 10); err != nil { // the kernel doubles it
 		t.Fatal(err)
 	}
 	s := &slowCollector{pc: pc, records: make(chan int, 1<<16), gaps: make(chan string, 16)}
@@ -128,7 +128,7 @@ func outage() time.Duration {
 func TestOutage(t *testing.T) {
 	addr := freeUDP(t)
 	col := listenSlow(t, addr, 2*time.Millisecond)
-	const rate, perTick = 20000, 50 // 50 records every 10 ms: 5,000 a second
+	const rate, perTick = 10000, 50 // 50 records every 10 ms: 5,000 a second
 	x, err := New(Options{Collectors: []string{addr}, Rate: rate, minBackoff: 20 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
