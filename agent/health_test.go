@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/ipfix"
 )
 
 // failing is a record sink whose every call fails, as a full disk's.
@@ -36,28 +38,8 @@ func TestHealthzSaysASinkFails(t *testing.T) {
 		if broken {
 			cfg.Sinks = []record.Named{{Name: "connlog", Sink: failing{}}}
 		}
-		lk, err := openLookups(nil, "", config.History{}, nil, &cfg, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl, err := pipeline.NewPipeline(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pipeline.Replay(context.Background(), []string{"../pcaps/sample.pcap"}, pipeline.ReplayOptions{Pipeline: pl})
-		srv, err := serveMetrics("127.0.0.1:0", config.Web{}, newRegistry(), pl, nil, lk, nil, func() bool { return true }, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		get := func(path string) (int, string) {
-			resp, err := http.Get("http://" + srv.addr.String() + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
+		srv := replayServed(t, cfg, newRegistry())
+		get := httpGetter(t, srv)
 		code, body := get("/healthz")
 		switch {
 		case broken && (code != http.StatusServiceUnavailable || !strings.Contains(body, "flow record sink connlog failing")):
@@ -151,15 +133,7 @@ func TestHealthzSaysAnAlertSinkFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.close()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + srv.addr.String() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := httpGetter(t, srv)
 	var sink alerts.Sink
 	for _, s := range al.eng.Manager().Sinks() {
 		if s.Name() == "hook" {
@@ -194,4 +168,73 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// TestHealthzSaysAnIPFIXCollectorFails: with its IPFIX collector down,
+// /healthz answers 503 naming the collector by its address, and
+// flowmon_records_sink_failing says the ipfix sink fails.
+func TestHealthzSaysAnIPFIXCollectorFails(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := pipeline.DefaultConfig()
+	cfg.Workers = 1
+	reg := newRegistry()
+	closeIPFIX, err := openIPFIX(&ipfix.Options{Collectors: []string{addr}, Transport: ipfix.TransportTCP}, reg, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeIPFIX()
+	time.Sleep(100 * time.Millisecond) // the first dial fails
+	srv := replayServed(t, cfg, reg)
+	defer srv.close()
+	get := httpGetter(t, srv)
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "flow record sink ipfix failing") ||
+		!strings.Contains(body, addr) {
+		t.Errorf("an IPFIX collector down: /healthz %d %q, want 503 naming %s", code, body, addr)
+	}
+	_, body := get("/metrics")
+	for _, want := range []string{`flowmon_records_sink_failing{sink="ipfix"} 1`, `flowmon_ipfix_collector_up{collector="` + addr + `"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+}
+
+// httpGetter returns a function that GETs a path of srv and returns the
+// status and the body.
+func httpGetter(t *testing.T, srv *metricsServer) func(path string) (int, string) {
+	return func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + srv.addr.String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+// replayServed replays pcaps/sample.pcap through a pipeline of cfg and
+// serves its metrics and health from reg.
+func replayServed(t *testing.T, cfg pipeline.Config, reg *prometheus.Registry) *metricsServer {
+	t.Helper()
+	lk, err := openLookups(nil, "", config.History{}, nil, &cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := pipeline.NewPipeline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline.Replay(context.Background(), []string{"../pcaps/sample.pcap"}, pipeline.ReplayOptions{Pipeline: pl})
+	srv, err := serveMetrics("127.0.0.1:0", config.Web{}, reg, pl, nil, lk, nil, func() bool { return true }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }

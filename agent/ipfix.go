@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"log/slog"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/pipeline"
@@ -12,15 +10,11 @@ import (
 
 // openIPFIX starts an IPFIX exporter to o's collectors (nil o: none) as
 // a record sink in cfg, its metrics on reg, and returns what closes it.
-func openIPFIX(o *ipfix.Options, reg prometheus.Registerer, cfg *pipeline.Config, log *slog.Logger) (func() error, error) {
+func openIPFIX(o *ipfix.Options, reg prometheus.Registerer, cfg *pipeline.Config) (func() error, error) {
 	if o == nil || len(o.Collectors) == 0 {
 		return func() error { return nil }, nil
 	}
-	opt := *o
-	if opt.Logger == nil {
-		opt.Logger = log
-	}
-	x, err := ipfix.New(opt, reg)
+	x, err := ipfix.New(*o, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,9 @@ import (
 )
 
 // replayFlushWait bounds how long the end of a replay waits for the IPFIX
-// exporter to send what it queued: records go out as fast as the socket
-// takes them, so only a collector that is down makes it wait that long.
+// exporter to send what it queued, beyond the time the queue takes at the
+// collectors' rate (ipfix.Exporter.FlushWait): only a collector that is
+// down makes it wait that long.
 const replayFlushWait = 30 * time.Second
 
 // ReplayOptions are what a replay (flowmon replay) runs with beside its
@@ -24,9 +25,10 @@ type ReplayOptions struct {
 	Pipeline pipeline.Config
 	// FlowsOut is the flow log: a file, - for Stdout, "" for none.
 	FlowsOut string
-	// IPFIX, when not nil, exports the records to its collectors; the
-	// replay's end waits for them to be sent (FlushWait, by default
-	// 30 s).
+	// IPFIX, when not nil, exports the records to its collectors, at
+	// their pace (ipfix.Options.WaitForRoom); the replay's end waits for
+	// them to be sent (FlushWait, by default 30 s, plus the queue's time
+	// at the rate).
 	IPFIX *ipfix.Options
 	// Rules is the rules file: "" for the embedded rules, "none" for
 	// none. A file is reloaded on SIGHUP, when it changes and on
@@ -94,11 +96,13 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		if o.FlushWait == 0 {
 			o.FlushWait = replayFlushWait
 		}
-		closeIPFIX, err := openIPFIX(&o, reg, &r.cfg, sinkLogger(&r.cfg, opt.Log))
+		// A replay goes at its collectors' pace rather than drop.
+		o.WaitForRoom = true
+		closeIPFIX, err := openIPFIX(&o, reg, &r.cfg)
 		if err != nil {
 			return nil, err
 		}
-		r.closers.add(closeIPFIX)
+		r.closers.add(undelivered(closeIPFIX))
 	}
 	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Log)
 	if err != nil {

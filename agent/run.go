@@ -90,7 +90,7 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		// The live agent flushes at quiet times without waiting; at its
 		// stop it gives the collectors their part of the stop timeout.
 		o.CloseWait = sinkGrace(cfg.StopTimeout)
-		closeIPFIX, err := openIPFIX(&o, reg, &ecfg, sinkLogger(&ecfg, opt.Log))
+		closeIPFIX, err := openIPFIX(&o, reg, &ecfg)
 		if err != nil {
 			return nil, err
 		}

@@ -156,7 +156,11 @@ func unhealthy(pl *pipeline.Pipeline, al *alerting, checks []func() string) []st
 	}
 	for _, h := range pl.Sinks() {
 		if h.Failing {
-			bad = append(bad, fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed))
+			line := fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed+h.Dropped)
+			if h.LastErr != nil {
+				line += ": " + h.LastErr.Error()
+			}
+			bad = append(bad, line)
 		}
 	}
 	if al != nil {

@@ -499,7 +499,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		if s.Records == nil {
 			s.Records = map[string]SinkRecords{}
 		}
-		s.Records[h.Name] = SinkRecords{Written: h.Written, Failed: h.Failed}
+		s.Records[h.Name] = SinkRecords{Written: h.Written, Failed: h.Failed, Dropped: h.Dropped}
 	}
 	if ac != nil {
 		ac.Shadow.Target = p.acsm.FPRate

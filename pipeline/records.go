@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -163,8 +164,10 @@ type sinkState struct {
 	record.Named
 	written atomic.Uint64 // records delivered
 	failed  atomic.Uint64 // records in batches that failed
+	dropped atomic.Uint64 // records taken, then lost (record.LossError)
 	errors  atomic.Uint64 // failed calls (WriteFlows, Flush)
 	failing atomic.Bool   // the last call failed
+	lastErr atomic.Pointer[error]
 }
 
 func newSinkSet(sinks []record.Named, log *slog.Logger) *sinkSet {
@@ -230,10 +233,18 @@ func (s *sinkSet) deliver() {
 		if len(b.flows) > 0 {
 			for _, k := range s.sinks {
 				err := k.WriteFlows(b.flows)
-				if err == nil {
-					k.written.Add(uint64(len(b.flows)))
-				} else {
-					k.failed.Add(uint64(len(b.flows)))
+				n := uint64(len(b.flows))
+				var le *record.LossError
+				switch {
+				case err == nil:
+					k.written.Add(n)
+				case errors.As(err, &le):
+					failed := min(le.Failed, n)
+					k.written.Add(n - failed)
+					k.failed.Add(failed)
+					k.dropped.Add(le.Dropped)
+				default:
+					k.failed.Add(n)
 				}
 				s.result(k, err, "write")
 			}
@@ -241,7 +252,12 @@ func (s *sinkSet) deliver() {
 		}
 		if b.flush {
 			for _, k := range s.sinks {
-				s.result(k, k.Flush(), "flush")
+				err := k.Flush()
+				var le *record.LossError
+				if errors.As(err, &le) {
+					k.dropped.Add(le.Dropped)
+				}
+				s.result(k, err, "flush")
 			}
 		}
 		if b.delivered != nil {
@@ -254,9 +270,16 @@ func (s *sinkSet) deliver() {
 func (s *sinkSet) result(k *sinkState, err error, op string) {
 	if err != nil {
 		k.errors.Add(1)
+		k.lastErr.Store(&err)
 		if !k.failing.Load() {
 			k.failing.Store(true)
 			s.log.Error("flow record sink failing", "sink", k.Name, "op", op, "err", err)
+		}
+		// A sink failing with nothing lost yet (its queue holds the
+		// records) is unhealthy but does not fail the run.
+		var le *record.LossError
+		if errors.As(err, &le) && !le.Lost() {
+			return
 		}
 		s.mu.Lock()
 		if s.err == nil {
@@ -267,7 +290,8 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 	}
 	if k.failing.Load() && op == "write" { // a flush that works says nothing of the writes
 		k.failing.Store(false)
-		s.log.Info("flow record sink recovered", "sink", k.Name, "failed_records", k.failed.Load(), "errors", k.errors.Load())
+		s.log.Info("flow record sink recovered", "sink", k.Name, "failed_records", k.failed.Load(),
+			"dropped_records", k.dropped.Load(), "errors", k.errors.Load())
 	}
 }
 
@@ -282,9 +306,11 @@ func (e *SinkError) Unwrap() error { return e.Err }
 
 // SinkHealth is one record sink's state, for metrics and health checks.
 type SinkHealth struct {
-	Name                    string
-	Written, Failed, Errors uint64
-	Failing                 bool
+	Name                             string
+	Written, Failed, Dropped, Errors uint64
+	Failing                          bool
+	// LastErr is the last failed call's error, nil before any.
+	LastErr error
 }
 
 // Sinks returns the record sinks' health; it may be called from any
@@ -295,7 +321,11 @@ func (p *Pipeline) Sinks() []SinkHealth {
 	}
 	out := make([]SinkHealth, len(p.sinks.sinks))
 	for i, k := range p.sinks.sinks {
-		out[i] = SinkHealth{Name: k.Name, Written: k.written.Load(), Failed: k.failed.Load(), Errors: k.errors.Load(), Failing: k.failing.Load()}
+		out[i] = SinkHealth{Name: k.Name, Written: k.written.Load(), Failed: k.failed.Load(), Dropped: k.dropped.Load(),
+			Errors: k.errors.Load(), Failing: k.failing.Load()}
+		if e := k.lastErr.Load(); e != nil {
+			out[i].LastErr = *e
+		}
 	}
 	return out
 }
@@ -303,6 +333,7 @@ func (p *Pipeline) Sinks() []SinkHealth {
 var (
 	descSinkWritten = prometheus.NewDesc("flowmon_records_written_total", "Flow records a sink took.", []string{"sink"}, nil)
 	descSinkFailed  = prometheus.NewDesc("flowmon_records_failed_total", "Flow records in batches a sink failed to take (not retried).", []string{"sink"}, nil)
+	descSinkDropped = prometheus.NewDesc("flowmon_records_dropped_total", "Flow records a sink took, then lost (a network exporter's queue full or send failed).", []string{"sink"}, nil)
 	descSinkErrors  = prometheus.NewDesc("flowmon_records_sink_errors_total", "Failed calls to a sink (a batch written, a flush).", []string{"sink"}, nil)
 	descSinkFailing = prometheus.NewDesc("flowmon_records_sink_failing", "1 while a sink's last call failed.", []string{"sink"}, nil)
 )
@@ -311,7 +342,7 @@ var (
 type sinkCollector struct{ p *Pipeline }
 
 func (c sinkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSinkWritten, descSinkFailed, descSinkErrors, descSinkFailing} {
+	for _, d := range []*prometheus.Desc{descSinkWritten, descSinkFailed, descSinkDropped, descSinkErrors, descSinkFailing} {
 		ch <- d
 	}
 }
@@ -324,6 +355,7 @@ func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descSinkWritten, prometheus.CounterValue, float64(h.Written), h.Name)
 		ch <- prometheus.MustNewConstMetric(descSinkFailed, prometheus.CounterValue, float64(h.Failed), h.Name)
+		ch <- prometheus.MustNewConstMetric(descSinkDropped, prometheus.CounterValue, float64(h.Dropped), h.Name)
 		ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(h.Errors), h.Name)
 		ch <- prometheus.MustNewConstMetric(descSinkFailing, prometheus.GaugeValue, failing, h.Name)
 	}

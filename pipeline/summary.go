@@ -94,8 +94,11 @@ type Summary struct {
 
 // SinkRecords are a flow record sink's counts in a summary.
 type SinkRecords struct {
-	Written uint64 `json:"written"`
-	Failed  uint64 `json:"failed"`
+	Written uint64 `json:"written"` // records it took
+	Failed  uint64 `json:"failed"`  // records of batches it did not take
+	// Dropped are records it took and lost later (an IPFIX collector's
+	// queue full, a send failed, the queue unsent at the end).
+	Dropped uint64 `json:"dropped"`
 }
 
 // EBPFSummary is the eBPF capture program's part of a live run's summary:

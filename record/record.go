@@ -18,6 +18,7 @@
 package record
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/flowmon/flowmon/acsm"
@@ -154,11 +155,36 @@ type Sink interface {
 	// WriteFlows takes a batch of records; flows is valid only during the
 	// call. An error says the batch (or part of it) was not delivered;
 	// the caller counts and reports it and goes on with the next batch.
+	// A sink that delivers later than the call (a network exporter's
+	// queue) returns a *LossError to say what it lost and that it is
+	// failing.
 	WriteFlows(flows []Flow) error
 	// Flush delivers what the sink holds; the pipeline calls it at the
 	// end of a run and at quiet times of a live one.
 	Flush() error
 }
+
+// LossError is a sink's report from WriteFlows or Flush: of the batch
+// given, Failed records were not taken (the rest were); Dropped records
+// taken by earlier calls were lost since the sink last reported; Err says
+// why, and that the sink is failing now even when nothing was lost yet
+// (a collector down whose records wait in the sink's queue).
+type LossError struct {
+	Failed, Dropped uint64
+	Err             error
+}
+
+func (e *LossError) Error() string {
+	if e.Failed == 0 && e.Dropped == 0 {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%d records not taken, %d lost: %v", e.Failed, e.Dropped, e.Err)
+}
+
+func (e *LossError) Unwrap() error { return e.Err }
+
+// Lost reports whether records were lost.
+func (e *LossError) Lost() bool { return e.Failed+e.Dropped > 0 }
 
 // Named is a sink with the name its metrics and log lines give it
 // ("connlog", "ipfix"): a fixed word, not an address.

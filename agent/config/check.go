@@ -143,7 +143,10 @@ func checkIPFIX(x *IPFIX) []problem {
 		add("observation-domain", "%d must be between 0 and %d", n, uint32(math.MaxUint32))
 	}
 	if x.Queue < ipfix.MinQueue || x.Queue > ipfix.MaxQueue {
-		add("queue", "%d must be between %d and %d batches", x.Queue, ipfix.MinQueue, ipfix.MaxQueue)
+		add("queue", "%d must be between %d and %d records", x.Queue, ipfix.MinQueue, ipfix.MaxQueue)
+	}
+	if x.Rate < ipfix.MinRate || x.Rate > ipfix.MaxRate {
+		add("rate", "%d must be between %d and %d records a second", x.Rate, ipfix.MinRate, ipfix.MaxRate)
 	}
 	return ps
 }

@@ -231,14 +231,15 @@ type IPFIX struct {
 	TemplateRefresh   time.Duration // template-refresh: how often UDP collectors get the templates again
 	EnterpriseNumber  int64         // enterprise-number: the operator's PEN for flowmon's own elements; 0 for none
 	ObservationDomain int64         // observation-domain: the messages' observation domain ID
-	Queue             int           // queue: each collector's queue, in batches of 256 records
+	Queue             int           // queue: each collector's queue, in records
+	Rate              int           // rate: UDP collectors' pace, data records a second
 }
 
 // Options are the exporter's options for these settings.
 func (x IPFIX) Options() ipfix.Options {
 	return ipfix.Options{Collectors: x.Collectors, Transport: x.Transport, Mode: x.Mode, MTU: x.MTU,
 		TemplateRefresh: x.TemplateRefresh, EnterpriseNumber: uint32(x.EnterpriseNumber),
-		ObservationDomain: uint32(x.ObservationDomain), Queue: x.Queue}
+		ObservationDomain: uint32(x.ObservationDomain), Queue: x.Queue, Rate: x.Rate}
 }
 
 // The values of Source and Rules that mean something; AFPacket.Fanout's
@@ -332,7 +333,7 @@ func Default() Config {
 		Snapshot:        Snapshot{MaxAge: 10 * time.Minute, Interval: time.Minute},
 		FlowLogRotation: Rotation{MaxSize: DefaultRotateSize, MaxFiles: DefaultRotateFiles},
 		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
-			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue}},
+			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue, Rate: ipfix.DefaultRate}},
 		StopTimeout: 10 * time.Second,
 		Health:      Health{MaxDropShare: 0.25},
 	}

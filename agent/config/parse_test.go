@@ -99,7 +99,7 @@ func TestFull(t *testing.T) {
 		FlowLog:         abs(t, "testdata/flows.jsonl"),
 		FlowLogRotation: Rotation{MaxSize: 1 << 30, MaxAge: 24 * time.Hour, MaxFiles: 30},
 		Export: Export{IPFIX: IPFIX{Collectors: []string{"192.0.2.10:4739", "[2001:db8::10]:4739"}, Transport: "tcp",
-			Mode: "compat", MTU: 9000, TemplateRefresh: 30 * time.Second, EnterpriseNumber: 32473, ObservationDomain: 7, Queue: 64}},
+			Mode: "compat", MTU: 9000, TemplateRefresh: 30 * time.Second, EnterpriseNumber: 32473, ObservationDomain: 7, Queue: 64, Rate: 30000}},
 		User:        "flowmon",
 		StopTimeout: 30 * time.Second,
 		Health:      Health{MaxDropShare: 0.5},

@@ -101,6 +101,7 @@ func init() {
 	add(setting{key: "export.ipfix.enterprise-number", field: ptr(func(c *Config) any { return &c.Export.IPFIX.EnterpriseNumber })})
 	add(setting{key: "export.ipfix.observation-domain", field: ptr(func(c *Config) any { return &c.Export.IPFIX.ObservationDomain })})
 	add(setting{key: "export.ipfix.queue", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Queue })})
+	add(setting{key: "export.ipfix.rate", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Rate })})
 	add(setting{key: "user", field: ptr(func(c *Config) any { return &c.User })})
 	add(setting{key: "stop-timeout", field: ptr(func(c *Config) any { return &c.StopTimeout })})
 	add(setting{key: "health.max-drop-share", field: ptr(func(c *Config) any { return &c.Health.MaxDropShare })})

@@ -377,29 +377,36 @@ func TestE2EIPFIXGoflow2(t *testing.T) {
 	// and goflow2 sees the gap in the sequence numbers.
 	for _, trace := range ipfixTraces(t, bin, 1000) {
 		name := filepath.Base(trace)
-		out := filepath.Join(t.TempDir(), "goflow2.json")
-		addr := freeUDPPort(t)
-		stop := startCollector(t, gf, []string{"-listen", "netflow://" + addr + "?workers=1", "-addr", "127.0.0.1:0",
-			"-format", "json", "-transport", "file", "-transport.file", out},
-			regexp.MustCompile(`starting collection`))
-		connLog := replayExport(t, bin, trace, addr, "--ipfix-mode", "compat")
-		want := expectedRecords(t, connLog, false)
-		records := 0
-		for _, n := range want {
-			records += n
-		}
-		// goflow2 writes records as it decodes them: wait for all of them.
-		deadline := time.Now().Add(10 * time.Second)
-		for countRecords(out) < records && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		stop()
-		got := readGoflow2(t, out)
+		got, want, _ := goflow2Export(t, gf, bin, trace, 10*time.Second)
 		n := compareRecords(t, name, got, want)
 		t.Logf("%s: %d records compared", name, n)
 		total += n
 	}
 	t.Logf("%d records compared in all", total)
+}
+
+// goflow2Export replays trace in compat mode to goflow2 (gf) on loopback
+// and returns the records goflow2 wrote, waiting up to wait for all of
+// them, and those conn.log says it should have, and their count.
+func goflow2Export(t *testing.T, gf, bin, trace string, wait time.Duration) (got, want map[exported]int, records int) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "goflow2.json")
+	addr := freeUDPPort(t)
+	stop := startCollector(t, gf, []string{"-listen", "netflow://" + addr + "?workers=1", "-addr", "127.0.0.1:0",
+		"-format", "json", "-transport", "file", "-transport.file", out},
+		regexp.MustCompile(`starting collection`))
+	connLog := replayExport(t, bin, trace, addr, "--ipfix-mode", "compat")
+	want = expectedRecords(t, connLog, false)
+	for _, n := range want {
+		records += n
+	}
+	// goflow2 writes records as it decodes them: wait for all of them.
+	deadline := time.Now().Add(wait)
+	for countRecords(out) < records && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	return readGoflow2(t, out), want, records
 }
 
 func countRecords(path string) int {
@@ -471,4 +478,64 @@ func readGoflow2(t *testing.T, path string) map[exported]int {
 		}
 	}
 	return got
+}
+
+// pacedFlows is the generated trace's flows in the paced tests: enough
+// that an unpaced replay overflows nfcapd's and goflow2's default socket
+// buffers many times over.
+const pacedFlows = 200_000
+
+// TestE2EIPFIXPaced replays a trace of pacedFlows flows to nfcapd with no
+// -B (its default socket buffer) and to goflow2 (which has no such
+// setting), at the default rate: every record arrives, with no sequence
+// failure.
+func TestE2EIPFIXPaced(t *testing.T) {
+	e2e(t, "nfcapd", "nfdump", "go")
+	bin := buildFlowmon(t)
+	trace := ipfixTraces(t, bin, pacedFlows)[0]
+
+	dir := t.TempDir()
+	addr := freeUDPPort(t)
+	host, port, _ := net.SplitHostPort(addr)
+	stop := startCollector(t, "nfcapd", []string{"-w", dir, "-b", host, "-p", port}, regexp.MustCompile(`Startup nfcapd`))
+	connLog := replayExport(t, bin, trace, addr)
+	stop()
+	got, seqFailures := readNfdump(t, dir)
+	want := expectedRecords(t, connLog, true)
+	n := compareRecords(t, "nfcapd", got, want)
+	if seqFailures != 0 {
+		t.Errorf("nfcapd: %d sequence failures", seqFailures)
+	}
+	t.Logf("nfcapd: %d of %d records, %d sequence failures", n, len(want), seqFailures)
+
+	gf := buildGoflow2(t)
+	gfGot, gfWant, records := goflow2Export(t, gf, bin, trace, 30*time.Second)
+	n = compareRecords(t, "goflow2", gfGot, gfWant)
+	t.Logf("goflow2: %d of %d records", n, records)
+}
+
+// TestE2EIPFIXDownReplay replays to a UDP collector whose port is closed:
+// the replay exits 3 and its summary counts the records lost.
+func TestE2EIPFIXDownReplay(t *testing.T) {
+	e2e(t, "go")
+	bin := buildFlowmon(t)
+	trace := ipfixTraces(t, bin, 500)[0]
+	addr := freeUDPPort(t)
+	cmd := exec.Command(bin, "replay", "--no-progress", "--rules", "none", "--json", "--ipfix", addr, trace)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("replay to a collector down: %v, want exit status 3\n%s", err, stderr.String())
+	}
+	var s struct {
+		Records map[string]struct{ Written, Failed, Dropped uint64 } `json:"records"`
+	}
+	if err := json.Unmarshal(out, &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out)
+	}
+	r := s.Records["ipfix"]
+	if r.Failed+r.Dropped == 0 || !strings.Contains(stderr.String(), addr) {
+		t.Fatalf("summary's ipfix records %+v, stderr:\n%s\nwant records lost, the collector named", r, stderr.String())
+	}
 }

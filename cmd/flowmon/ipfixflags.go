@@ -18,6 +18,7 @@ func ipfixFlags(fs *flag.FlagSet, o *ipfix.Options) {
 	fs.StringVar(&o.Mode, "ipfix-mode", ipfix.ModeBiflow, "IPFIX records: biflow (one record a flow, RFC 5103 reverse elements) or compat (two one-way records a flow, for collectors without RFC 5103)")
 	fs.IntVar(&o.MTU, "ipfix-mtu", ipfix.DefaultMTU, fmt.Sprintf("path MTU to the IPFIX collectors, %d..%d: a message fills it less the IP and UDP/TCP headers", ipfix.MinMTU, ipfix.MaxMTU))
 	fs.DurationVar(&o.TemplateRefresh, "ipfix-template-refresh", ipfix.DefaultTemplateRefresh, fmt.Sprintf("how often UDP collectors get the IPFIX templates again, %v..%v", ipfix.MinTemplateRefresh, ipfix.MaxTemplateRefresh))
+	fs.IntVar(&o.Rate, "ipfix-rate", ipfix.DefaultRate, fmt.Sprintf("data records a second sent to each UDP IPFIX collector, %d..%d: what it reads at its default socket buffer (TCP is not paced)", ipfix.MinRate, ipfix.MaxRate))
 	fs.Func("ipfix-enterprise", "your private enterprise number `PEN`, under which conn_state, history and confidence are exported too (default none)", func(s string) error {
 		_, err := fmt.Sscan(s, &o.EnterpriseNumber)
 		return err

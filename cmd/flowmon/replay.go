@@ -54,7 +54,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	f := &replayFlags{settings: pipeline.DefaultSettings()}
 	s := &f.settings
 	fs := newFlagSet("replay", "[flags] FILE...", stderr,
-		"\nReplays the files in order through the pipeline (dedup, ACSM, flow counts) and prints a summary.")
+		"\nReplays the files in order through the pipeline (dedup, ACSM, flow counts) and prints a summary.",
+		"Exit status 3: the replay ended, but an output (the flow log, a record sink such as an IPFIX collector) lost what the log names.")
 	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
 	fs.StringVar(&s.Backend, "backend", s.Backend, "ACSM backend: "+acsm.BackendNames())
@@ -200,7 +201,12 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err != nil {
 		return err
 	}
-	defer closeInto(r.Close, &rerr)
+	defer func() {
+		closeInto(r.Close, &rerr)
+		if agent.OnlyUndelivered(rerr) {
+			rerr = exitWith(3, rerr) // as run's: the outputs lost what the log names
+		}
+	}()
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	if f.linger {

@@ -89,15 +89,24 @@
 //
 // # Delivery
 //
-// Each collector has its own goroutine, connection, encoder and bounded
-// queue of batches: WriteFlows copies the records into a free batch of
-// each queue and never waits; a queue with no free batch drops the
-// records, counted (flowmon_ipfix_records_dropped_total{reason="queue_full"}).
-// UDP templates go out before the first data and again every
-// TemplateRefresh; TCP templates at every (re)connect. A collector that
-// refuses the connection (TCP) or whose port answers unreachable (UDP) is
-// retried with a doubling backoff up to a bound; the first failure and
-// the recovery are logged once each and flowmon_ipfix_collector_up says
-// which. Records of a message whose write failed are counted as dropped
-// (reason "send_failed") and not sent again.
+// Each collector has its own goroutine, connection, encoder and queue of
+// up to Options.Queue records: WriteFlows copies the records into each
+// queue and does not wait (but with Options.WaitForRoom, for a collector
+// that is not failing); a full queue drops the records, counted
+// (flowmon_ipfix_records_dropped_total{reason="queue_full"}). A UDP
+// collector is sent at most Options.Rate data records a second, the
+// goroutine sleeping between messages: UDP tells the sender nothing of
+// the datagrams a collector's full socket buffer drops, so the exporter
+// sends no faster than the collector reads. TCP is not paced: its flow
+// control does that. UDP templates go out before the first data, again
+// every TemplateRefresh, and before data after a second without a
+// message (a collector gone meanwhile then answers unreachable before
+// the data go). TCP templates go out at every (re)connect. A collector
+// that refuses the connection (TCP) or whose port answers unreachable
+// (UDP) is retried with a doubling backoff up to a bound, the records of
+// the message whose write failed, and those after it, staying queued
+// (the sequence number counts only what was sent); flowmon_ipfix_collector_up
+// says which. WriteFlows and Flush report a failing collector, by its
+// address, and the records lost as a record.LossError, which the
+// pipeline logs, counts and shows in its health.
 package ipfix

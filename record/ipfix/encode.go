@@ -73,34 +73,46 @@ func (e *encoder) header(b []byte, exportTime uint32) []byte {
 
 // encode writes flows as data records into messages, calling emit with
 // each message (valid during the call) as it is full and with the last,
-// part-full one; it returns the first error emit returned and the count
-// of data records in the messages emit failed to send. The sequence
-// number counts every record encoded, sent or not: the collector sees
-// the records a failed message held as lost.
-func (e *encoder) encode(flows []record.Flow, exportTime uint32, emit func(msg []byte, records uint32) error) (lost uint64, err error) {
-	send := func() {
+// part-full one. It stops at the first message emit fails to send and
+// returns emit's error and done, the count of flows whose records were
+// all sent: the flows from done on are to be sent again (the sequence
+// number counts only the records of messages sent, so the collector sees
+// no gap). A flow whose first record (compat mode) went out in a message
+// sent and whose second was in the one that failed counts in done, its
+// second record in lost.
+func (e *encoder) encode(flows []record.Flow, exportTime uint32, emit func(msg []byte, records uint32) error) (done int, lost uint64, err error) {
+	// first is the first flow with a record in the message being filled;
+	// split says its first record went in an earlier message.
+	first, split := 0, false
+	send := func(next int, nextSplit bool) bool {
 		if e.n == 0 {
-			return
+			first, split = next, nextSplit
+			return true
 		}
 		msg := e.finish()
-		if eerr := emit(msg, e.n); eerr != nil {
-			lost += uint64(e.n)
-			if err == nil {
-				err = eerr
+		if err = emit(msg, e.n); err != nil {
+			done = first
+			if split {
+				done, lost = first+1, 1
 			}
+			e.n, e.setStart, e.setID, e.buf = 0, 0, 0, e.buf[:0]
+			return false
 		}
 		e.seq += e.n
 		e.n = 0
+		first, split = next, nextSplit
+		return true
 	}
 	e.buf = e.header(e.buf[:0], exportTime)
 	var r dirRec
 	for i := range flows {
 		f := &flows[i]
 		r.forward(f)
-		if !e.biflow && r.pkts == 0 && f.RespPkts > 0 {
-			// compat: the originator's direction sent nothing, so has no record
-		} else if !e.add(&r) {
-			send()
+		fwd := e.biflow || f.OrigPkts > 0 || f.RespPkts == 0
+		if fwd && !e.add(&r) {
+			if !send(i, false) {
+				return done, lost, err
+			}
 			e.buf = e.header(e.buf[:0], exportTime)
 			e.add(&r)
 		}
@@ -109,14 +121,18 @@ func (e *encoder) encode(flows []record.Flow, exportTime uint32, emit func(msg [
 		}
 		r.reverse(f)
 		if !e.add(&r) {
-			send()
+			if !send(i, fwd) {
+				return done, lost, err
+			}
 			e.buf = e.header(e.buf[:0], exportTime)
 			e.add(&r)
 		}
 	}
-	send()
+	if !send(len(flows), false) {
+		return done, lost, err
+	}
 	e.buf = e.buf[:0]
-	return lost, err
+	return len(flows), 0, nil
 }
 
 // records is the count of data records flows make.

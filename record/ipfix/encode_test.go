@@ -42,7 +42,7 @@ func unhex(t *testing.T, s string) []byte {
 func collect(t *testing.T, e *encoder, flows []record.Flow) [][]byte {
 	t.Helper()
 	var msgs [][]byte
-	if _, err := e.encode(flows, 1_700_000_100, func(m []byte, _ uint32) error {
+	if _, _, err := e.encode(flows, 1_700_000_100, func(m []byte, _ uint32) error {
 		msgs = append(msgs, bytes.Clone(m))
 		return nil
 	}); err != nil {

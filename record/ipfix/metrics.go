@@ -1,19 +1,18 @@
 package ipfix
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The exporter's metrics. A collector is labelled by its index in
-// Options.Collectors (the log lines name its address): labels never hold
-// an address.
+// The exporter's metrics. A collector is labelled by its address as
+// configured (HOST:PORT): at most MaxCollectors values, set by the
+// operator and not by the traffic, and the address is what the operator
+// looks for in a dashboard or an alert.
 var (
 	descRecords = prometheus.NewDesc("flowmon_ipfix_records_exported_total",
 		"IPFIX data records sent to a collector.", []string{"collector"}, nil)
 	descDropped = prometheus.NewDesc("flowmon_ipfix_records_dropped_total",
-		"IPFIX data records not sent: queue_full (the collector's queue had no room), send_failed (in a message whose write failed).", []string{"collector", "reason"}, nil)
+		"IPFIX data records not sent: queue_full (the collector's queue had no room), send_failed (in a message whose write failed), unsent (queued when a flush or the stop gave up waiting).", []string{"collector", "reason"}, nil)
 	descMessages = prometheus.NewDesc("flowmon_ipfix_messages_total",
 		"IPFIX messages sent to a collector, templates included.", []string{"collector"}, nil)
 	descBytes = prometheus.NewDesc("flowmon_ipfix_bytes_total",
@@ -22,8 +21,8 @@ var (
 		"1 while the collector's last connection or write succeeded.", []string{"collector"}, nil)
 	descErrors = prometheus.NewDesc("flowmon_ipfix_errors_total",
 		"Failed connections (dial) and writes (send) to a collector.", []string{"collector", "op"}, nil)
-	descQueued = prometheus.NewDesc("flowmon_ipfix_queue_batches",
-		"Batches of records waiting in the collector's queue.", []string{"collector"}, nil)
+	descQueued = prometheus.NewDesc("flowmon_ipfix_queue_records",
+		"Records waiting in the collector's queue.", []string{"collector"}, nil)
 )
 
 // metrics exports an Exporter's counts at scrape time.
@@ -36,8 +35,8 @@ func (m metrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (m metrics) Collect(ch chan<- prometheus.Metric) {
-	for i, s := range m.x.Stats() {
-		c := strconv.Itoa(i)
+	for _, s := range m.x.Stats() {
+		c := s.Addr
 		up := 0.0
 		if s.Up {
 			up = 1
@@ -48,11 +47,12 @@ func (m metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(descRecords, s.Records)
 		counter(descDropped, s.DroppedQueue, "queue_full")
 		counter(descDropped, s.DroppedSend, "send_failed")
+		counter(descDropped, s.DroppedUnsent, "unsent")
 		counter(descMessages, s.Messages)
 		counter(descBytes, s.Bytes)
 		counter(descErrors, s.DialErrors, "dial")
 		counter(descErrors, s.SendErrors, "send")
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, c)
-		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(s.QueuedBatches), c)
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(s.QueuedRecords), c)
 	}
 }

@@ -3,7 +3,6 @@ package ipfix
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -34,9 +33,21 @@ const (
 	MaxTemplateRefresh     = time.Hour
 	DefaultTemplateRefresh = time.Minute
 
+	// A queue holds records (record.Flow, about 250 bytes each), and
+	// grows to its size only as a backlog builds: the default, 300,000
+	// records (at most about 75 MB a collector), rides out a minute of a
+	// collector's outage at 5,000 records a second (a busy router's flow
+	// rate), 10 minutes at 500.
 	MinQueue     = 1
-	MaxQueue     = 1 << 16
-	DefaultQueue = 256 // batches of 256 records: 65536 records a collector
+	MaxQueue     = 1 << 24
+	DefaultQueue = 300_000
+
+	// Rate is a UDP collector's pace, in data records a second: what
+	// nfcapd and goflow2 read at their default socket buffers without
+	// loss, measured in docs/results/ipfix-pacing.md.
+	MinRate     = 100
+	MaxRate     = 10_000_000
+	DefaultRate = 20_000
 
 	MaxCollectors = 16
 )
@@ -69,17 +80,24 @@ type Options struct {
 	// IngressInterface, when not 0, is exported as every record's
 	// ingressInterface (the capture interface's index).
 	IngressInterface uint32
-	// Queue is each collector's queue, in batches of up to 256 records.
+	// Queue is each collector's queue, in records: what waits for a
+	// collector that is slow or down, past which records drop.
 	Queue int
+	// Rate is the most data records a second sent to a UDP collector:
+	// messages are paced to it so that the collector's socket buffer
+	// does not overflow, which UDP would not report. TCP is not paced:
+	// its flow control holds the sender to the collector's pace.
+	Rate int
+	// WaitForRoom makes WriteFlows wait for room in the queue of a
+	// collector that is not failing, instead of dropping: a replay then
+	// goes at its collectors' pace. A failing collector's records drop.
+	WaitForRoom bool
 	// FlushWait bounds how long Flush waits for the queues to drain
 	// (a replay's end); 0 does not wait.
 	FlushWait time.Duration
 	// CloseWait bounds how long Close waits for the queues to drain
 	// before it closes the connections; 0 does not wait.
-	CloseWait time.Duration
-	// Logger says when a collector fails and recovers; nil: discarded.
-	Logger *slog.Logger
-
+	CloseWait  time.Duration
 	minBackoff time.Duration // the first wait after a failure; 0: minBackoff
 }
 
@@ -100,8 +118,8 @@ func (o Options) withDefaults() Options {
 	if o.Queue == 0 {
 		o.Queue = DefaultQueue
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	if o.Rate == 0 {
+		o.Rate = DefaultRate
 	}
 	if o.minBackoff == 0 {
 		o.minBackoff = minBackoff
@@ -141,7 +159,10 @@ func (o Options) Validate() error {
 		bad("template refresh %v must be between %v and %v", t, MinTemplateRefresh, MaxTemplateRefresh)
 	}
 	if o.Queue < MinQueue || o.Queue > MaxQueue {
-		bad("queue %d must be between %d and %d batches", o.Queue, MinQueue, MaxQueue)
+		bad("queue %d must be between %d and %d records", o.Queue, MinQueue, MaxQueue)
+	}
+	if o.Rate < MinRate || o.Rate > MaxRate {
+		bad("rate %d must be between %d and %d records a second", o.Rate, MinRate, MaxRate)
 	}
 	if o.FlushWait < 0 || o.CloseWait < 0 {
 		bad("flush and close waits must be 0 or more")
