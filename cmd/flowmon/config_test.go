@@ -243,3 +243,37 @@ func TestConfigCheckWarnsOfMissingInterface(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigExample: the config docs/run.md offers to copy is one
+// config check takes (its settings; the machine it names is the
+// reader's).
+func TestRunConfigExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/run.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = "```yaml\n# /etc/flowmon/flowmon.yaml\n"
+	_, rest, ok := strings.Cut(string(doc), start)
+	if !ok {
+		t.Fatalf("docs/run.md has no block starting %q", start)
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("the example's block does not end")
+	}
+	f := filepath.Join(t.TempDir(), "flowmon.yaml")
+	if err := os.WriteFile(f, []byte(block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"config", "--offline", "check", f}, &out, &errb); code != 0 {
+		t.Fatalf("config check of the example: exit %d: %s", code, errb.String())
+	}
+	c, err := config.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Interface != "eth0" || c.Snapshot.Path == "" || c.FlowLog == "" || len(c.Export.IPFIX.Collectors) != 1 {
+		t.Errorf("the example gives %+v: want an interface, a snapshot, a flow log and a collector", c)
+	}
+}
