@@ -184,12 +184,24 @@ func freeUDPPort(t *testing.T) string {
 // listens (ready matches it); stop ends it with SIGTERM and waits.
 func startCollector(t *testing.T, name string, args []string, ready *regexp.Regexp) (stop func()) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
+	return startCollectorCmd(t, exec.Command(name, args...), ready)
+}
+
+// startCollectorCmd is startCollector of a command made (in a namespace:
+// netnstest.Net.Cmd).
+func startCollectorCmd(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) (stop func()) {
+	t.Helper()
+	name := filepath.Base(cmd.Args[len(cmd.Args)-1])
+	for _, a := range cmd.Args {
+		if a == "nfcapd" || strings.HasSuffix(a, "goflow2") {
+			name = filepath.Base(a)
+		}
+	}
+	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -57,6 +57,7 @@ type liveSummary struct {
 	Records         map[string]struct {
 		Written uint64 `json:"written"`
 		Failed  uint64 `json:"failed"`
+		Dropped uint64 `json:"dropped"`
 	} `json:"records"`
 }
 
