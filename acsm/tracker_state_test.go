@@ -2,6 +2,7 @@ package acsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -167,6 +168,36 @@ func TestRestoreRefusesDamage(t *testing.T) {
 	}
 	if after, _ := fresh.AppendState(nil); !bytes.Equal(after, empty) {
 		t.Error("refused restores changed the tracker")
+	}
+}
+
+// TestRestoreRefusesForgedCounters: the counters a state holds beside
+// its stores (the stores' statistics, memory, live flows) are what the
+// stores give; a state where one of them is off by one is refused as
+// damaged, since the tracker would otherwise hold a count it replaces at
+// the next publish and encode to other bytes.
+func TestRestoreRefusesForgedCounters(t *testing.T) {
+	ps := stateTrace(t)
+	for _, cfg := range fuzzConfigs() {
+		tr, _ := New(cfg)
+		for i := range ps[:200] {
+			tr.Observe(&ps[i])
+		}
+		state, _ := tr.AppendState(nil)
+		d := snapshot.NewDecoder("test", state)
+		d.Tag(trackerTag, trackerState)
+		d.Params(tr.stateParams())
+		at := len(state) - d.Left() + 8*int(tallyFields)
+		for k, name := range derivedNames {
+			forged := bytes.Clone(state)
+			off := at + 8*k
+			binary.LittleEndian.PutUint64(forged[off:], binary.LittleEndian.Uint64(forged[off:])+1)
+			fresh, _ := New(cfg)
+			err := fresh.RestoreState(forged)
+			if !errors.Is(err, snapshot.ErrDamaged) || !strings.Contains(err.Error(), name+" ") {
+				t.Errorf("%s: %s one more: %v", cfg.Backend, name, err)
+			}
+		}
 	}
 }
 
