@@ -256,3 +256,33 @@ func FuzzRestoreState(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkState is AppendState and RestoreState of FuzzRestoreState's
+// seeds: a fuzzer runs both several times an input, so their fixed cost
+// (the params) sets its rate. docs/results/fuzz-restore.md has figures.
+func BenchmarkState(b *testing.B) {
+	ps := stateTrace(b)
+	for _, cfg := range fuzzConfigs() {
+		tr, _ := New(cfg)
+		for i := range ps[:200] {
+			tr.Observe(&ps[i])
+		}
+		s, _ := tr.AppendState(nil)
+		b.Run(cfg.Backend.String()+"/append", func(b *testing.B) {
+			b.ReportAllocs()
+			buf := s[:0:0]
+			for b.Loop() {
+				buf, _ = tr.AppendState(buf[:0])
+			}
+		})
+		b.Run(cfg.Backend.String()+"/restore", func(b *testing.B) {
+			x, _ := New(cfg)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := x.RestoreState(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
