@@ -177,13 +177,8 @@ func TestRestoreRefusesDamage(t *testing.T) {
 // damaged, since the tracker would otherwise hold a count it replaces at
 // the next publish and encode to other bytes.
 func TestRestoreRefusesForgedCounters(t *testing.T) {
-	ps := stateTrace(t)
 	for _, cfg := range fuzzConfigs() {
-		tr, _ := New(cfg)
-		for i := range ps[:200] {
-			tr.Observe(&ps[i])
-		}
-		state, _ := tr.AppendState(nil)
+		tr, state := fuzzSeed(t, cfg)
 		d := snapshot.NewDecoder("test", state)
 		d.Tag(trackerTag, trackerState)
 		d.Params(tr.stateParams())
@@ -227,6 +222,25 @@ func fuzzConfigs() []Config {
 	return cs
 }
 
+// fuzzSeed is a tracker of cfg after the trace's first 200 packets, and
+// its state: FuzzRestoreState's seed for cfg.
+func fuzzSeed(tb testing.TB, cfg Config) (*Tracker, []byte) {
+	tb.Helper()
+	ps := stateTrace(tb)
+	tr, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range ps[:200] {
+		tr.Observe(&ps[i])
+	}
+	s, err := tr.AppendState(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr, s
+}
+
 // FuzzRestoreState: no input makes RestoreState panic; a refused input
 // leaves the tracker unchanged; an accepted one encodes back to itself
 // and the tracker then runs packets without panicking. The seeds are
@@ -235,14 +249,7 @@ func FuzzRestoreState(f *testing.F) {
 	ps := stateTrace(f)
 	cfgs := fuzzConfigs()
 	for k, cfg := range cfgs {
-		tr, err := New(cfg)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for i := range ps[:200] {
-			tr.Observe(&ps[i])
-		}
-		s, _ := tr.AppendState(nil)
+		_, s := fuzzSeed(f, cfg)
 		f.Add(uint8(k), s)
 	}
 	f.Fuzz(func(t *testing.T, k uint8, b []byte) {
@@ -261,13 +268,8 @@ func FuzzRestoreState(f *testing.F) {
 // seeds: a fuzzer runs both several times an input, so their fixed cost
 // (the params) sets its rate. docs/results/fuzz-restore.md has figures.
 func BenchmarkState(b *testing.B) {
-	ps := stateTrace(b)
 	for _, cfg := range fuzzConfigs() {
-		tr, _ := New(cfg)
-		for i := range ps[:200] {
-			tr.Observe(&ps[i])
-		}
-		s, _ := tr.AppendState(nil)
+		tr, s := fuzzSeed(b, cfg)
 		b.Run(cfg.Backend.String()+"/append", func(b *testing.B) {
 			b.ReportAllocs()
 			buf := s[:0:0]
