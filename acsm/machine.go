@@ -79,6 +79,10 @@ type machine struct {
 	// packet is applied.
 	start [3][2][2]uint16
 	zs    []zstate // zeek machine: the unpacked values
+	// tables is the digest of the tables a state's params carry, taken
+	// once when the machine is compiled: the tables never change, and
+	// taking it reads every transition.
+	tables string
 }
 
 var (
@@ -164,6 +168,7 @@ func compileZeek() *machine {
 		m.conn[i], m.tier[i], m.origIsDst[i], m.terminal[i] = s.connState(), s.tier(), s.origIsDst, s.terminal()
 		m.closed[i] = s.kind == kindTCP && (s.orig == Closed || s.orig == Reset || s.resp == Closed || s.resp == Reset)
 	}
+	m.tables = m.digest()
 	return m
 }
 
@@ -208,6 +213,7 @@ func compileFlags() *machine {
 			m.start[k][d][1] = uint16(d << 6)
 		}
 	}
+	m.tables = m.digest()
 	return m
 }
 

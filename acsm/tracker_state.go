@@ -19,7 +19,9 @@ import (
 //	                   machine's value count and a digest of its tables,
 //	                   and a digest of the flow hash on fixed inputs
 //	counters           every counter of Counts, Stats and Samples: 8 bytes
-//	                   each, in the order of (*counters).fields
+//	                   each, in the order of (*counters).fields; those
+//	                   taken from the stores (derivedNames) must agree
+//	                   with the stores that follow
 //	8 + store          the main store (below), length first
 //	1 [8 + store]      whether a shadow follows, and its store
 //
@@ -98,7 +100,7 @@ func (t *Tracker) stateParams() []snapshot.Param {
 		shadow = c.ShadowRate
 	}
 	return append(ps, P("keep_ended", c.KeepEnded), P("shadow_rate", shadow), P("seed", c.Seed),
-		P("values", t.m.values), P("machine_tables", t.m.digest()),
+		P("values", t.m.values), P("machine_tables", t.m.tables),
 		P("conn_states", int(NumConnStates)), P("anomalies", numAnomalies), P("hash", hashDigest()))
 }
 
@@ -188,6 +190,9 @@ func (t *Tracker) RestoreState(b []byte) error {
 			return fmt.Errorf("restore acsm tracker shadow: %w", err)
 		}
 	}
+	if err := checkDerived(fresh, us[tallyFields:], is); err != nil {
+		return err
+	}
 	t.st, t.shadow = fresh.st, fresh.shadow
 	for k, x := range u {
 		x.Store(us[k])
@@ -196,6 +201,36 @@ func (t *Tracker) RestoreState(b []byte) error {
 		x.Store(is[k])
 	}
 	t.own = t.c.tally()
+	return nil
+}
+
+// derivedNames name the counters after the tally, in state order: the
+// stores' statistics, memory and live flows, which publish sets from the
+// stores rather than counts.
+var derivedNames = [...]string{"inserts", "insert_failures", "updates", "deletes", "dont_know",
+	"decode_failures", "expired", "shed", "memory_bytes", "live", "shadow_live"}
+
+// checkDerived checks the counters the state holds beside its stores
+// (u after the tally, and i) against what fresh's restored stores give.
+// AppendState publishes them from the stores first, so in a state it
+// wrote they agree; a state where they differ would be read, then
+// replaced at the next publish, and encode to other bytes: it is damaged.
+func checkDerived(fresh *Tracker, u []uint64, i []int64) error {
+	fresh.publish()
+	fu, fi := fresh.c.fields()
+	var got, want [len(derivedNames)]int64
+	for k, x := range fu[tallyFields:] {
+		got[k], want[k] = int64(u[k]), int64(x.Load())
+	}
+	for k, x := range fi {
+		got[len(u)+k], want[len(u)+k] = i[k], x.Load()
+	}
+	for k := range got {
+		if got[k] != want[k] {
+			return fmt.Errorf("restore acsm tracker: %s %d in the counters, %d in the stores: %w",
+				derivedNames[k], got[k], want[k], snapshot.ErrDamaged)
+		}
+	}
 	return nil
 }
 

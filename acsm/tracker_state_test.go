@@ -2,6 +2,7 @@ package acsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -170,6 +171,31 @@ func TestRestoreRefusesDamage(t *testing.T) {
 	}
 }
 
+// TestRestoreRefusesForgedCounters: the counters a state holds beside
+// its stores (the stores' statistics, memory, live flows) are what the
+// stores give; a state where one of them is off by one is refused as
+// damaged, since the tracker would otherwise hold a count it replaces at
+// the next publish and encode to other bytes.
+func TestRestoreRefusesForgedCounters(t *testing.T) {
+	for _, cfg := range fuzzConfigs() {
+		tr, state := fuzzSeed(t, cfg)
+		d := snapshot.NewDecoder("test", state)
+		d.Tag(trackerTag, trackerState)
+		d.Params(tr.stateParams())
+		at := len(state) - d.Left() + 8*int(tallyFields)
+		for k, name := range derivedNames {
+			forged := bytes.Clone(state)
+			off := at + 8*k
+			binary.LittleEndian.PutUint64(forged[off:], binary.LittleEndian.Uint64(forged[off:])+1)
+			fresh, _ := New(cfg)
+			err := fresh.RestoreState(forged)
+			if !errors.Is(err, snapshot.ErrDamaged) || !strings.Contains(err.Error(), name+" ") {
+				t.Errorf("%s: %s one more: %v", cfg.Backend, name, err)
+			}
+		}
+	}
+}
+
 // TestStateSizes logs each backend's state at the replay's default
 // capacity (2^18 flows).
 func TestStateSizes(t *testing.T) {
@@ -196,6 +222,25 @@ func fuzzConfigs() []Config {
 	return cs
 }
 
+// fuzzSeed is a tracker of cfg after the trace's first 200 packets, and
+// its state: FuzzRestoreState's seed for cfg.
+func fuzzSeed(tb testing.TB, cfg Config) (*Tracker, []byte) {
+	tb.Helper()
+	ps := stateTrace(tb)
+	tr, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range ps[:200] {
+		tr.Observe(&ps[i])
+	}
+	s, err := tr.AppendState(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr, s
+}
+
 // FuzzRestoreState: no input makes RestoreState panic; a refused input
 // leaves the tracker unchanged; an accepted one encodes back to itself
 // and the tracker then runs packets without panicking. The seeds are
@@ -204,14 +249,7 @@ func FuzzRestoreState(f *testing.F) {
 	ps := stateTrace(f)
 	cfgs := fuzzConfigs()
 	for k, cfg := range cfgs {
-		tr, err := New(cfg)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for i := range ps[:200] {
-			tr.Observe(&ps[i])
-		}
-		s, _ := tr.AppendState(nil)
+		_, s := fuzzSeed(f, cfg)
 		f.Add(uint8(k), s)
 	}
 	f.Fuzz(func(t *testing.T, k uint8, b []byte) {
@@ -224,4 +262,29 @@ func FuzzRestoreState(f *testing.F) {
 			tr.Observe(&ps[200+i])
 		}
 	})
+}
+
+// BenchmarkState is AppendState and RestoreState of FuzzRestoreState's
+// seeds: a fuzzer runs both several times an input, so their fixed cost
+// (the params) sets its rate. docs/results/fuzz-restore.md has figures.
+func BenchmarkState(b *testing.B) {
+	for _, cfg := range fuzzConfigs() {
+		tr, s := fuzzSeed(b, cfg)
+		b.Run(cfg.Backend.String()+"/append", func(b *testing.B) {
+			b.ReportAllocs()
+			buf := s[:0:0]
+			for b.Loop() {
+				buf, _ = tr.AppendState(buf[:0])
+			}
+		})
+		b.Run(cfg.Backend.String()+"/restore", func(b *testing.B) {
+			x, _ := New(cfg)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := x.RestoreState(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -67,10 +67,13 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 	version := r.u64()
 	sizes := [4]uint64{r.u64(), r.u64(), r.u64(), r.u64()}
 	maxFlows, nMeta, fresh, nFree, nEnded := r.u64(), r.u64(), r.u64(), r.u64(), r.u64()
-	hand, lastNow, frac, hasRecs := r.u64(), int64(r.u64()), int64(r.u64()), r.u64() == 1
+	hand, lastNow, frac, recsWord := r.u64(), int64(r.u64()), int64(r.u64()), r.u64()
+	hasRecs := recsWord == 1
 	switch {
 	case r.short:
 		return 0, errors.New("flow table: state truncated")
+	case recsWord > 1:
+		return 0, fmt.Errorf("flow table: state damaged (records flag %d)", recsWord)
 	case version != flowStateVersion:
 		return 0, fmt.Errorf("flow table: state version %d, this flowmon reads %d", version, flowStateVersion)
 	case sizes != [4]uint64{uint64(unsafe.Sizeof(slotMeta{})), uint64(unsafe.Sizeof(flowSlot{})),
@@ -96,6 +99,12 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 	}
 	copy(bytesOf(t.meta), meta)
 	copy(bytesOf(t.slots[:fresh]), slots)
+	if t.recs != nil && recs != nil {
+		// All fresh slots', held or free, as slots above: the state is
+		// what it encodes back to.
+		copy(bytesOf(t.recs[:fresh]), recs)
+		copy(bytesOf(t.parents[:fresh]), parents)
+	}
 	t.free = t.free[:nFree]
 	copy(bytesOf(t.free), free)
 	copy(bytesOf(t.ended[:nEnded]), ended)
@@ -114,14 +123,9 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 		if !e.ended {
 			open++
 		}
-		// Records: the snapshot's, or, when it was taken without a flow
-		// log, a record that starts at the restore.
-		switch {
-		case t.recs == nil:
-		case recs != nil:
-			copy(bytesOf(t.recs[t.meta[i].idx:t.meta[i].idx+1]), recs[int(t.meta[i].idx)*int(sizes[2]):])
-			copy(bytesOf(t.parents[t.meta[i].idx:t.meta[i].idx+1]), parents[int(t.meta[i].idx)*8:])
-		default:
+		// Records: the snapshot's (copied above), or, when it was taken
+		// without a flow log, a record that starts at the restore.
+		if t.recs != nil && recs == nil {
 			t.recs[t.meta[i].idx] = recordFields{first: lastNow, last: lastNow}
 			t.parents[t.meta[i].idx] = 0
 		}
@@ -140,8 +144,9 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 	return open, nil
 }
 
-// checkRestored checks the indexes of the copied metas, free list and
-// ended queue, and that every meta's slot is used once and not free.
+// checkRestored checks the indexes of the copied metas and free list,
+// that every meta's slot is used once and not free, and that every flow
+// is found from its home.
 func (t *flowTable) checkRestored(fresh uint32) error {
 	used := make([]bool, fresh)
 	for i := range t.meta {
@@ -159,6 +164,18 @@ func (t *flowTable) checkRestored(fresh uint32) error {
 			return errors.New("flow table: state damaged (the free list)")
 		}
 		used[idx] = true
+	}
+	// Every flow is where a lookup from its home finds it, the only one
+	// of its key: a meta placed elsewhere would never be found, and its
+	// flow's next packet would start a second one.
+	for i := range t.meta {
+		m := &t.meta[i]
+		if m.hash == 0 {
+			continue
+		}
+		if j, ok := t.lookup(m.hash, &t.slots[m.idx].key); !ok || j != i {
+			return errors.New("flow table: state damaged (a flow out of its place)")
+		}
 	}
 	return nil
 }
@@ -180,6 +197,7 @@ func (t *flowTable) clearRestored() {
 	clear(t.slots)
 	if t.recs != nil {
 		clear(t.recs)
+		clear(t.parents)
 	}
 	t.free = t.free[:0]
 	clear(t.ended)

@@ -1,12 +1,16 @@
 package pipeline
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/capture"
 )
 
 // churnTable is a table of cap flows, with and without records, after n
@@ -26,11 +30,15 @@ func churnTable(records bool, capFlows, n int, seed uint64) *flowTable {
 	return tab
 }
 
+// churnKeys are churn's flows, made once: a fuzz target churns after
+// every restore.
+var churnKeys = sync.OnceValue(func() []capture.Packet { return benchPackets(150, 5) })
+
 // churn sends n packets of random flows, states, starts and ends
 // through tab from start on.
 func churn(tab *flowTable, n int, seed uint64, start time.Time) time.Time {
 	r := rand.New(rand.NewPCG(seed, seed))
-	keys := benchPackets(150, 5)
+	keys := churnKeys()
 	now := start
 	for i := range n {
 		p := keys[r.IntN(len(keys))]
@@ -120,17 +128,52 @@ func TestFlowTableStateRefused(t *testing.T) {
 	checkTable(t, tab)
 }
 
+// fuzzFlows is FuzzFlowTableRestore's table size: a few flows give
+// states of a few hundred bytes (1.4 KB with records), which the fuzzer
+// mutates and minimizes quickly, yet hold flows held, free, ended and
+// wrapping round the metas.
+const fuzzFlows = 4
+
+// recsWord is the offset of a flow table state's records flag.
+const recsWord = 13 * 8
+
 // FuzzFlowTableRestore: no state, however damaged, makes a restore or
-// the packets after it panic; a restored table keeps its invariants.
+// the packets after it panic; a restored table keeps its invariants and
+// encodes back to the state it was restored from (when the state's flow
+// log matches the table's: a state without records restored into a table
+// with them starts each flow's record at the restore). The seeds are full
+// tables and tables of mostly free slots, with and without records.
 func FuzzFlowTableRestore(f *testing.F) {
-	f.Add(churnTable(true, 40, 3000, 5).appendState(nil))
-	f.Add(churnTable(false, 40, 500, 6).appendState(nil))
-	f.Fuzz(func(t *testing.T, state []byte) {
-		tab := newFlowTable((&recordSink{}).out(), nil, 40, 3*time.Second, 20*time.Second)
+	idle := time.Unix(1700000000, 0).Add(30 * time.Second)
+	for _, records := range []bool{true, false} {
+		full := churnTable(records, fuzzFlows, 3000, 5)
+		f.Add(records, full.appendState(nil))
+		churn(full, 1, 9, idle) // times out all but one
+		f.Add(records, full.appendState(nil))
+	}
+	// One sink per worker: a sink set per run would leave a delivering
+	// goroutine and its batches behind each time.
+	var sink recordSink
+	out := sink.out()
+	f.Fuzz(func(t *testing.T, records bool, state []byte) {
+		var o *recordOut
+		if records {
+			o = out
+		}
+		tab := newFlowTable(o, nil, fuzzFlows, 3*time.Second, 20*time.Second)
 		if _, err := tab.restoreState(state); err != nil {
 			return
 		}
+		checkTable(t, tab)
+		if (binary.LittleEndian.Uint64(state[recsWord:]) == 1) == records {
+			if again := tab.appendState(nil); !bytes.Equal(again, state) {
+				t.Fatal("a restored table does not encode back to its state")
+			}
+		}
 		churn(tab, 300, 7, time.Unix(1700000000, 0))
+		checkTable(t, tab)
 		tab.finish()
+		sink.sync()
+		sink.n, sink.keep = 0, sink.keep[:0]
 	})
 }
