@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/flowmon/flowmon/record"
@@ -54,6 +55,12 @@ type collector struct {
 	up                                 atomic.Bool
 	failErr                            atomic.Pointer[error] // while failing, why
 	records, droppedQueue, droppedSend atomic.Uint64
+	// droppedRefused are the records of the last message before a UDP
+	// write was refused: the ICMP port unreachable a write reports came
+	// back for a message sent before it, most likely that one, which no
+	// collector took. lastSent is its count (0 after templates).
+	droppedRefused atomic.Uint64
+	lastSent       uint32
 	droppedUnsent                      atomic.Uint64
 	messages, bytes                    atomic.Uint64
 	dialErrors, sendErrors             atomic.Uint64
@@ -184,7 +191,7 @@ func (c *collector) write(msg []byte, n uint32) error {
 	if _, err := conn.Write(msg); err != nil {
 		return err
 	}
-	c.lastWrite = time.Now()
+	c.lastWrite, c.lastSent = time.Now(), n
 	c.messages.Add(1)
 	c.bytes.Add(uint64(len(msg)))
 	c.records.Add(uint64(n))
@@ -199,6 +206,10 @@ func (c *collector) lost(err error) {
 		return
 	}
 	c.sendErrors.Add(1)
+	if c.opt.Transport == TransportUDP && errors.Is(err, syscall.ECONNREFUSED) {
+		c.droppedRefused.Add(uint64(c.lastSent))
+	}
+	c.lastSent = 0
 	c.failed(err)
 	c.needTemplates = true
 	if c.opt.Transport == TransportTCP {

@@ -86,7 +86,7 @@ func (x *Exporter) WriteFlows(flows []record.Flow) error {
 func (x *Exporter) report(failed uint64, errs ...error) error {
 	var dropped uint64
 	for _, c := range x.cols {
-		lost := c.droppedSend.Load() + c.droppedUnsent.Load()
+		lost := c.droppedSend.Load() + c.droppedUnsent.Load() + c.droppedRefused.Load()
 		dropped += lost - c.reported
 		c.reported = lost
 		if err := c.failure(); err != nil {
@@ -210,6 +210,7 @@ type CollectorStats struct {
 	Records                uint64 // data records sent
 	DroppedQueue           uint64 // records dropped at a full queue
 	DroppedSend            uint64 // records in messages whose write failed
+	DroppedRefused         uint64 // records of the message a collector's port unreachable came back for
 	DroppedUnsent          uint64 // records still queued when Flush or Close gave up
 	Messages, Bytes        uint64 // sent, templates included
 	DialErrors, SendErrors uint64
@@ -221,7 +222,7 @@ func (x *Exporter) Stats() []CollectorStats {
 	out := make([]CollectorStats, len(x.cols))
 	for i, c := range x.cols {
 		out[i] = CollectorStats{Addr: c.addr, Up: c.up.Load(), Records: c.records.Load(),
-			DroppedQueue: c.droppedQueue.Load(), DroppedSend: c.droppedSend.Load(), DroppedUnsent: c.droppedUnsent.Load(),
+			DroppedQueue: c.droppedQueue.Load(), DroppedSend: c.droppedSend.Load(), DroppedRefused: c.droppedRefused.Load(), DroppedUnsent: c.droppedUnsent.Load(),
 			Messages: c.messages.Load(), Bytes: c.bytes.Load(),
 			DialErrors: c.dialErrors.Load(), SendErrors: c.sendErrors.Load(), QueuedRecords: c.q.len()}
 	}

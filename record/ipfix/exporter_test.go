@@ -348,8 +348,8 @@ func TestMetrics(t *testing.T) {
 		}
 		n += len(mf.GetMetric())
 	}
-	if len(mfs) != 7 || n != 2*10 {
-		t.Fatalf("%d metrics, %d samples: want 7, 20", len(mfs), n)
+	if len(mfs) != 7 || n != 2*11 {
+		t.Fatalf("%d metrics, %d samples: want 7, 22", len(mfs), n)
 	}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {

@@ -12,7 +12,7 @@ var (
 	descRecords = prometheus.NewDesc("flowmon_ipfix_records_exported_total",
 		"IPFIX data records sent to a collector.", []string{"collector"}, nil)
 	descDropped = prometheus.NewDesc("flowmon_ipfix_records_dropped_total",
-		"IPFIX data records not sent: queue_full (the collector's queue had no room), send_failed (in a message whose write failed), unsent (queued when a flush or the stop gave up waiting).", []string{"collector", "reason"}, nil)
+		"IPFIX data records not sent: queue_full (the collector's queue had no room), send_failed (in a message whose write failed), unsent (queued when a flush or the stop gave up waiting), refused (in the message a UDP collector's port unreachable came back for: most likely not taken).", []string{"collector", "reason"}, nil)
 	descMessages = prometheus.NewDesc("flowmon_ipfix_messages_total",
 		"IPFIX messages sent to a collector, templates included.", []string{"collector"}, nil)
 	descBytes = prometheus.NewDesc("flowmon_ipfix_bytes_total",
@@ -47,6 +47,7 @@ func (m metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(descRecords, s.Records)
 		counter(descDropped, s.DroppedQueue, "queue_full")
 		counter(descDropped, s.DroppedSend, "send_failed")
+		counter(descDropped, s.DroppedRefused, "refused")
 		counter(descDropped, s.DroppedUnsent, "unsent")
 		counter(descMessages, s.Messages)
 		counter(descBytes, s.Bytes)

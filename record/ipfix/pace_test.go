@@ -161,7 +161,7 @@ func TestOutage(t *testing.T) {
 	total += traffic(time.Second, func(error) {})
 	got += col.count(2 * time.Second)
 	s := x.Stats()[0]
-	dropped := s.DroppedQueue + s.DroppedSend + s.DroppedUnsent
+	dropped := s.DroppedQueue + s.DroppedSend + s.DroppedUnsent + s.DroppedRefused
 	if uint64(got) != uint64(total)-dropped || s.Records != uint64(total)-dropped {
 		t.Fatalf("%d records written, %d dropped, %d sent, %d read by the collector: want every record not dropped read", total, dropped, s.Records, got)
 	}
