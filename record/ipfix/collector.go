@@ -59,11 +59,11 @@ type collector struct {
 	// write was refused: the ICMP port unreachable a write reports came
 	// back for a message sent before it, most likely that one, which no
 	// collector took. lastSent is its count (0 after templates).
-	droppedRefused atomic.Uint64
-	lastSent       uint32
-	droppedUnsent                      atomic.Uint64
-	messages, bytes                    atomic.Uint64
-	dialErrors, sendErrors             atomic.Uint64
+	droppedRefused         atomic.Uint64
+	lastSent               uint32
+	droppedUnsent          atomic.Uint64
+	messages, bytes        atomic.Uint64
+	dialErrors, sendErrors atomic.Uint64
 }
 
 func newCollector(addr string, o Options) *collector {
