@@ -104,20 +104,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("kill %d: the %d bytes on disk at its snapshot are not the start of the final log", k+1, len(b))
 		}
 	}
-	uids := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(final))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	lines := 0
-	for sc.Scan() {
-		lines++
-		var r struct {
-			UID string `json:"uid"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.UID == "" {
-			t.Fatalf("line %d is not a whole record (%v): %q", lines, err, sc.Text())
-		}
-		uids[r.UID]++
-	}
+	uids, lines := logUIDs(t, final)
 	twice := 0
 	for uid, c := range uids {
 		if c > 1 {
@@ -131,4 +118,25 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	if lines == 0 {
 		t.Fatal("no records: the test does not test anything")
 	}
+}
+
+// logUIDs reads a flow log, each line of which must be a whole record,
+// and returns how often each uid is in it and the lines.
+func logUIDs(t *testing.T, log []byte) (map[string]int, int) {
+	t.Helper()
+	uids := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var r struct {
+			UID string `json:"uid"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.UID == "" {
+			t.Fatalf("line %d is not a whole record (%v): %q", lines, err, sc.Text())
+		}
+		uids[r.UID]++
+	}
+	return uids, lines
 }

@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -94,21 +92,11 @@ func TestRunSecondAgentOnHeldState(t *testing.T) {
 	if !bytes.HasPrefix(final, before) {
 		t.Errorf("the flow log at the stop does not start with the %d bytes it had", len(before))
 	}
-	uids := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(final))
-	lines := 0
-	for sc.Scan() {
-		lines++
-		var r struct {
-			UID string `json:"uid"`
+	uids, lines := logUIDs(t, final)
+	for uid, n := range uids {
+		if n > 1 {
+			t.Errorf("record %s written %d times", uid, n)
 		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.UID == "" {
-			t.Fatalf("line %d is not a whole record (%v): %q", lines, err, sc.Text())
-		}
-		if uids[r.UID] {
-			t.Errorf("record %s written twice", r.UID)
-		}
-		uids[r.UID] = true
 	}
 	if got := s.Records["connlog"].Written; got != uint64(lines) {
 		t.Errorf("summary: %d records written; the log has %d lines", got, lines)
