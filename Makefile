@@ -5,7 +5,7 @@ BIN     ?= bin/flowmon
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build test lint vet fmt-check bench fuzz-short fuzz-restore generate e2e eval bench-replay bench-live pgo clean
+.PHONY: all build test lint vet fmt-check bench fuzz-short fuzz-restore generate e2e eval bench-replay bench-live bench-stages pgo clean
 
 all: build test
 
@@ -87,6 +87,12 @@ eval: build
 # argus on the same generated traces, into docs/benchmarks.md.
 bench-replay: build
 	scripts/bench-replay.sh $(BIN)
+
+# What each stage of a one-worker replay costs per packet on the eth
+# trace, against the whole replay's CPU time: the "Per-stage costs"
+# section of docs/benchmarks.md.
+bench-stages: build
+	GO=$(GO) scripts/bench-stages.sh $(BIN)
 
 # Live capture on a veth pair (root): flowmon run with afpacket (1 and 2
 # workers) and pcap beside tcpreplay's own rate; the table for

@@ -179,6 +179,42 @@ func (r *Reader) Next(p *Packet) error {
 	return r.done
 }
 
+// Frame is one record of a capture file as read, before it is decoded.
+type Frame struct {
+	Data []byte // the captured bytes; valid until the next read
+	Link uint16 // the link type Decode takes
+	Wire int    // the frame's length on the wire
+	Time time.Time
+}
+
+// NextFrame reads the next record into f without decoding it: what Next
+// reads before it decodes, with no filter, reassembly or counting, so
+// that the reading can be timed apart from the decoding
+// (scripts/bench-stages.sh). It returns io.EOF at the end of the file
+// and a *ReadError when the file is damaged.
+func (r *Reader) NextFrame(f *Frame) error {
+	if r.done != nil {
+		return r.done
+	}
+	if r.pcap != nil {
+		data, err := r.pcap.next()
+		if err != nil {
+			r.finish(r.pcap.off+int64(r.pcap.pending), err)
+			return r.done
+		}
+		*f = Frame{Data: data, Link: r.link, Wire: r.pcap.wire, Time: r.pcap.ts}
+		return nil
+	}
+	offset := r.count.n.Load() - int64(r.buf.Buffered())
+	data, ci, err := r.readNg()
+	if err != nil {
+		r.finish(offset, err)
+		return r.done
+	}
+	*f = Frame{Data: data, Link: r.ngLink(ci.InterfaceIndex), Wire: ci.Length, Time: ci.Timestamp}
+	return nil
+}
+
 // SetFilter has only the frames f keeps read from now on (nil: every
 // frame); the others are counted in Stats.Filtered, and nowhere else.
 func (r *Reader) SetFilter(f *Filter) { r.filter = f }

@@ -306,3 +306,83 @@ func TestReaderLongRecords(t *testing.T) {
 	}
 	t.Logf("cut file: %v", err)
 }
+
+// TestNextFrame: the frames NextFrame reads, decoded and counted, are the
+// packets Next returns, on a classic pcap and the same frames as pcapng;
+// reading a frame allocates nothing.
+func TestNextFrame(t *testing.T) {
+	data, err := os.ReadFile("../pcaps/sample.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pcapgo.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ng bytes.Buffer
+	nw, err := pcapgo.NewNgWriter(&ng, pr.LinkType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		d, ci, err := pr.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nw.WritePacket(ci, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nw.Flush()
+	for name, b := range map[string][]byte{"pcap": data, "pcapng": ng.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			want, err := NewReader(bytes.NewReader(b), name, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := NewReader(bytes.NewReader(b), name, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p, q Packet
+			var f Frame
+			var st Stats
+			for {
+				err := got.NextFrame(&f)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := Decode(&q, f.Link, f.Data, f.Wire, f.Time)
+				st.Count(&q, r)
+				if r != ReasonNone {
+					continue
+				}
+				if err := want.Next(&p); err != nil {
+					t.Fatalf("packet %d: Next: %v", st.Decoded, err)
+				}
+				if p.Key != q.Key || p.Hash != q.Hash || !p.Timestamp.Equal(q.Timestamp) || p.WireLen != q.WireLen {
+					t.Fatalf("packet %d: NextFrame and Decode give %v at %v, Next %v at %v", st.Decoded, q.Key, q.Timestamp, p.Key, p.Timestamp)
+				}
+			}
+			if err := want.Next(&p); err != io.EOF {
+				t.Fatalf("Next after the last frame: %v, want io.EOF", err)
+			}
+			if st.Packets != want.Stats().Packets || st.Decoded != want.Stats().Decoded || st.Packets == 0 {
+				t.Fatalf("NextFrame read %d frames (%d decoded), Next %d (%d)", st.Packets, st.Decoded, want.Stats().Packets, want.Stats().Decoded)
+			}
+			if err := got.NextFrame(&f); err != io.EOF {
+				t.Fatalf("NextFrame after the end: %v, want io.EOF", err)
+			}
+			again, _ := NewReader(bytes.NewReader(b), name, -1)
+			if n := testing.AllocsPerRun(100, func() { again.NextFrame(&f) }); n != 0 {
+				t.Fatalf("NextFrame allocates %v times a frame", n)
+			}
+		})
+	}
+}
