@@ -35,6 +35,9 @@ type pcapFile struct {
 	win []byte
 	off int64  // offset of the pending bytes: off+pending is the next record's
 	big []byte // records larger than the buffer
+	// m is the file's mapping when the records are read from it in
+	// place (pcapmap.go); nil when they are read through br.
+	m *fileMap
 }
 
 // lengthOrder says where a record header keeps its captured length.
@@ -62,7 +65,17 @@ func newPcapFile(br *bufio.Reader) (*pcapFile, error) {
 	if _, err := io.ReadFull(br, h); err != nil {
 		return nil, fmt.Errorf("read pcap header: %w", noEOF(err))
 	}
-	f := &pcapFile{br: br, off: 24}
+	f, err := parsePcapHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	f.br = br
+	return f, nil
+}
+
+// parsePcapHeader reads the 24-byte file header h.
+func parsePcapHeader(h []byte) (*pcapFile, error) {
+	f := &pcapFile{off: 24}
 	switch binary.LittleEndian.Uint32(h) {
 	case 0xA1B2C3D4:
 		f.order = binary.LittleEndian
@@ -121,6 +134,9 @@ func (f *pcapFile) next() ([]byte, error) {
 // the records read so far out of the buffer, reads on, and opens a new
 // window on the bytes buffered after the record.
 func (f *pcapFile) fill() ([]byte, error) {
+	if f.m != nil {
+		return f.fillMapped()
+	}
 	f.win = nil
 	if f.pending > 0 {
 		if _, err := f.br.Discard(f.pending); err != nil {
