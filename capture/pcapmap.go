@@ -110,9 +110,10 @@ func (f *pcapFile) fillMapped() ([]byte, error) {
 }
 
 // advance opens the window at off: the pages before it are dropped, and
-// those of the next window asked for.
+// those of the next window asked for. Progress counts the window as read,
+// as the read path counts what it has read into its buffer.
 func (m *fileMap) advance(off int) {
-	m.raw.n.Store(int64(off))
+	m.raw.n.Store(int64(min(off+mapWindow, len(m.data))))
 	if behind := off &^ (pageSize - 1); behind > m.dropped {
 		dropPages(m.data[m.dropped:behind])
 		m.dropped = behind
