@@ -124,6 +124,9 @@ func (f *pcapFile) next() ([]byte, error) {
 			data := f.win[16:n:n]
 			f.win = f.win[n:]
 			f.pending += n
+			if f.m != nil {
+				f.m.prefetch(int(f.off) + f.pending)
+			}
 			return data, nil
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
+
+	"github.com/flowmon/flowmon/internal/memhint"
 )
 
 // A regular, uncompressed classic pcap file is read from a read-only
@@ -41,6 +44,26 @@ type fileMap struct {
 	raw     *countingReader // the Reader's progress; the read path's source after a fallback
 	dropped int             // data[:dropped] has been dropped from memory
 	ahead   int             // data[:ahead] has been asked for ahead
+	fetched int             // data[:fetched] has been prefetched into the cache
+}
+
+// prefetchAhead is how far ahead of the next record the mapping's lines
+// are prefetched. A record's place is known only once the one before it
+// is read, so without it every record header is a cache miss the reader
+// waits for, where read(2)'s copy had brought the bytes into the cache;
+// the hardware's prefetchers do not cross pages. 16 KiB (a few dozen
+// records) is the best of the distances measured (docs/results/pcap-mmap.md,
+// "Prefetch distance"): shorter ones leave part of the miss, longer ones
+// lose lines from the cache before the reader gets to them.
+const prefetchAhead = 16 << 10
+
+// prefetch has the lines up to prefetchAhead bytes past off, the next
+// record, fetched into the cache.
+func (m *fileMap) prefetch(off int) {
+	if to := min(off+prefetchAhead, len(m.data)); to > m.fetched {
+		memhint.PrefetchLines(unsafe.Pointer(&m.data[m.fetched]), uintptr(to-m.fetched))
+		m.fetched = to
+	}
 }
 
 // openMapped opens f, a regular file of size bytes, as a classic pcap
