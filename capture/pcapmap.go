@@ -34,7 +34,7 @@ import (
 // reader's resident share of its file is then about one window, whatever
 // the file's size; a window is far larger than a record (maxRecord), so a
 // record is always whole in one.
-const mapWindow = 8 << 20
+const mapWindow = 2 << 20
 
 // fileMap is a pcap file mapped for reading, and how far the reader has
 // gone through it.
