@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// pcapFile reads the classic pcap format straight out of the read buffer:
-// a record that fits the buffer is returned as a slice of it, without a
-// copy. It is written here rather than taken from pcapgo because pcapgo
+// pcapFile reads the classic pcap format straight out of the read buffer,
+// or out of the file's mapping (pcapmap.go): a record that fits the buffer
+// is returned as a slice of it, without a copy. It is written here rather than taken from pcapgo because pcapgo
 // rejects files libpcap reads (minor versions other than 4, records whose
 // captured length exceeds the original length, as tcpdump's own test files
 // have) and copies every packet.
