@@ -25,11 +25,13 @@ import (
 // gzip and pcapng files, files too short for a pcap header, a file system
 // or platform where mmap fails (pcapmap_other.go), and a file that grows
 // while it is read: at the end of the mapping, a file that is now longer
-// is read on with read(2) from where the mapping ends.
+// is read on with read(2) from where the mapping ends. A file cut shorter
+// in place while it is mapped is the one case the mapping does not
+// survive: touching its lost pages raises SIGBUS, as for any mapping.
 
 // mapWindow bounds the bytes of the mapping the reader keeps: a record is
-// returned from a window of up to mapWindow bytes from where the last
-// window ended, the next mapWindow bytes are asked to be read ahead, and
+// returned from a window of up to mapWindow bytes from the first record
+// not whole in the last window, the next mapWindow bytes are asked to be read ahead, and
 // the pages before the window are dropped when the next one opens. A
 // reader's resident share of its file is then about one window, whatever
 // the file's size; a window is far larger than a record (maxRecord), so a
@@ -51,10 +53,10 @@ type fileMap struct {
 // are prefetched. A record's place is known only once the one before it
 // is read, so without it every record header is a cache miss the reader
 // waits for, where read(2)'s copy had brought the bytes into the cache;
-// the hardware's prefetchers do not cross pages. 16 KiB (a few dozen
-// records) is the best of the distances measured (docs/results/pcap-mmap.md,
-// "Prefetch distance"): shorter ones leave part of the miss, longer ones
-// lose lines from the cache before the reader gets to them.
+// the hardware's prefetchers do not cross pages. 8 and 16 KiB (a few
+// dozen records) did best of the distances measured
+// (docs/results/pcap-mmap.md, "Prefetch distance"): none leaves the
+// misses, 64 KiB loses lines from the cache before the reader gets there.
 const prefetchAhead = 16 << 10
 
 // prefetch has the lines up to prefetchAhead bytes past off, the next
