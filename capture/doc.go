@@ -16,11 +16,15 @@
 //     made again with a new index), and reopens itself on the interface
 //     that has its name again (live.go says what each sees).
 //   - Reader (reader.go, pcapfile.go) reads classic pcap with its own reader
-//     (records are slices of the read buffer, returned from a window on
-//     its buffered bytes without a call into it; either byte order, micro- or
+//     (records are slices of what holds the file's bytes, returned from a
+//     window on them without a call a record; either byte order, micro- or
 //     nanosecond timestamps, caplen above len as libpcap allows) and pcapng
 //     through gopacket's pcapgo; gzip is undone first, "-" is standard
-//     input. A damaged or truncated file yields every packet before the
+//     input. A regular, uncompressed classic pcap file is read in place
+//     from a mapping, a 2 MiB window resident at a time (pcapmap.go,
+//     Linux); the rest through a read buffer filled by read(2), as is a
+//     file mmap fails on and the part of a file written after it was
+//     mapped. A damaged or truncated file yields every packet before the
 //     damage, then a *ReadError naming the byte offset; a record cut short
 //     is damage, not a packet (capinfos and tcpdump count the same).
 //   - Decode (decode.go) fills a Packet from one frame of a link type
@@ -113,8 +117,13 @@
 //     own (VXLAN in Geneve: the VXLAN flow's parent is the Geneve flow).
 //
 // Decode and a classic pcap Reader's Next allocate nothing per packet,
-// tunnels included (TestDecodeNoAllocs, TestDecodeTunnelsNoAllocs,
-// BenchmarkReaderNext); a Source is used by one goroutine. The eBPF
+// tunnels included, read from a buffer or a mapping (TestDecodeNoAllocs,
+// TestDecodeTunnelsNoAllocs, TestMappedNextNoAllocs, BenchmarkReaderNext);
+// a Source is used by one goroutine. A packet's Payload is a slice of the
+// frame, valid until the next Next: the mapped reader drops the pages
+// behind it as it goes, and nothing downstream keeps a frame's bytes (the
+// pipeline copies packets into its batches without their payload, the
+// defragmenter copies what it holds). The eBPF
 // program parses as Decode does without the tunnels and the PBB, VN-tag
 // and FabricPath headers: its packets are keyed on the outer header.
 package capture

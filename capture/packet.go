@@ -44,8 +44,8 @@ func (f TCPFlags) String() string {
 }
 
 // Packet is one decoded packet. The decoder fills it in place: a Packet is
-// meant to be reused, and Payload points into the buffer it was decoded
-// from, valid only until that buffer is reused.
+// meant to be reused, and Payload points into the buffer (or file
+// mapping) it was decoded from, valid only until the source's next Next.
 type Packet struct {
 	// Timestamp is the capture time: the "now" of every structure that ages.
 	Timestamp time.Time

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// pcapFile reads the classic pcap format straight out of the read buffer:
-// a record that fits the buffer is returned as a slice of it, without a
-// copy. It is written here rather than taken from pcapgo because pcapgo
+// pcapFile reads the classic pcap format straight out of the read buffer,
+// or out of the file's mapping (pcapmap.go): a record that fits the buffer
+// is returned as a slice of it, without a copy. It is written here rather than taken from pcapgo because pcapgo
 // rejects files libpcap reads (minor versions other than 4, records whose
 // captured length exceeds the original length, as tcpdump's own test files
 // have) and copies every packet.
@@ -35,6 +35,9 @@ type pcapFile struct {
 	win []byte
 	off int64  // offset of the pending bytes: off+pending is the next record's
 	big []byte // records larger than the buffer
+	// m is the file's mapping when the records are read from it in
+	// place (pcapmap.go); nil when they are read through br.
+	m *fileMap
 }
 
 // lengthOrder says where a record header keeps its captured length.
@@ -62,7 +65,17 @@ func newPcapFile(br *bufio.Reader) (*pcapFile, error) {
 	if _, err := io.ReadFull(br, h); err != nil {
 		return nil, fmt.Errorf("read pcap header: %w", noEOF(err))
 	}
-	f := &pcapFile{br: br, off: 24}
+	f, err := parsePcapHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	f.br = br
+	return f, nil
+}
+
+// parsePcapHeader reads the 24-byte file header h.
+func parsePcapHeader(h []byte) (*pcapFile, error) {
+	f := &pcapFile{off: 24}
 	switch binary.LittleEndian.Uint32(h) {
 	case 0xA1B2C3D4:
 		f.order = binary.LittleEndian
@@ -111,6 +124,9 @@ func (f *pcapFile) next() ([]byte, error) {
 			data := f.win[16:n:n]
 			f.win = f.win[n:]
 			f.pending += n
+			if f.m != nil {
+				f.m.prefetch(int(f.off) + f.pending)
+			}
 			return data, nil
 		}
 	}
@@ -121,6 +137,9 @@ func (f *pcapFile) next() ([]byte, error) {
 // the records read so far out of the buffer, reads on, and opens a new
 // window on the bytes buffered after the record.
 func (f *pcapFile) fill() ([]byte, error) {
+	if f.m != nil {
+		return f.fillMapped()
+	}
 	f.win = nil
 	if f.pending > 0 {
 		if _, err := f.br.Discard(f.pending); err != nil {

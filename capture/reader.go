@@ -61,7 +61,9 @@ type Reader struct {
 // buffer").
 const bufSize = 1 << 18
 
-// Open opens a capture file; name "-" reads standard input.
+// Open opens a capture file; name "-" reads standard input. A regular,
+// uncompressed classic pcap file is read in place from a mapping of it
+// (pcapmap.go); every other input through a read buffer, as NewReader.
 func Open(name string) (*Reader, error) {
 	if name == "-" {
 		return NewReader(os.Stdin, "-", -1)
@@ -73,6 +75,9 @@ func Open(name string) (*Reader, error) {
 	var size int64 = -1
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
+		if r := openMapped(f, name, size); r != nil {
+			return r, nil
+		}
 	}
 	r, err := NewReader(f, name, size)
 	if err != nil {

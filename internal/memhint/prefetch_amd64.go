@@ -14,3 +14,11 @@ func Prefetch2(a, b unsafe.Pointer)
 //
 //go:noescape
 func PrefetchW2(a, b unsafe.Pointer)
+
+// PrefetchLines issues a PREFETCHT0 for every 64-byte line from p to
+// p+n: a stream read ahead of a reader whose next address depends on what
+// it reads (a capture's record lengths), which the hardware's own
+// prefetchers follow only within a page.
+//
+//go:noescape
+func PrefetchLines(p unsafe.Pointer, n uintptr)

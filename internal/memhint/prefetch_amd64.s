@@ -18,3 +18,17 @@ TEXT ·PrefetchW2(SB), NOSPLIT|NOFRAME, $0-16
 	BYTE $0x0F; BYTE $0x0D; BYTE $0x08
 	BYTE $0x0F; BYTE $0x0D; BYTE $0x0B
 	RET
+
+// func PrefetchLines(p unsafe.Pointer, n uintptr)
+TEXT ·PrefetchLines(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), BX
+	ADDQ AX, BX
+loop:
+	CMPQ AX, BX
+	JAE done
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	JMP loop
+done:
+	RET
