@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -343,6 +344,9 @@ func readNfdump(t *testing.T, dir string) (map[exported]int, int) {
 			t.Fatalf("nfdump -E %s: %v\n%s", f, err, ex)
 		}
 		m := seqRE.FindAllSubmatch(ex, -1)
+		if m == nil && bytes.Contains(ex, []byte("No Exporter records found")) && len(recs) == 0 {
+			continue // a file nfcapd rotated to with nothing sent in it yet
+		}
 		if m == nil {
 			t.Fatalf("nfdump -E %s says no sequence failures count:\n%s", f, ex)
 		}
