@@ -26,8 +26,10 @@ import (
 // or platform where mmap fails (pcapmap_other.go), and a file that grows
 // while it is read: at the end of the mapping, a file that is now longer
 // is read on with read(2) from where the mapping ends. A file cut shorter
-// in place while it is mapped is the one case the mapping does not
-// survive: touching its lost pages raises SIGBUS, as for any mapping.
+// in place while it is mapped faults on the pages it lost, as any mapping
+// does: a replay turns that fault into an error that ends it as damage
+// does (pipeline.ErrChanged); another reader of a mapped file that wants
+// the same sets debug.SetPanicOnFault on the goroutine that reads.
 
 // mapWindow bounds the bytes of the mapping the reader keeps: a record is
 // returned from a window of up to mapWindow bytes from the first record

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,10 @@ type ReplayOptions struct {
 
 // ErrStopped is returned (wrapped) by a run whose context was done.
 var ErrStopped = errors.New("replay stopped")
+
+// ErrChanged is matched (errors.Is) by the error of a replay whose capture
+// file was cut shorter while it was read.
+var ErrChanged = errors.New("capture file changed while read")
 
 // ErrNoInput is matched (errors.Is) by the error of a replay that could
 // not read one packet: the error is then the whole result, and the
@@ -103,7 +108,25 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 }
 
 // feed hands src's packets to pl until src ends (nil) or fails.
-func feed(ctx context.Context, src capture.Source, s *Summary, pl *Pipeline, prog *Progress) error {
+//
+// A capture file cut shorter in place while it is read from a mapping (the
+// reader maps regular pcap files) faults when the reader or the dedup
+// fingerprint touches a page it lost. On this goroutine, the one that
+// touches the mapping, such a fault is a panic (debug.SetPanicOnFault),
+// which feed returns as the file's damage: the packets before it stay
+// counted, and the process goes on to its summary instead of ending on
+// SIGBUS.
+func feed(ctx context.Context, src capture.Source, s *Summary, pl *Pipeline, prog *Progress) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: reading the capture faulted at %#x: the file was cut shorter while it was read", ErrChanged, f.Addr())
+		}
+	}()
 	pr, _ := src.(capture.Progresser)
 	var p capture.Packet
 	var n uint64
