@@ -145,8 +145,8 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 }
 
 // checkRestored checks the indexes of the copied metas and free list,
-// that every meta's slot is used once and not free, and that every flow
-// is found from its home.
+// that every meta's slot is used once and not free, that every slot is
+// one or the other, and that every flow is found from its home.
 func (t *flowTable) checkRestored(fresh uint32) error {
 	used := make([]bool, fresh)
 	for i := range t.meta {
@@ -165,6 +165,14 @@ func (t *flowTable) checkRestored(fresh uint32) error {
 		}
 		used[idx] = true
 	}
+	// Every slot ever used is held or free: one that is neither would be
+	// lost, and a table that reached its cap would then index past its
+	// slots for the next flow.
+	for _, u := range used {
+		if !u {
+			return errors.New("flow table: state damaged (a slot neither held nor free)")
+		}
+	}
 	// Every flow is where a lookup from its home finds it, the only one
 	// of its key: a meta placed elsewhere would never be found, and its
 	// flow's next packet would start a second one.
@@ -180,11 +188,20 @@ func (t *flowTable) checkRestored(fresh uint32) error {
 	return nil
 }
 
-// validHistory reports whether every letter of h's history is one.
+// validHistory reports whether every letter of h's history is one, and
+// nothing is written past them.
 func validHistory(h *connFields) bool {
 	for i := range h.nhist {
 		w, sh := i/12, uint(i%12)*5
 		if int(h.hist[w]>>sh&31) >= len(histLetters) {
+			return false
+		}
+	}
+	// The bits past the last letter are zero, as addLetter leaves them:
+	// it ORs the next letter in.
+	for w := range h.hist {
+		used := max(0, min(12, int(h.nhist)-12*w)) * 5
+		if used < 64 && h.hist[w]>>used != 0 {
 			return false
 		}
 	}
