@@ -50,10 +50,9 @@ type ReplayOptions struct {
 	// with Web.EnableLifecycle).
 	Listen string
 	Web    config.Web
-	// Filter keeps only the frames it accepts: tcpdump -ddd output, or
-	// in a build with -tags pcap a tcpdump expression for Ethernet; ""
-	// keeps every frame.
-	Filter string
+	// Filter, when set, keeps only the frames it accepts (ReplayFilter
+	// compiles it from the command line).
+	Filter *capture.Filter
 	Stdout io.Writer // where outputs named "-" go
 	Log    io.Writer // where the replay says what it does (stderr)
 }
@@ -62,7 +61,6 @@ type ReplayOptions struct {
 // (OpenReplay).
 type Replayer struct {
 	opt     ReplayOptions
-	filter  *capture.Filter // nil: none
 	cfg     pipeline.Config
 	al      *alerting // nil without rules
 	pl      *pipeline.Pipeline
@@ -79,12 +77,6 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 			r.closers.close()
 		}
 	}()
-	if opt.Filter != "" {
-		var err error
-		if r.filter, err = ReplayFilter(opt.Filter); err != nil {
-			return nil, err
-		}
-	}
 	flows, err := openFlowLog(opt.FlowsOut, nil, opt.Stdout, opt.Log, &r.cfg)
 	if err != nil {
 		return nil, err
@@ -141,15 +133,16 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 // ctx is done (an error wrapping pipeline.ErrStopped), and returns the
 // summary; prog, when not nil, counts the progress.
 func (r *Replayer) Run(ctx context.Context, files []string, prog *pipeline.Progress) (*pipeline.Summary, error) {
-	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog, Filter: r.filter})
+	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog, Filter: r.opt.Filter})
 	if s != nil && r.al != nil {
 		r.al.count(s)
 	}
 	return s, err
 }
 
-// ReplayFilter compiles a replay's filter (ReplayOptions.Filter): the
-// error wraps capture.ErrBPF.
+// ReplayFilter compiles a replay's filter (ReplayOptions.Filter): tcpdump
+// -ddd output, or in a build with -tags pcap a tcpdump expression for
+// Ethernet. The error wraps capture.ErrBPF.
 func ReplayFilter(s string) (*capture.Filter, error) {
 	prog, err := compileFilter(s)
 	if err != nil {

@@ -242,7 +242,6 @@ func (s *sinkSet) deliver() {
 					failed := min(le.Failed, n)
 					k.written.Add(n - failed)
 					k.failed.Add(failed)
-					k.dropped.Add(le.Dropped)
 				default:
 					k.failed.Add(n)
 				}
@@ -252,12 +251,7 @@ func (s *sinkSet) deliver() {
 		}
 		if b.flush {
 			for _, k := range s.sinks {
-				err := k.Flush()
-				var le *record.LossError
-				if errors.As(err, &le) {
-					k.dropped.Add(le.Dropped)
-				}
-				s.result(k, err, "flush")
+				s.result(k, k.Flush(), "flush")
 			}
 		}
 		if b.delivered != nil {
@@ -271,14 +265,18 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 	if err != nil {
 		k.errors.Add(1)
 		k.lastErr.Store(&err)
+		var le *record.LossError
+		lossy := errors.As(err, &le)
+		if lossy {
+			k.dropped.Add(le.Dropped)
+		}
 		if !k.failing.Load() {
 			k.failing.Store(true)
 			s.log.Error("flow record sink failing", "sink", k.Name, "op", op, "err", err)
 		}
 		// A sink failing with nothing lost yet (its queue holds the
 		// records) is unhealthy but does not fail the run.
-		var le *record.LossError
-		if errors.As(err, &le) && !le.Lost() {
+		if lossy && !le.Lost() {
 			return
 		}
 		s.mu.Lock()

@@ -38,7 +38,7 @@ type replayFlags struct {
 	flowsOut   string
 	cpuProfile string
 	listen     string
-	filter     string
+	filter     *capture.Filter // --filter, compiled
 	web        config.Web
 	linger     bool
 	rules      string
@@ -89,7 +89,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.IntVar(&s.MaxTunnelDepth, "max-tunnel-depth", s.MaxTunnelDepth, fmt.Sprintf("most tunnels nested in a packet, 1..%d; a packet deeper is skipped (tunnel_depth)", capture.MaxMaxTunnelDepth))
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
-	fs.StringVar(&f.filter, "filter", "", "replay only the frames this classic BPF `program` keeps: tcpdump -ddd output (tcpdump -r FILE -ddd EXPR compiles it for FILE's link type), or with -tags pcap a tcpdump expression (for Ethernet)")
+	filterProg := fs.String("filter", "", "replay only the frames this classic BPF `program` keeps: tcpdump -ddd output (tcpdump -r FILE -ddd EXPR compiles it for FILE's link type), or with -tags pcap a tcpdump expression (for Ethernet)")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
 	fs.StringVar(&f.web.ConfigFile, "web.config.file", "", "with --listen: Prometheus's web config `FILE` (exporter-toolkit): TLS and basic auth; needed beyond loopback")
 	fs.BoolVar(&f.web.EnableLifecycle, "web.enable-lifecycle", false, "with --listen: turn on POST /-/reload")
@@ -133,8 +133,9 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
 		return nil, err
 	}
-	if f.filter != "" {
-		if _, err := agent.ReplayFilter(f.filter); err != nil {
+	if *filterProg != "" {
+		var err error
+		if f.filter, err = agent.ReplayFilter(*filterProg); err != nil {
 			return nil, usageError(fs, "--filter: %v", err)
 		}
 	}
