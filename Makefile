@@ -59,7 +59,7 @@ RESTORE_FUZZTIME ?= 60s
 RESTORE_MINIMIZE ?= 100x
 RESTORE_TMPDIR ?= $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm)
 RESTORE_FUZZ := ./acsm:FuzzRestoreState ./pipeline/flowcount:FuzzRestoreState ./pipeline/dedup:FuzzRestoreState \
-	./pipeline:FuzzFlowTableRestore ./filters/cascade:FuzzManifest ./internal/snapshot:FuzzReadChecksummed
+	./pipeline/flowtable:FuzzFlowTableRestore ./filters/cascade:FuzzManifest ./internal/snapshot:FuzzReadChecksummed
 fuzz-restore:
 	@set -e; tmp="$(RESTORE_TMPDIR)"; export TMPDIR="$${tmp:-$${TMPDIR:-/tmp}}"; \
 	for pt in $(RESTORE_FUZZ); do \

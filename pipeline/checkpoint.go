@@ -261,8 +261,16 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	st.mu.Lock()
 	failing := st.failing != nil
 	st.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(descSnapshotFailing, prometheus.GaugeValue, float64(b2i(failing)))
+	ch <- prometheus.MustNewConstMetric(descSnapshotFailing, prometheus.GaugeValue, boolGauge(failing))
 	for r, name := range restoreResults {
 		ch <- prometheus.MustNewConstMetric(descSnapshotRestores, prometheus.CounterValue, float64(st.restores[r].Load()), name)
 	}
+}
+
+// boolGauge is a gauge's value for a condition: 1 when it holds.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -102,7 +102,7 @@ func (a *connAgreement) check(field, where string, zeek, got any) {
 // conn.log fields flowmon computes. Connections are matched by 5-tuple
 // and orientation; a baseline without addresses matches the trace's only
 // flow of its protocol. The floors sit at the agreement flowmon's fields
-// (connfields.go) reach, so a change that loses agreement fails; the test
+// (pipeline/flowtable/connfields.go) reach, so a change that loses agreement fails; the test
 // logs each field's agreement and every disagreement.
 func TestConnFieldsMatchZeek(t *testing.T) {
 	dir := sharedpcaps.Dir(t)

@@ -54,7 +54,7 @@ func TestSYNFloodKeepsMemory(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if n := pl.shards[0].flows.count; n > cfg.MaxFlows {
+	if n := pl.shards[0].flows.Stats().Open; n > uint64(cfg.MaxFlows) {
 		t.Errorf("flow table holds %d flows, cap %d", n, cfg.MaxFlows)
 	}
 	if grow := int64(after.HeapAlloc) - int64(before.HeapAlloc); grow > 4<<20 {
@@ -104,7 +104,7 @@ func TestSYNFloodKeepsMemory(t *testing.T) {
 // returns the share of the normal flows that were answered (the truth's
 // conn_state is not S0) whose record carries the generator's conn_state,
 // and the summary. A normal flow that sent only SYNs may have been shed by
-// the full flow table like the flood's (no record; flowTable.shed): that
+// the full flow table like the flood's (no record; flowtable.Table.shed): that
 // is what a SYN flood costs them, logged, not counted.
 
 func floodAccuracy(t *testing.T, capacity int, shed bool) (float64, *Summary) {

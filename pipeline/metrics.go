@@ -92,7 +92,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for i, s := range c.shards {
 		unique += s.publishedCounts().unique
 		ft.add(s.flowTableCounts())
-		maxFlows += uint64(s.flows.maxFlows) // fixed when the table is made
+		maxFlows += s.flows.Stats().MaxFlows // fixed when the table is made
 		st := s.flowcountStats()
 		fc.Bytes += st.Bytes
 		fc.Windows = max(fc.Windows, st.Windows)

@@ -102,7 +102,7 @@ func DefaultConfig() Config {
 			Timeouts: acsm.Timeouts{Closed: 10 * time.Second}, KBFEncoder: kbf.Sidon},
 		FlowCount: flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4},
 		// As many open flows as the ACSM is sized for: 116 bytes each,
-		// 30 MB (308 and 81 MB writing records: flowslots.go), which a
+		// 30 MB (316 and 83 MB writing records: pipeline/flowtable/slots.go), which a
 		// flood fills and no more.
 		MaxFlows: 1 << 18,
 		Workers:  runtime.GOMAXPROCS(0),
@@ -464,20 +464,21 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		}
 		counts.add(sh.counts)
 		if p.carried {
-			sh.flows.carry()
+			sh.flows.Carry()
 		} else {
-			sh.flows.finish()
+			sh.flows.Finish()
 		}
 		if sh.out != nil {
 			sh.out.flush()
 		}
-		for k, v := range sh.flows.states {
+		for k, v := range sh.flows.States() {
 			s.ConnStates[k] += v
 		}
-		s.Flows += sh.flows.distinct
-		s.FlowsTimedOut += sh.flows.evicted
-		s.FlowsAtCap += sh.flows.atCap
-		s.FlowsShed += sh.flows.shedSYNs
+		ft := sh.flows.Stats()
+		s.Flows += ft.Distinct
+		s.FlowsTimedOut += ft.TimedOut
+		s.FlowsAtCap += ft.AtCap
+		s.FlowsShed += ft.Shed
 		for _, c := range sh.consumers {
 			if cerr := c.Finish(end); cerr != nil && err == nil {
 				err = cerr

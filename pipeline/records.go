@@ -74,8 +74,9 @@ func newRecordOut(direct *sinkSet) *recordOut {
 	return &recordOut{sinks: direct, flows: make([]record.Flow, 0, recordBatch)}
 }
 
-// next returns the record to fill for the flow being written.
-func (o *recordOut) next() *record.Flow {
+// Next returns the record to fill for the flow being written
+// (flowtable.Out).
+func (o *recordOut) Next() *record.Flow {
 	if o.sinks != nil {
 		if len(o.flows) == recordBatch {
 			o.flush()

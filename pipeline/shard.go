@@ -12,6 +12,7 @@ import (
 	"github.com/flowmon/flowmon/internal/memhint"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/pipeline/flowtable"
 )
 
 // shard owns the per-flow stages for the flows whose hash selects it: its
@@ -23,7 +24,7 @@ type shard struct {
 	dedup   *dedup.Dedup // nil with Config.NoDedup
 	tracker *acsm.Tracker
 	counter *flowcount.Counter
-	flows   *flowTable
+	flows   *flowtable.Table
 	// consumers see every packet after the stages above (consumer.go).
 	consumers []Consumer
 	// dupConsumers are the consumers that also see the duplicates dedup
@@ -180,11 +181,7 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 	if s.counter, err = flowcount.New(fo); err != nil {
 		return nil, fmt.Errorf("build flow counter: %w", err)
 	}
-	to := ac.Timeouts.WithDefaults()
-	s.flows = newFlowTable(out, s.counter, max(1, cfg.MaxFlows/workers), to.New, to.Established)
-	s.flows.tracker = s.tracker
-	s.flows.cidSeed = cfg.CommunityIDSeed
-	s.flows.activeSec = uint32(cfg.ActiveTimeout / time.Second)
+	s.flows = flowtable.New(flowTableConfig(cfg, workers, s, out))
 	lk := Lookups{Watchlists: cfg.Watchlists}
 	if s.hostPairs != nil {
 		lk.Novel = func() bool { return s.novel }
@@ -200,6 +197,18 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 		}
 	}
 	return s, nil
+}
+
+// flowTableConfig is the flow table of shard s, one of workers, writing
+// its records to out (nil: none).
+func flowTableConfig(cfg Config, workers int, s *shard, out *recordOut) flowtable.Config {
+	to := cfg.ACSM.Timeouts.WithDefaults()
+	fc := flowtable.Config{MaxFlows: max(1, cfg.MaxFlows/workers), IdleNew: to.New, IdleEstablished: to.Established,
+		Counter: s.counter, Tracker: s.tracker, CommunityIDSeed: cfg.CommunityIDSeed, ActiveTimeout: cfg.ActiveTimeout}
+	if out != nil {
+		fc.Out = out // not a typed nil in the interface
+	}
+	return fc
 }
 
 // admit runs p, whose dedup fingerprint is fp, through the shard's dedup
@@ -223,14 +232,14 @@ func (s *shard) admit(p *capture.Packet, fp uint64) bool {
 
 // packet runs an admitted packet through the per-flow stages.
 func (s *shard) packet(p *capture.Packet) {
-	s.flows.parent = 0
+	s.flows.SetParent(0)
 	if p.Tunnels > 0 {
 		s.carriers(p)
 	}
 	ev := &s.ev
 	s.tracker.ObserveInto(p, ev)
 	s.rotate(p.Timestamp)
-	s.flows.packet(p, ev) // counts the packet in its flow's slot
+	s.flows.Packet(p, ev) // counts the packet in its flow's slot
 	if ev.New && s.hostPairs != nil {
 		o := ev.Originator()
 		s.novel = s.hostPairs.Novel(o.Src, o.Dst, p.Timestamp)
@@ -254,20 +263,20 @@ func (s *shard) carriers(p *capture.Packet) {
 	if p.Tunnel == capture.TunnelTeredo {
 		// Not counted: its packets are sharded by their own flow
 		// (shardHash), so a relay's carrier would be split.
-		s.flows.parent = tunnelUID(p.OuterHash)
+		s.flows.SetParent(tunnelUID(p.OuterHash))
 		return
 	}
 	if p.Tunnels > 1 {
 		if p.OutermostKey.Proto == capture.ProtoUDP {
-			s.flows.parent = s.carrier(p, &p.OutermostKey, p.OutermostHash, p.OutermostReversed, p.OutermostLen)
+			s.flows.SetParent(s.carrier(p, &p.OutermostKey, p.OutermostHash, p.OutermostReversed, p.OutermostLen))
 		} else {
-			s.flows.parent = tunnelUID(p.OutermostHash)
+			s.flows.SetParent(tunnelUID(p.OutermostHash))
 		}
 	}
 	if p.OuterKey.Proto == capture.ProtoUDP {
-		s.flows.parent = s.carrier(p, &p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen)
+		s.flows.SetParent(s.carrier(p, &p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen))
 	} else {
-		s.flows.parent = tunnelUID(p.OuterHash)
+		s.flows.SetParent(tunnelUID(p.OuterHash))
 	}
 }
 
@@ -285,8 +294,8 @@ func (s *shard) carrier(p *capture.Packet, k *capture.Key, h uint64, rev bool, n
 	c.PayloadLen, c.IPLen = n, uint16(min(n+8+ipHeader, 0xffff))
 	c.HasTCP, c.Flags, c.Fragment, c.Tunnels = false, 0, capture.NotFragment, 0
 	s.tracker.ObserveInto(c, &s.cev)
-	s.flows.packet(c, &s.cev)
-	return s.flows.lastUID
+	s.flows.Packet(c, &s.cev)
+	return s.flows.LastUID()
 }
 
 // tunnelUID is the uid seed of a GRE or IP in IP tunnel, which is no
@@ -297,10 +306,10 @@ func tunnelUID(carrierHash uint64) uint64 { return hashmix.Mix(carrierHash ^ 0x7
 
 // rotate ends the flow counter's window when now is past it: the flows'
 // packets in it go to the counter first (the flow table holds them,
-// flowSlot.win).
+// in their slots).
 func (s *shard) rotate(now time.Time) {
 	if s.counter.Due(now) {
-		s.flows.flushCounts()
+		s.flows.FlushCounts()
 		s.counter.Rotate(now)
 	}
 }
@@ -313,8 +322,8 @@ func (s *shard) rotate(now time.Time) {
 func (s *shard) idle(now time.Time) {
 	s.rotate(now)
 	n := now.UnixNano()
-	s.flows.flushEnded(n)
-	s.flows.tick(n)
+	s.flows.FlushEnded(n)
+	s.flows.Tick(n)
 	for _, c := range s.consumers {
 		c.Idle(now)
 	}
@@ -349,14 +358,14 @@ func (s *shard) start() {
 // stages' lines.
 func (s *shard) run(b *batch) {
 	for i := range min(b.n, 2*prefetchAhead) {
-		s.flows.prefetchHome(b.pkts[i].Hash)
+		s.flows.PrefetchHome(b.pkts[i].Hash)
 	}
 	for i := range min(b.n, prefetchAhead) {
 		s.prefetch(&b.pkts[i], b.fp[i])
 	}
 	for i := range b.n {
 		if j := i + 2*prefetchAhead; j < b.n {
-			s.flows.prefetchHome(b.pkts[j].Hash)
+			s.flows.PrefetchHome(b.pkts[j].Hash)
 		}
 		if j := i + prefetchAhead; j < b.n {
 			s.prefetch(&b.pkts[j], b.fp[j])
@@ -379,7 +388,7 @@ func (s *shard) prefetch(p *capture.Packet, fp uint64) {
 		s.dedup.Prefetch(fp)
 	}
 	s.tracker.Prefetch(p.Hash)
-	s.flows.prefetchFlow(p.Hash, opensHandshake(p))
+	s.flows.PrefetchFlow(p.Hash, flowtable.OpensHandshake(p))
 }
 
 // publish copies the counters the metrics read, and counts done more
@@ -389,7 +398,8 @@ func (s *shard) publish(done uint64) {
 	s.mu.Lock()
 	s.fc = st
 	s.pub = s.counts
-	s.ft = flowTableCounts{open: uint64(s.flows.count), atCap: s.flows.atCap, shed: s.flows.shedSYNs}
+	ft := s.flows.Stats()
+	s.ft = flowTableCounts{open: ft.Open, atCap: ft.AtCap, shed: ft.Shed}
 	s.batches += done
 	if done > 0 {
 		s.processed.Signal()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/snapshot"
+	"github.com/flowmon/flowmon/pipeline/flowtable"
 )
 
 // A live agent that stops writes what its shards know to a snapshot, and
@@ -30,7 +31,7 @@ import (
 // byte for byte with a snapshot's.
 func (p *Pipeline) params() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "engine-state=%d\n", flowStateVersion)
+	fmt.Fprintf(&b, "engine-state=%d\n", flowtable.StateVersion)
 	fmt.Fprintf(&b, "arch=%s\n", runtime.GOARCH)
 	fmt.Fprintf(&b, "shards=%d\n", len(p.shards))
 	fmt.Fprintf(&b, "acsm=%+v\n", p.cfg.ACSM)
@@ -58,14 +59,14 @@ func (p *Pipeline) SaveSnapshot(path string, last time.Time, mark func() ([]byte
 	var open uint64
 	for i, s := range p.shards {
 		var err error
-		s.flows.endLingers()
+		s.flows.EndLingers()
 		if s.out != nil {
 			s.out.flush()
 		}
 		if sections, err = s.appendSections(i, sections); err != nil {
 			return 0, err
 		}
-		open += s.flows.openFlows()
+		open += s.flows.OpenFlows()
 	}
 	sections, err := p.appendMark(sections, mark)
 	if err != nil {
@@ -107,7 +108,7 @@ func (s *shard) appendSections(i int, sections []snapshot.Section) ([]snapshot.S
 	if err := add("flowcount", s.counter.AppendState); err != nil {
 		return sections, err
 	}
-	err := add("flows", func(b []byte) ([]byte, error) { return s.flows.appendState(b), nil })
+	err := add("flows", func(b []byte) ([]byte, error) { return s.flows.AppendState(b), nil })
 	return sections, err
 }
 
@@ -196,7 +197,7 @@ func (p *Pipeline) restoreSnapshot(path string, maxAge time.Duration, now time.T
 		}
 		if err == nil {
 			err = restore("flows", func(b []byte) error {
-				n, err := s.flows.restoreState(b)
+				n, err := s.flows.RestoreState(b)
 				open += n
 				return err
 			})
@@ -214,13 +215,3 @@ func (p *Pipeline) restoreSnapshot(path string, maxAge time.Duration, now time.T
 // ErrNoSnapshot is matched by RestoreSnapshot's error when there is no
 // snapshot file: a first start, not a problem.
 var ErrNoSnapshot = errors.New("no snapshot")
-
-// openFlows is how many flows the table holds that have not ended.
-func (t *flowTable) openFlows() (n uint64) {
-	for i := range t.meta {
-		if t.meta[i].hash != 0 && !t.slots[t.meta[i].idx].ended {
-			n++
-		}
-	}
-	return n
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/cputime"
 	"github.com/flowmon/flowmon/pipeline/dedup"
+	"github.com/flowmon/flowmon/pipeline/flowtable"
 	"github.com/flowmon/flowmon/record/connlog"
 	"github.com/flowmon/flowmon/rules"
 )
@@ -175,7 +176,10 @@ func stagesPass(b *testing.B, name, flowsOut string, counter, records bool, clk 
 		b.Fatal(err)
 	}
 	if !counter {
-		s.flows.counter = nil
+		s.flows.Finish()
+		fc := flowTableConfig(cfg, 1, s, out)
+		fc.Counter = nil
+		s.flows = flowtable.New(fc)
 	}
 	fpBytes := cfg.Dedup.WithDefaults().PayloadBytes
 	r, err := capture.Open(name)
@@ -276,21 +280,21 @@ func stagesPass(b *testing.B, name, flowsOut string, counter, records bool, clk 
 
 		// shard.run and shard.packet without dedup and the consumers.
 		for i := range min(m, 2*prefetchAhead) {
-			s.flows.prefetchHome(bt.pkts[i].Hash)
+			s.flows.PrefetchHome(bt.pkts[i].Hash)
 		}
 		for i := range min(m, prefetchAhead) {
 			p := &bt.pkts[i]
 			s.tracker.Prefetch(p.Hash)
-			s.flows.prefetchFlow(p.Hash, opensHandshake(p))
+			s.flows.PrefetchFlow(p.Hash, flowtable.OpensHandshake(p))
 		}
 		for i := range m {
 			if j := i + 2*prefetchAhead; j < m {
-				s.flows.prefetchHome(bt.pkts[j].Hash)
+				s.flows.PrefetchHome(bt.pkts[j].Hash)
 			}
 			if j := i + prefetchAhead; j < m {
 				p := &bt.pkts[j]
 				s.tracker.Prefetch(p.Hash)
-				s.flows.prefetchFlow(p.Hash, opensHandshake(p))
+				s.flows.PrefetchFlow(p.Hash, flowtable.OpensHandshake(p))
 			}
 			if verd[i] == dedup.Duplicate {
 				continue
@@ -299,7 +303,7 @@ func stagesPass(b *testing.B, name, flowsOut string, counter, records bool, clk 
 			if out != nil {
 				out.seq = bt.seq[i]
 			}
-			s.flows.parent = 0
+			s.flows.SetParent(0)
 			if p.Tunnels > 0 {
 				s.carriers(p)
 			}
@@ -309,7 +313,7 @@ func stagesPass(b *testing.B, name, flowsOut string, counter, records bool, clk 
 				s.rotate(p.Timestamp)
 				clk.mark(&st.rotate)
 			}
-			s.flows.packet(p, &evs[i])
+			s.flows.Packet(p, &evs[i])
 			if p.Timestamp.After(end) {
 				end = p.Timestamp
 			}
@@ -337,7 +341,7 @@ func stagesPass(b *testing.B, name, flowsOut string, counter, records bool, clk 
 
 	// Finish's part for one shard.
 	s.dedup.Publish()
-	s.flows.finish()
+	s.flows.Finish()
 	for _, c := range s.consumers {
 		if err := c.Finish(end); err != nil {
 			b.Fatal(err)

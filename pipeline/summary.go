@@ -50,7 +50,7 @@ type Summary struct {
 	// timed out early because it held max-flows (overload).
 	FlowsAtCap uint64 `json:"flows_timed_out_at_cap"`
 	// FlowsShed counts the flows the table did not enter because it held
-	// max-flows when their SYN came (flowTable.shed): they are in Flows
+	// max-flows when their SYN came (flowtable.Table.shed): they are in Flows
 	// and ConnStates, without a record.
 	FlowsShed uint64 `json:"flows_shed_at_cap"`
 	// Alerts counts the alerts each rule raised (with rules; a repeat

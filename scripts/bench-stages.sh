@@ -132,7 +132,7 @@ END {
 	row("decoding", "`capture.Decode` and the reader'"'"'s counts", m["decode"])
 	row("dedup", "the fingerprint (`dedup.Fingerprint`) and the duplicate window'"'"'s check (`CheckPrint`)", m["dedup"])
 	row("hand-off", "each packet copied into the shard'"'"'s batch (`batch.add`)", m["handoff"])
-	row("flow state", "the ACSM (`ObserveInto`) and the flow table'"'"'s slot (`flowTable.packet`), with shard.run'"'"'s prefetches: measured with the counts and records'"'"' fields below, " f1(m["flowstate"]) ", less their splits", fs0)
+	row("flow state", "the ACSM (`ObserveInto`) and the flow table'"'"'s slot (`flowtable.Table.Packet`), with shard.run'"'"'s prefetches: measured with the counts and records'"'"' fields below, " f1(m["flowstate"]) ", less their splits", fs0)
 	row("flow counter", "the flow table'"'"'s window counts into the counter (flow state with them less without, paired by round: " f1(dc) ", min-max " spread("dcounter") ") and the window ends (`rotate`, measured: " f1(m["rotate"]) ")", dc + m["rotate"])
 	row("rules", "the default rules (`rules.Shard.Packet`, and `Duplicate` for the copies)", m["rules"])
 	row("records", "the record'"'"'s fields in the flow table (flow state with records less without, paired by round: " f1(dr) ", min-max " spread("drecords") "), then the conn.log encoding and its writes to a file (measured: " f1(m["records"]) ")", dr + m["records"])

@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 	"github.com/flowmon/flowmon/record"
 )
 
-// flowTable is the replay's exact view of its open flows: first and last
+// Table is the shard's exact view of its open flows: first and last
 // packet time and packets each way, for the flow records, the flow count
 // and conn_states by flow. Like Zeek's connection table it holds the flows
 // that are open: an ended flow leaves once its record is written, an open
@@ -32,7 +32,7 @@ import (
 // one within its window. Zeek's reuse by a new initial sequence number on
 // an open connection is not made (the ACSM keeps no sequence numbers).
 //
-// The flows live in a fixed open-addressing table (flowslots.go). Idle
+// The flows live in a fixed open-addressing table (slots.go). Idle
 // flows are found by a clock hand that passes a few slots at every packet
 // and the whole table at least once per sweepEvery of packet time; a flow
 // met past its deadline before the hand gets to it is timed out then. At
@@ -40,7 +40,7 @@ import (
 // evictSample goes. So each packet costs O(1) amortized, and which flow
 // goes when depends only on the packets and their times: the flow log is
 // the same from run to run.
-type flowTable struct {
+type Table struct {
 	mem      *offHeap // meta, slots, recs, free and ended
 	meta     []slotMeta
 	slots    []flowSlot
@@ -69,10 +69,10 @@ type flowTable struct {
 	head   int // ended[head] is the oldest
 	nEnded int
 	linger int64
-	out    *recordOut // where records go; nil without record sinks
+	out    Out // where records go; nil without record sinks
 	// tracker, when set, forgets a flow whose linger is over (flushOne).
 	tracker *acsm.Tracker
-	// parent is the tunnel parent of the packet in hand (shard.carriers),
+	// parent is the tunnel parent of the packet in hand (SetParent),
 	// which a flow it starts keeps; lastUID the uid seed of the flow the
 	// last packet counted in.
 	parent, lastUID uint64
@@ -113,29 +113,88 @@ const (
 	sweepStep  = 2
 )
 
-func newFlowTable(out *recordOut, counter *flowcount.Counter, maxFlows int, idleNew, idleEst time.Duration) *flowTable {
-	maxFlows = max(maxFlows, 1)
+// Out takes a table's flow records: Next returns the record to fill for
+// the flow being written, valid until the next call.
+type Out interface {
+	Next() *record.Flow
+}
+
+// Config is a table's shape and what it works with.
+type Config struct {
+	// MaxFlows is the most flows the table holds (its cap; at least 1).
+	MaxFlows int
+	// IdleNew is the idle timeout of a flow in S0, SH, SHR or unknown,
+	// IdleEstablished that of the others.
+	IdleNew, IdleEstablished time.Duration
+	// Counter, when set, counts each flow's packets per window.
+	Counter *flowcount.Counter
+	// Out, when set, takes the flow records; without it none are kept.
+	Out Out
+	// Tracker, when set, forgets a flow whose linger is over, as Zeek
+	// removes a closed connection.
+	Tracker *acsm.Tracker
+	// CommunityIDSeed is the seed of the records' Community IDs.
+	CommunityIDSeed uint16
+	// ActiveTimeout, when not 0, gives an open flow an interim record at
+	// its first packet that long (whole seconds) after its start or its
+	// last interim record.
+	ActiveTimeout time.Duration
+}
+
+// New makes an empty table. Its memory is mapped outside the Go heap at
+// its largest and freed by Finish or Carry (or when the table is
+// collected).
+func New(c Config) *Table {
+	maxFlows := max(c.MaxFlows, 1)
 	n := slotCount(maxFlows)
 	mem := &offHeap{}
-	t := &flowTable{mem: mem, meta: offHeapSlice[slotMeta](mem, n, true), slots: offHeapSlice[flowSlot](mem, maxFlows, true),
+	t := &Table{mem: mem, meta: offHeapSlice[slotMeta](mem, n, true), slots: offHeapSlice[flowSlot](mem, maxFlows, true),
 		free:  offHeapSlice[uint32](mem, maxFlows, true)[:0],
 		ended: offHeapSlice[endedFlow](mem, maxFlows, true), states: map[string]uint64{}, linger: int64(recordLinger),
-		maxFlows: maxFlows, idleNew: int64(idleNew), idleEst: int64(idleEst), lastNow: math.MinInt64, counter: counter}
+		maxFlows: maxFlows, idleNew: int64(c.IdleNew), idleEst: int64(c.IdleEstablished), lastNow: math.MinInt64,
+		counter: c.Counter, tracker: c.Tracker, cidSeed: c.CommunityIDSeed, activeSec: uint32(c.ActiveTimeout / time.Second)}
 	mem.freeWith(t)
-	if out != nil {
-		t.out = out
+	if c.Out != nil {
+		t.out = c.Out
 		t.recs = offHeapSlice[recordFields](mem, maxFlows, false)
 		t.parents = offHeapSlice[uint64](mem, maxFlows, false)
-
 	}
 	return t
 }
 
-// packet records one packet and the ACSM's event for it.
-func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
+// SetParent sets the tunnel parent (a uid seed, 0 for none) of the
+// packets that follow: a flow one of them starts keeps it
+// (record.Flow.TunnelParent).
+func (t *Table) SetParent(uid uint64) { t.parent = uid }
+
+// LastUID is the uid seed of the flow the last packet counted in.
+func (t *Table) LastUID() uint64 { return t.lastUID }
+
+// Stats are what a table counted.
+type Stats struct {
+	// Open is the flows held now; MaxFlows the cap.
+	Open, MaxFlows uint64
+	// Distinct is the flows started (as Zeek counts connections);
+	// TimedOut the open flows the table timed out, AtCap those of them
+	// timed out early at the cap, Shed the SYNs of new flows not entered
+	// at the cap.
+	Distinct, TimedOut, AtCap, Shed uint64
+}
+
+// Stats returns the table's counts.
+func (t *Table) Stats() Stats {
+	return Stats{Open: uint64(t.count), MaxFlows: uint64(t.maxFlows), Distinct: t.distinct, TimedOut: t.evicted,
+		AtCap: t.atCap, Shed: t.shedSYNs}
+}
+
+// States is the flows by final conn_state, filled by Finish and Carry.
+func (t *Table) States() map[string]uint64 { return t.states }
+
+// Packet records one packet and the ACSM's event for it.
+func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 	now := p.Timestamp.UnixNano()
-	t.flushEnded(now)
-	t.tick(now)
+	t.FlushEnded(now)
+	t.Tick(now)
 	tag, k := slotTag(p.Hash), packKey(&p.Key)
 	i, found := t.lookup(tag, &k)
 	var idx uint32
@@ -146,7 +205,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 	}
 	switch {
 	case !found:
-		if t.count >= t.maxFlows && ev.New && opensHandshake(p) {
+		if t.count >= t.maxFlows && ev.New && OpensHandshake(p) {
 			t.shed(p, ev)
 			return
 		}
@@ -220,7 +279,7 @@ func (t *flowTable) packet(p *capture.Packet, ev *acsm.Event) {
 // its active timeout has passed since its start or its last one. The
 // record carries the flow's counts since its start, as its final record
 // will: a collector keeps the latest of a uid's records.
-func (t *flowTable) interim(idx uint32, now int64) {
+func (t *Table) interim(idx uint32, now int64) {
 	r := &t.recs[idx]
 	// A multiplication a packet; the division only when a record is due.
 	if now-r.first < int64(r.interimAt+t.activeSec)*1e9 {
@@ -232,7 +291,7 @@ func (t *flowTable) interim(idx uint32, now int64) {
 
 // opensHandshake reports whether p is a TCP SYN without ACK: the first
 // packet of a handshake, and all a spoofed SYN flood sends.
-func opensHandshake(p *capture.Packet) bool {
+func OpensHandshake(p *capture.Packet) bool {
 	return p.HasTCP && p.Flags&(capture.SYN|capture.ACK) == capture.SYN
 }
 
@@ -249,7 +308,7 @@ func opensHandshake(p *capture.Packet) bool {
 // goes on is written from that next packet, its SYN left out of its
 // record's packets and history, and counts again there, as a flow timed
 // out and resumed does.
-func (t *flowTable) shed(p *capture.Packet, ev *acsm.Event) {
+func (t *Table) shed(p *capture.Packet, ev *acsm.Event) {
 	t.shedSYNs++
 	t.distinct++
 	t.byState[ev.State]++
@@ -261,7 +320,7 @@ func (t *flowTable) shed(p *capture.Packet, ev *acsm.Event) {
 // start enters a new flow at its first packet in slot i, empty or holding
 // a flow whose record is written (whose flowSlot it takes over), and
 // returns its flowSlot and the slot's index.
-func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) (uint32, *flowSlot) {
+func (t *Table) start(i int, tag uint64, k *packedKey, p *capture.Packet, now int64) (uint32, *flowSlot) {
 	idx := t.meta[i].idx
 	if t.meta[i].hash == 0 {
 		t.count++
@@ -289,7 +348,7 @@ func (t *flowTable) start(i int, tag uint64, k *packedKey, p *capture.Packet, no
 // timeout is the idle timeout of a flow in state s: as the ACSM's tiers,
 // a handshake still open or one side only times out fast, a flow both
 // sides spoke in slowly.
-func (t *flowTable) timeout(s acsm.ConnState) int64 {
+func (t *Table) timeout(s acsm.ConnState) int64 {
 	switch s {
 	case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
 		return t.idleNew
@@ -299,14 +358,14 @@ func (t *flowTable) timeout(s acsm.ConnState) int64 {
 
 // timeOut writes the record of the flow in slot i and removes it: an open
 // flow timed out, or at the cap any flow.
-func (t *flowTable) timeOut(i int, why record.EndReason) {
+func (t *Table) timeOut(i int, why record.EndReason) {
 	t.expire(t.meta[i].idx, why)
 	t.remove(i)
 }
 
 // expire writes the record of the flow in flowSlot idx, which leaves
 // before its end or linger is over.
-func (t *flowTable) expire(idx uint32, why record.EndReason) {
+func (t *Table) expire(idx uint32, why record.EndReason) {
 	if e := &t.slots[idx]; !e.ended {
 		t.byState[e.state]++
 		t.evicted++
@@ -317,7 +376,7 @@ func (t *flowTable) expire(idx uint32, why record.EndReason) {
 // tick moves the clock hand: sweepStep slots, and more as packet time
 // passes, so that it goes round the table at least every sweepEvery.
 // Flows past their deadline are timed out as it passes them.
-func (t *flowTable) tick(now int64) {
+func (t *Table) Tick(now int64) {
 	n := int64(len(t.meta))
 	steps := int64(sweepStep)
 	if now > t.lastNow {
@@ -344,24 +403,28 @@ func (t *flowTable) tick(now int64) {
 
 // flushEnded writes the records of flows that ended more than linger
 // before now.
-func (t *flowTable) flushEnded(now int64) {
+func (t *Table) FlushEnded(now int64) {
 	for t.nEnded > 0 && now-t.ended[t.head].at >= t.linger {
 		t.flushOne()
 	}
 }
 
+// endedAhead is how many ended flows ahead of the one it writes flushOne
+// prefetches the slots for, and twice that the metas.
+const endedAhead = 4
+
 // flushOne writes the oldest ended flow's record and removes the flow, if
 // its slot still holds it.
-func (t *flowTable) flushOne() {
+func (t *Table) flushOne() {
 	f := t.ended[t.head]
 	// The queue is in order: the flows a few places on go out at the next
 	// packets, ended seconds ago and out of cache by now; start loading
 	// their metas and, through the metas loaded before, their slots and
 	// the flow counter's buckets their window counts go to (remove).
-	if t.nEnded > 2*prefetchAhead {
-		t.prefetchHome(t.ended[(t.head+2*prefetchAhead)%len(t.ended)].hash)
-		next := t.ended[(t.head+prefetchAhead)%len(t.ended)].hash
-		t.prefetchFlow(next, false)
+	if t.nEnded > 2*endedAhead {
+		t.PrefetchHome(t.ended[(t.head+2*endedAhead)%len(t.ended)].hash)
+		next := t.ended[(t.head+endedAhead)%len(t.ended)].hash
+		t.PrefetchFlow(next, false)
 		if t.counter != nil {
 			t.counter.Prefetch(next)
 		}
@@ -381,7 +444,7 @@ func (t *flowTable) flushOne() {
 	t.nEnded--
 }
 
-func (t *flowTable) writeOnce(idx uint32, why record.EndReason) {
+func (t *Table) writeOnce(idx uint32, why record.EndReason) {
 	if e := &t.slots[idx]; !e.written {
 		e.written = true
 		t.write(idx, why)
@@ -391,7 +454,7 @@ func (t *flowTable) writeOnce(idx uint32, why record.EndReason) {
 // endLingers writes the record of every ended flow whose linger is not
 // over and removes it, from the ACSM too, as flushOne does when the linger
 // ends: a run that stops has no stragglers to wait for.
-func (t *flowTable) endLingers() {
+func (t *Table) EndLingers() {
 	for t.nEnded > 0 {
 		t.flushOne()
 	}
@@ -399,9 +462,9 @@ func (t *flowTable) endLingers() {
 
 // finish writes a record for every flow still open, in the table's order
 // (which the packets decide), with its latest state, and frees the table.
-func (t *flowTable) finish() {
-	t.endLingers()
-	t.flushCounts()
+func (t *Table) Finish() {
+	t.EndLingers()
+	t.FlushCounts()
 	for i := range t.meta {
 		if t.meta[i].hash == 0 {
 			continue
@@ -417,7 +480,7 @@ func (t *flowTable) finish() {
 }
 
 // publishStates adds the flows counted by final conn_state to states.
-func (t *flowTable) publishStates() {
+func (t *Table) publishStates() {
 	for s, n := range t.byState {
 		if n > 0 {
 			t.states[acsm.ConnState(s).String()] += n
@@ -431,7 +494,7 @@ func (t *flowTable) publishStates() {
 // ended): its fields as conn.log has them (connfields.go: Zeek's rules
 // for bytes, history and missed_bytes), directed from the originator,
 // and its Community ID.
-func (t *flowTable) write(idx uint32, why record.EndReason) {
+func (t *Table) write(idx uint32, why record.EndReason) {
 	if t.recs == nil {
 		return
 	}
@@ -439,7 +502,7 @@ func (t *flowTable) write(idx uint32, why record.EndReason) {
 	k, origIsDst := e.key.key(), e.origIsDst
 	c := &rec.conn
 	o, rs := &c.side[0], &c.side[1]
-	f := t.out.next()
+	f := t.out.Next()
 	f.Start, f.End, f.Hash, f.UID = rec.first, rec.last, e.hash, e.uid
 	f.TunnelParent = t.parents[idx]
 	f.Orig, f.OrigPort, f.Resp, f.RespPort, f.Proto = k.Src, k.SrcPort, k.Dst, k.DstPort, k.Proto

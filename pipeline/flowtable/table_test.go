@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"bytes"
@@ -20,47 +20,43 @@ import (
 // recordSink counts the records written and keeps those of flows from
 // 172.16.0.0/16, as conn.log lines read back.
 type recordSink struct {
-	n    int
-	keep []connlog.Record
-	o    *recordOut
+	n       int
+	keep    []connlog.Record
+	pending []record.Flow
 }
 
 // out is what a flow table writes to s through.
-func (s *recordSink) out() *recordOut {
-	if s.o == nil {
-		s.o = newRecordOut(newSinkSet([]record.Named{{Name: "test", Sink: s}}, nil))
-	}
-	return s.o
+func (s *recordSink) out() Out { return s }
+
+func (s *recordSink) Next() *record.Flow {
+	s.pending = append(s.pending, record.Flow{})
+	return &s.pending[len(s.pending)-1]
 }
 
-// sync hands s the records the table wrote so far.
+// sync takes in the records the table wrote so far.
 func (s *recordSink) sync() {
-	if s.o != nil {
-		s.o.flush()
-		s.o.sinks.wait()
-	}
-}
-
-func (s *recordSink) WriteFlows(flows []record.Flow) error {
-	for i := range flows {
+	for i := range s.pending {
 		s.n++
-		b := connlog.AppendJSON(nil, &flows[i])
+		b := connlog.AppendJSON(nil, &s.pending[i])
 		if bytes.Contains(b, []byte(`"172.16.`)) {
 			var r connlog.Record
 			if err := json.Unmarshal(b, &r); err != nil {
-				return err
+				panic(err)
 			}
 			s.keep = append(s.keep, r)
 		}
 	}
-	return nil
+	s.pending = s.pending[:0]
 }
 
-func (s *recordSink) Flush() error { return nil }
+// newFlowTable is New with the settings the tests vary.
+func newFlowTable(out Out, counter *flowcount.Counter, maxFlows int, idleNew, idleEst time.Duration) *Table {
+	return New(Config{Out: out, Counter: counter, MaxFlows: maxFlows, IdleNew: idleNew, IdleEstablished: idleEst})
+}
 
 // checkTable verifies the table's invariants: every flow is found from
 // its home, the count is the flows held, and it is within the cap.
-func checkTable(t *testing.T, tab *flowTable) {
+func checkTable(t *testing.T, tab *Table) {
 	t.Helper()
 	held := 0
 	for i, m := range tab.meta {
@@ -97,12 +93,12 @@ func TestFlowTableChurn(t *testing.T) {
 		if ev.Ended {
 			ev.State = acsm.SF
 		}
-		tab.packet(&p, &ev)
+		tab.Packet(&p, &ev)
 		checkTable(t, tab)
 	}
 	var states uint64
 	distinct := tab.distinct
-	tab.finish()
+	tab.Finish()
 	for _, n := range tab.states {
 		states += n
 	}
@@ -145,12 +141,12 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 				p.Timestamp = now
 				ev := estEv
 				ev.New = sent < long
-				tab.packet(p, &ev)
+				tab.Packet(p, &ev)
 				sent++
 			}
 			p := &syns[i]
 			p.Flags, p.Timestamp = capture.SYN, now
-			tab.packet(p, &synEv)
+			tab.Packet(p, &synEv)
 		}
 	}
 	const warm = 20_000
@@ -168,7 +164,7 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 	if grow := int64(after.HeapAlloc) - int64(before.HeapAlloc); grow > 64<<10 {
 		t.Errorf("heap grew by %d bytes over %d more flood flows", grow, flood-warm)
 	}
-	tab.finish()
+	tab.Finish()
 	sink.sync()
 	if uint64(sink.n)+tab.shedSYNs != flood+long || tab.shedSYNs == 0 || tab.distinct != flood+long {
 		t.Errorf("%d records and %d SYNs shed, %d flows; want %d flows, some shed", sink.n, tab.shedSYNs, tab.distinct, flood+long)
@@ -196,7 +192,7 @@ func TestFlowTableFloodKeepsLongFlows(t *testing.T) {
 // another timed out for it, and its record carries the ACSM's state.
 func TestFlowTableShedsSYNsAtCap(t *testing.T) {
 	var sink recordSink
-	counter, err := flowcount.New(DefaultConfig().FlowCount)
+	counter, err := flowcount.New(flowcount.Options{ExpectedFlows: 1 << 18, FPRate: 1e-4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,11 +204,11 @@ func TestFlowTableShedsSYNsAtCap(t *testing.T) {
 	est := acsm.Event{New: true, Result: acsm.Found, State: acsm.S1}
 	for i := range capFlows {
 		pkts[i].Timestamp = t0
-		tab.packet(&pkts[i], &est)
+		tab.Packet(&pkts[i], &est)
 	}
 	syn := &pkts[capFlows]
 	syn.Flags, syn.Timestamp = capture.SYN, t0.Add(time.Millisecond)
-	tab.packet(syn, &acsm.Event{New: true, Result: acsm.Found, State: acsm.S0, OrigIsDst: syn.Reversed})
+	tab.Packet(syn, &acsm.Event{New: true, Result: acsm.Found, State: acsm.S0, OrigIsDst: syn.Reversed})
 	k := packKey(&syn.Key)
 	if _, found := tab.lookup(slotTag(syn.Hash), &k); found || tab.count != capFlows || tab.shedSYNs != 1 || tab.atCap != 0 {
 		t.Fatalf("SYN at the cap: entered %v, %d flows held, %d shed, %d timed out at the cap; want shed", found, tab.count, tab.shedSYNs, tab.atCap)
@@ -222,12 +218,12 @@ func TestFlowTableShedsSYNsAtCap(t *testing.T) {
 	}
 	synAck := *syn
 	synAck.Reversed, synAck.Flags, synAck.Timestamp = !syn.Reversed, capture.SYN|capture.ACK, t0.Add(2*time.Millisecond)
-	tab.packet(&synAck, &acsm.Event{Result: acsm.Found, Prev: acsm.S0, State: acsm.S1, OrigIsDst: syn.Reversed})
+	tab.Packet(&synAck, &acsm.Event{Result: acsm.Found, Prev: acsm.S0, State: acsm.S1, OrigIsDst: syn.Reversed})
 	if _, found := tab.lookup(slotTag(syn.Hash), &k); !found || tab.count != capFlows || tab.atCap != 1 {
 		t.Fatalf("SYN-ACK at the cap: entered %v, %d flows held, %d timed out at the cap; want entered, one timed out", found, tab.count, tab.atCap)
 	}
 	checkTable(t, tab)
-	tab.finish()
+	tab.Finish()
 	// Records: the four first flows (one timed out for the SYN-ACK's) and
 	// the handshake's from its SYN-ACK; flows: those and the shed SYN.
 	sink.sync()
@@ -248,14 +244,14 @@ func TestFlowTableNoAllocs(t *testing.T) {
 	for i := range pkts {
 		now = now.Add(time.Microsecond)
 		pkts[i].Timestamp = now
-		tab.packet(&pkts[i], &newEv)
+		tab.Packet(&pkts[i], &newEv)
 	}
 	i := 0
 	if n := testing.AllocsPerRun(5000, func() {
 		p := &pkts[i%open]
 		now = now.Add(time.Microsecond)
 		p.Timestamp = now
-		tab.packet(p, &est)
+		tab.Packet(p, &est)
 		i++
 	}); n != 0 {
 		t.Errorf("held flows: %.2f allocations per packet", n)
@@ -266,7 +262,7 @@ func TestFlowTableNoAllocs(t *testing.T) {
 		p := &fresh[i]
 		now = now.Add(time.Microsecond)
 		p.Timestamp = now
-		tab.packet(p, &newEv)
+		tab.Packet(p, &newEv)
 		i++
 	}); n != 0 {
 		t.Errorf("new flows: %.2f allocations per packet", n)

@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"github.com/flowmon/flowmon/capture"

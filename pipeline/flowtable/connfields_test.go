@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"net/netip"
@@ -245,10 +245,10 @@ func TestFlowTablePacketNoAllocs(t *testing.T) {
 		pkts[i] = s.packet(capture.ProtoTCP)
 		pkts[i].Timestamp = now
 	}
-	tab.packet(&pkts[0], &acsm.Event{New: true, State: acsm.S0})
+	tab.Packet(&pkts[0], &acsm.Event{New: true, State: acsm.S0})
 	i := 0
 	if n := testing.AllocsPerRun(1000, func() {
-		tab.packet(&pkts[1+i%(len(pkts)-1)], &ev)
+		tab.Packet(&pkts[1+i%(len(pkts)-1)], &ev)
 		i++
 	}); n != 0 {
 		t.Errorf("%.1f allocations per packet", n)

@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"runtime"
@@ -8,7 +8,7 @@ import (
 )
 
 // offHeap is the memory of one flow table's arrays, mapped outside the Go
-// heap where the platform allows (flowmem_unix.go). It is unmapped by
+// heap where the platform allows (mem_unix.go). It is unmapped by
 // free, or when its table is collected without having been finished.
 type offHeap struct{ bufs [][]byte }
 
@@ -43,6 +43,6 @@ func (m *offHeap) free() {
 }
 
 // freeWith frees m when owner is collected.
-func (m *offHeap) freeWith(owner *flowTable) {
+func (m *offHeap) freeWith(owner *Table) {
 	runtime.AddCleanup(owner, func(m *offHeap) { m.free() }, m)
 }

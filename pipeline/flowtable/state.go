@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"encoding/binary"
@@ -14,14 +14,14 @@ import (
 // A restore checks every index before using it, so a damaged state is
 // refused, never followed.
 
-// flowStateVersion changes when a struct below changes layout or the
+// StateVersion changes when a struct below changes layout or the
 // metas' count changes for a cap, so a state written by another layout
 // is refused by its version, not taken for a damaged one.
-const flowStateVersion = 3
+const StateVersion = 3
 
-func (t *flowTable) appendState(b []byte) []byte {
+func (t *Table) AppendState(b []byte) []byte {
 	u := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }
-	u(flowStateVersion)
+	u(StateVersion)
 	u(uint64(unsafe.Sizeof(slotMeta{})))
 	u(uint64(unsafe.Sizeof(flowSlot{})))
 	u(uint64(unsafe.Sizeof(recordFields{})))
@@ -59,7 +59,7 @@ func bytesOf[T any](s []T) []byte {
 // restoreState replaces the empty table's flows with the state in b and
 // returns how many open (not ended) flows it took over. The table must
 // have the snapshot's max-flows; on an error it is left empty.
-func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
+func (t *Table) RestoreState(b []byte) (open uint64, err error) {
 	if t.count != 0 || t.fresh != 0 {
 		return 0, errors.New("flow table: restore into a table in use")
 	}
@@ -74,8 +74,8 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 		return 0, errors.New("flow table: state truncated")
 	case recsWord > 1:
 		return 0, fmt.Errorf("flow table: state damaged (records flag %d)", recsWord)
-	case version != flowStateVersion:
-		return 0, fmt.Errorf("flow table: state version %d, this flowmon reads %d", version, flowStateVersion)
+	case version != StateVersion:
+		return 0, fmt.Errorf("flow table: state version %d, this flowmon reads %d", version, StateVersion)
 	case sizes != [4]uint64{uint64(unsafe.Sizeof(slotMeta{})), uint64(unsafe.Sizeof(flowSlot{})),
 		uint64(unsafe.Sizeof(recordFields{})), uint64(unsafe.Sizeof(endedFlow{}))}:
 		return 0, errors.New("flow table: state from another build of flowmon (record layout differs)")
@@ -147,7 +147,7 @@ func (t *flowTable) restoreState(b []byte) (open uint64, err error) {
 // checkRestored checks the indexes of the copied metas and free list,
 // that every meta's slot is used once and not free, that every slot is
 // one or the other, and that every flow is found from its home.
-func (t *flowTable) checkRestored(fresh uint32) error {
+func (t *Table) checkRestored(fresh uint32) error {
 	used := make([]bool, fresh)
 	for i := range t.meta {
 		m := &t.meta[i]
@@ -209,7 +209,7 @@ func validHistory(h *connFields) bool {
 }
 
 // clearRestored empties a table a failed restore wrote into.
-func (t *flowTable) clearRestored() {
+func (t *Table) clearRestored() {
 	clear(t.meta)
 	clear(t.slots)
 	if t.recs != nil {
@@ -225,8 +225,8 @@ func (t *flowTable) clearRestored() {
 // they are written nowhere and not counted (the next run does both),
 // while flows that ended in this run are counted here, as they were when
 // they ended (SaveSnapshot wrote their records). It frees the table.
-func (t *flowTable) carry() {
-	t.distinct -= min(t.distinct, t.openFlows())
+func (t *Table) Carry() {
+	t.distinct -= min(t.distinct, t.OpenFlows())
 	t.meta, t.slots, t.recs, t.parents, t.free, t.ended, t.count, t.nEnded = nil, nil, nil, nil, nil, nil, 0, 0
 	t.mem.free()
 	t.publishStates()
@@ -257,4 +257,14 @@ func (r *stateReader) bytes(n int) []byte {
 	v := r.b[:n]
 	r.b = r.b[n:]
 	return v
+}
+
+// OpenFlows is how many flows the table holds that have not ended.
+func (t *Table) OpenFlows() (n uint64) {
+	for i := range t.meta {
+		if t.meta[i].hash != 0 && !t.slots[t.meta[i].idx].ended {
+			n++
+		}
+	}
+	return n
 }

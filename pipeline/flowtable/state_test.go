@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 
 // churnTable is a table of cap flows, with and without records, after n
 // packets of TestFlowTableChurn's kind of traffic.
-func churnTable(records bool, capFlows, n int, seed uint64) *flowTable {
+func churnTable(records bool, capFlows, n int, seed uint64) *Table {
 	var sink *recordSink
 	if records {
 		sink = &recordSink{}
 	}
-	var tab *flowTable
+	var tab *Table
 	if sink != nil {
 		tab = newFlowTable(sink.out(), nil, capFlows, 3*time.Second, 20*time.Second)
 	} else {
@@ -36,7 +36,7 @@ var churnKeys = sync.OnceValue(func() []capture.Packet { return benchPackets(150
 
 // churn sends n packets of random flows, states, starts and ends
 // through tab from start on.
-func churn(tab *flowTable, n int, seed uint64, start time.Time) time.Time {
+func churn(tab *Table, n int, seed uint64, start time.Time) time.Time {
 	r := rand.New(rand.NewPCG(seed, seed))
 	keys := churnKeys()
 	now := start
@@ -48,7 +48,7 @@ func churn(tab *flowTable, n int, seed uint64, start time.Time) time.Time {
 		if ev.Ended {
 			ev.State = acsm.SF
 		}
-		tab.packet(&p, &ev)
+		tab.Packet(&p, &ev)
 	}
 	return now
 }
@@ -62,18 +62,18 @@ func TestFlowTableStateRoundTrip(t *testing.T) {
 		var a, b recordSink
 		ta := newFlowTable(a.out(), nil, 40, 3*time.Second, 20*time.Second)
 		now := churn(ta, 5000, 1, time.Unix(1700000000, 0))
-		state := ta.appendState(nil)
+		state := ta.AppendState(nil)
 		tb := newFlowTable(b.out(), nil, 40, 3*time.Second, 20*time.Second)
 		if !records {
 			ta.recs, tb.recs = nil, nil
-			state = ta.appendState(nil)
+			state = ta.AppendState(nil)
 		}
-		open, err := tb.restoreState(state)
+		open, err := tb.RestoreState(state)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if open != ta.openFlows() || tb.count != ta.count {
-			t.Fatalf("restored %d open flows of %d held; original %d open of %d", open, tb.count, ta.openFlows(), ta.count)
+		if open != ta.OpenFlows() || tb.count != ta.count {
+			t.Fatalf("restored %d open flows of %d held; original %d open of %d", open, tb.count, ta.OpenFlows(), ta.count)
 		}
 		checkTable(t, tb)
 		a.sync()
@@ -81,8 +81,8 @@ func TestFlowTableStateRoundTrip(t *testing.T) {
 		evictedBefore := ta.evicted // the restored table counts its own run's
 		churn(ta, 5000, 2, now)
 		churn(tb, 5000, 2, now)
-		ta.finish()
-		tb.finish()
+		ta.Finish()
+		tb.Finish()
 		a.sync()
 		b.sync()
 		if a.n != b.n || len(a.keep) != len(b.keep) || ta.evicted-evictedBefore != tb.evicted {
@@ -101,14 +101,14 @@ func TestFlowTableStateRoundTrip(t *testing.T) {
 // one whose indexes point outside the table are refused, and the table
 // stays empty and usable.
 func TestFlowTableStateRefused(t *testing.T) {
-	state := churnTable(true, 40, 3000, 3).appendState(nil)
+	state := churnTable(true, 40, 3000, 3).AppendState(nil)
 	other := newFlowTable((&recordSink{}).out(), nil, 50, 3*time.Second, 20*time.Second)
-	if _, err := other.restoreState(state); err == nil {
+	if _, err := other.RestoreState(state); err == nil {
 		t.Error("a state of 40 flows restored into a table of 50")
 	}
 	for _, cut := range []int{0, 7, 100, len(state) - 1} {
 		tab := newFlowTable((&recordSink{}).out(), nil, 40, 3*time.Second, 20*time.Second)
-		if _, err := tab.restoreState(state[:cut]); err == nil {
+		if _, err := tab.RestoreState(state[:cut]); err == nil {
 			t.Errorf("a state cut to %d of %d bytes restored", cut, len(state))
 		}
 	}
@@ -118,7 +118,7 @@ func TestFlowTableStateRefused(t *testing.T) {
 		bad[i+16], bad[i+17] = 0xff, 0xff
 	}
 	tab := newFlowTable((&recordSink{}).out(), nil, 40, 3*time.Second, 20*time.Second)
-	if _, err := tab.restoreState(bad); err == nil {
+	if _, err := tab.RestoreState(bad); err == nil {
 		t.Error("a state with slot indexes out of the table restored")
 	}
 	if tab.count != 0 || tab.fresh != 0 {
@@ -147,32 +147,29 @@ func FuzzFlowTableRestore(f *testing.F) {
 	idle := time.Unix(1700000000, 0).Add(30 * time.Second)
 	for _, records := range []bool{true, false} {
 		full := churnTable(records, fuzzFlows, 3000, 5)
-		f.Add(records, full.appendState(nil))
+		f.Add(records, full.AppendState(nil))
 		churn(full, 1, 9, idle) // times out all but one
-		f.Add(records, full.appendState(nil))
+		f.Add(records, full.AppendState(nil))
 	}
-	// One sink per worker: a sink set per run would leave a delivering
-	// goroutine and its batches behind each time.
 	var sink recordSink
-	out := sink.out()
 	f.Fuzz(func(t *testing.T, records bool, state []byte) {
-		var o *recordOut
+		var o Out
 		if records {
-			o = out
+			o = sink.out()
 		}
 		tab := newFlowTable(o, nil, fuzzFlows, 3*time.Second, 20*time.Second)
-		if _, err := tab.restoreState(state); err != nil {
+		if _, err := tab.RestoreState(state); err != nil {
 			return
 		}
 		checkTable(t, tab)
 		if (binary.LittleEndian.Uint64(state[recsWord:]) == 1) == records {
-			if again := tab.appendState(nil); !bytes.Equal(again, state) {
+			if again := tab.AppendState(nil); !bytes.Equal(again, state) {
 				t.Fatal("a restored table does not encode back to its state")
 			}
 		}
 		churn(tab, 300, 7, time.Unix(1700000000, 0))
 		checkTable(t, tab)
-		tab.finish()
+		tab.Finish()
 		sink.sync()
 		sink.n, sink.keep = 0, sink.keep[:0]
 	})

@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"net/netip"
@@ -23,10 +23,12 @@ import (
 //	record    192 bytes, one per flow of the cap, only when records are
 //	           written: first/last (16), packets (16), conn.log fields
 //	           (152); three lines
+//	parent      8 bytes per flow of the cap, with the records: the
+//	           flow's tunnel parent
 //	free        4 bytes per flow of the cap: the flowSlots released
 //	endedFlow  24 bytes per flow of the cap at most: the ended queue
 //
-// so 64 + 48 + 4 = 116 bytes per flow of the cap (308 when writing
+// so 64 + 48 + 4 = 116 bytes per flow of the cap (316 when writing
 // records), plus the queue. Probing and the sweep read only metas (2.7 a
 // cache line) and touch a flowSlot at a match; the table is at most half
 // full. The flowSlots are handed out
@@ -72,7 +74,7 @@ type recordFields struct {
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
 	conn        connFields
 	unknown     uint32 // packets the ACSM answered "don't know" (record.Flow.Confidence)
-	interimAt   uint32 // seconds from first to the last interim record (flowTable.interim)
+	interimAt   uint32 // seconds from first to the last interim record (Table.interim)
 }
 
 // packedKey is a capture.Key without pointers (netip.Addr holds one), so
@@ -133,11 +135,11 @@ const maxTime = int64(^uint64(0) >> 1)
 func slotTag(h uint64) uint64 { return h | 1 }
 
 // home is a tagged hash's first slot.
-func (t *flowTable) home(tag uint64) int {
+func (t *Table) home(tag uint64) int {
 	return int(hashmix.Reduce(hashmix.Mix(tag^flowTableSeed), uint64(len(t.meta))))
 }
 
-func (t *flowTable) next(i int) int {
+func (t *Table) next(i int) int {
 	if i++; i == len(t.meta) {
 		return 0
 	}
@@ -146,7 +148,7 @@ func (t *flowTable) next(i int) int {
 
 // lookup finds the packet's flow: its slot and true, or the empty slot
 // that ends its probe and false.
-func (t *flowTable) lookup(tag uint64, k *packedKey) (int, bool) {
+func (t *Table) lookup(tag uint64, k *packedKey) (int, bool) {
 	for i := t.home(tag); ; i = t.next(i) {
 		switch t.meta[i].hash {
 		case 0:
@@ -160,7 +162,7 @@ func (t *flowTable) lookup(tag uint64, k *packedKey) (int, bool) {
 }
 
 // find is the slot of the flow of hash tag and uid seed uid, or -1.
-func (t *flowTable) find(tag, uid uint64) int {
+func (t *Table) find(tag, uid uint64) int {
 	for i := t.home(tag); t.meta[i].hash != 0; i = t.next(i) {
 		if t.meta[i].hash == tag && t.slots[t.meta[i].idx].uid == uid {
 			return i
@@ -170,7 +172,7 @@ func (t *flowTable) find(tag, uid uint64) int {
 }
 
 // freeSlot is the first empty slot of tag's probe.
-func (t *flowTable) freeSlot(tag uint64) int {
+func (t *Table) freeSlot(tag uint64) int {
 	i := t.home(tag)
 	for t.meta[i].hash != 0 {
 		i = t.next(i)
@@ -180,7 +182,7 @@ func (t *flowTable) freeSlot(tag uint64) int {
 
 // remove empties slot i and shifts the rest of its run back so that
 // every flow stays reachable from its home.
-func (t *flowTable) remove(i int) {
+func (t *Table) remove(i int) {
 	t.flushCount(t.meta[i].idx)
 	t.count--
 	t.free = append(t.free, t.meta[i].idx) // within its capacity, maxFlows
@@ -212,7 +214,7 @@ func (t *flowTable) remove(i int) {
 // the first evictSample flows from tag's home, the one with the earliest
 // deadline (an idle handshake before an idle established flow; an ended
 // flow only if all are ended), the first at a tie.
-func (t *flowTable) victim(tag uint64) int {
+func (t *Table) victim(tag uint64) int {
 	best, seen, want := -1, 0, min(evictSample, t.count)
 	for i := t.home(tag); seen < want; i = t.next(i) {
 		m := &t.meta[i]
@@ -235,7 +237,7 @@ const evictSample = 8
 // prefetchHome starts loading the metas where the probe for flow hash h
 // begins (its home and the next slots, two lines), without reading them.
 // A batch calls it well ahead of prefetchFlow, which reads them.
-func (t *flowTable) prefetchHome(h uint64) {
+func (t *Table) PrefetchHome(h uint64) {
 	i := t.home(slotTag(h))
 	j := min(i+2, len(t.meta)-1)
 	memhint.Prefetch2(unsafe.Pointer(&t.meta[i]), unsafe.Pointer(&t.meta[j]))
@@ -253,7 +255,7 @@ func (t *flowTable) prefetchHome(h uint64) {
 // cap's load of 3/4 is 8.5 metas long on average) a SYN is taken to be
 // new: a wrong guess costs a hint, where the victim's search would cost
 // the metas' lines.
-func (t *flowTable) prefetchFlow(h uint64, syn bool) {
+func (t *Table) PrefetchFlow(h uint64, syn bool) {
 	tag := slotTag(h)
 	i := t.home(tag)
 	for range 4 {
@@ -275,7 +277,7 @@ func (t *flowTable) prefetchFlow(h uint64, syn bool) {
 
 // prefetchShed starts loading the flow counter's buckets for a SYN of a
 // new flow that the table, at its cap, will shed (shed).
-func (t *flowTable) prefetchShed(h uint64, syn bool) {
+func (t *Table) prefetchShed(h uint64, syn bool) {
 	if syn && t.count >= t.maxFlows && t.counter != nil && !t.counter.Refusing() {
 		t.counter.Prefetch(h)
 	}
@@ -283,7 +285,7 @@ func (t *flowTable) prefetchShed(h uint64, syn bool) {
 
 // prefetchSlot starts loading flowSlot idx and, when records are written,
 // its record's three lines.
-func (t *flowTable) prefetchSlot(idx uint32) {
+func (t *Table) prefetchSlot(idx uint32) {
 	e := unsafe.Pointer(&t.slots[idx])
 	if t.recs == nil {
 		memhint.Prefetch2(e, e)
@@ -296,7 +298,7 @@ func (t *flowTable) prefetchSlot(idx uint32) {
 
 // flushCount adds the packets flowSlot idx holds for the current window to
 // the flow counter.
-func (t *flowTable) flushCount(idx uint32) {
+func (t *Table) flushCount(idx uint32) {
 	if e := &t.slots[idx]; e.win > 0 && t.counter != nil {
 		t.counter.AddN(e.hash, uint64(e.win))
 		e.win = 0
@@ -308,7 +310,7 @@ func (t *flowTable) flushCount(idx uint32) {
 // The metas are read in order, but the slots they point to and the
 // counter's buckets are anywhere: each is prefetched some flows ahead,
 // the buckets through the slots prefetched before.
-func (t *flowTable) flushCounts() {
+func (t *Table) FlushCounts() {
 	const slotAhead, bucketAhead = 16, 8
 	for i := range t.meta {
 		if j := i + slotAhead; j < len(t.meta) && t.meta[j].hash != 0 {

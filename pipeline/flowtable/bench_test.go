@@ -1,4 +1,4 @@
-package pipeline
+package flowtable
 
 import (
 	"fmt"
@@ -42,13 +42,13 @@ func BenchmarkFlowTable(b *testing.B) {
 		t0 := time.Unix(1700000000, 0)
 		est := acsm.Event{Result: acsm.Found, State: acsm.S1}
 		newEv := acsm.Event{New: true, State: acsm.S0}
-		fill := func(tab *flowTable) time.Time {
+		fill := func(tab *Table) time.Time {
 			now := t0
 			for i := range pkts {
 				now = now.Add(time.Microsecond)
 				pkts[i].Timestamp = now
-				tab.packet(&pkts[i], &newEv)
-				tab.packet(&pkts[i], &est)
+				tab.Packet(&pkts[i], &newEv)
+				tab.Packet(&pkts[i], &est)
 			}
 			return now
 		}
@@ -62,12 +62,12 @@ func BenchmarkFlowTable(b *testing.B) {
 				p := &pkts[order[i]]
 				now = now.Add(time.Microsecond)
 				p.Timestamp = now
-				tab.packet(p, &est)
+				tab.Packet(p, &est)
 				if i++; i == open {
 					i = 0
 				}
 			}
-			tab.finish() // frees the table (off the Go heap)
+			tab.Finish() // frees the table (off the Go heap)
 		})
 		b.Run(fmt.Sprintf("new/open=%d", open), func(b *testing.B) {
 			tab := newFlowTable(nil, nil, open, time.Minute, time.Hour)
@@ -80,10 +80,10 @@ func BenchmarkFlowTable(b *testing.B) {
 				now = now.Add(time.Microsecond)
 				p.Timestamp = now
 				p.Seq++ // another flow's first packet if this one was seen
-				tab.packet(p, &newEv)
+				tab.Packet(p, &newEv)
 				i++
 			}
-			tab.finish()
+			tab.Finish()
 		})
 	}
 }
