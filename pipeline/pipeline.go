@@ -180,7 +180,7 @@ func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
 		p.fpBytes = dc.PayloadBytes
 	}
 	workers := max(cfg.Workers, 1)
-	if p.sinks = newSinkSet(cfg.Sinks, cfg.Logger); p.sinks != nil {
+	if p.sinks = newSinkSet(cfg.Sinks, cfg.Logger, cfg.CommunityIDSeed); p.sinks != nil {
 		p.outs = make([]*recordOut, workers)
 		for i := range p.outs {
 			if workers == 1 || live != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -143,6 +144,7 @@ func (m *merger) merge(sinks *sinkSet) {
 type sinkSet struct {
 	sinks   []*sinkState
 	log     *slog.Logger
+	cidSeed uint16         // the seed of the records' Community IDs (fillCommunityIDs)
 	batches chan sinkBatch // queued, in order
 	free    chan []record.Flow
 	done    chan struct{}
@@ -171,14 +173,14 @@ type sinkState struct {
 	lastErr atomic.Pointer[error]
 }
 
-func newSinkSet(sinks []record.Named, log *slog.Logger) *sinkSet {
+func newSinkSet(sinks []record.Named, log *slog.Logger, cidSeed uint16) *sinkSet {
 	if len(sinks) == 0 {
 		return nil
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &sinkSet{log: log, batches: make(chan sinkBatch, queuedBatches), free: make(chan []record.Flow, queuedBatches+1),
+	s := &sinkSet{log: log, cidSeed: cidSeed, batches: make(chan sinkBatch, queuedBatches), free: make(chan []record.Flow, queuedBatches+1),
 		done: make(chan struct{})}
 	for _, n := range sinks {
 		s.sinks = append(s.sinks, &sinkState{Named: n})
@@ -228,10 +230,22 @@ func (s *sinkSet) close() error {
 	return s.err
 }
 
+// fillCommunityIDs sets the records' Community IDs: a SHA-1 a record,
+// computed here, on the delivery goroutine, rather than by the shard that
+// wrote the record, whose goroutine is the packet path.
+func (s *sinkSet) fillCommunityIDs(flows []record.Flow) {
+	for i := range flows {
+		f := &flows[i]
+		k := capture.Key{Src: f.Orig, Dst: f.Resp, SrcPort: f.OrigPort, DstPort: f.RespPort, Proto: f.Proto}
+		capture.AppendCommunityID(f.CommunityID[:0], &k, s.cidSeed, false)
+	}
+}
+
 func (s *sinkSet) deliver() {
 	defer close(s.done)
 	for b := range s.batches {
 		if len(b.flows) > 0 {
+			s.fillCommunityIDs(b.flows)
 			for _, k := range s.sinks {
 				err := k.WriteFlows(b.flows)
 				n := uint64(len(b.flows))

@@ -204,7 +204,7 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 func flowTableConfig(cfg Config, workers int, s *shard, out *recordOut) flowtable.Config {
 	to := cfg.ACSM.Timeouts.WithDefaults()
 	fc := flowtable.Config{MaxFlows: max(1, cfg.MaxFlows/workers), IdleNew: to.New, IdleEstablished: to.Established,
-		Counter: s.counter, Tracker: s.tracker, CommunityIDSeed: cfg.CommunityIDSeed, ActiveTimeout: cfg.ActiveTimeout}
+		Counter: s.counter, Tracker: s.tracker, ActiveTimeout: cfg.ActiveTimeout}
 	if out != nil {
 		fc.Out = out // not a typed nil in the interface
 	}

@@ -56,7 +56,8 @@ type Flow struct {
 	// side sent (IPFIX's tcpControlBits; 0 for other protocols).
 	OrigTCPFlags, RespTCPFlags capture.TCPFlags
 	// CommunityID is the flow's Community ID v1 in base64 ("1:" and 28
-	// characters; capture.AppendCommunityID), with the pipeline's seed.
+	// characters; capture.AppendCommunityID), with the pipeline's seed;
+	// filled where the records are delivered, not where they are made.
 	CommunityID [capture.CommunityIDLen]byte
 	// EndReason is why the record was written (IPFIX's flowEndReason).
 	EndReason EndReason

@@ -81,8 +81,6 @@ type Table struct {
 	// flow starts and when its record is written, keeps a record's fields
 	// three whole lines.
 	parents []uint64
-	// cidSeed is the seed of the records' Community IDs.
-	cidSeed uint16
 	// activeSec is the active timeout in seconds (0: none): a flow gets
 	// an interim record at its first packet activeSec after its start or
 	// its last interim record.
@@ -133,8 +131,6 @@ type Config struct {
 	// Tracker, when set, forgets a flow whose linger is over, as Zeek
 	// removes a closed connection.
 	Tracker *acsm.Tracker
-	// CommunityIDSeed is the seed of the records' Community IDs.
-	CommunityIDSeed uint16
 	// ActiveTimeout, when not 0, gives an open flow an interim record at
 	// its first packet that long (whole seconds) after its start or its
 	// last interim record.
@@ -152,7 +148,7 @@ func New(c Config) *Table {
 		free:  offHeapSlice[uint32](mem, maxFlows, true)[:0],
 		ended: offHeapSlice[endedFlow](mem, maxFlows, true), states: map[string]uint64{}, linger: int64(recordLinger),
 		maxFlows: maxFlows, idleNew: int64(c.IdleNew), idleEst: int64(c.IdleEstablished), lastNow: math.MinInt64,
-		counter: c.Counter, tracker: c.Tracker, cidSeed: c.CommunityIDSeed, activeSec: uint32(c.ActiveTimeout / time.Second)}
+		counter: c.Counter, tracker: c.Tracker, activeSec: uint32(c.ActiveTimeout / time.Second)}
 	mem.freeWith(t)
 	if c.Out != nil {
 		t.out = c.Out
@@ -492,8 +488,9 @@ func (t *Table) publishStates() {
 // write fills the record of the flow in flowSlot idx, written for why (a
 // flow that ended and then timed out or was pushed out is still one that
 // ended): its fields as conn.log has them (connfields.go: Zeek's rules
-// for bytes, history and missed_bytes), directed from the originator,
-// and its Community ID.
+// for bytes, history and missed_bytes), directed from the originator.
+// The Community ID is left to the delivery side (a SHA-1 a record, off
+// the packet path).
 func (t *Table) write(idx uint32, why record.EndReason) {
 	if t.recs == nil {
 		return
@@ -518,11 +515,6 @@ func (t *Table) write(idx uint32, why record.EndReason) {
 		f.Confidence = float32(n-uint64(rec.unknown)) / float32(n)
 	}
 	c.history(&f.History)
-	dk := k
-	if origIsDst {
-		dk = k.Reverse()
-	}
-	capture.AppendCommunityID(f.CommunityID[:0], &dk, t.cidSeed, false)
 	f.EndReason = why
 	if e.ended {
 		f.EndReason = record.EndOfFlow

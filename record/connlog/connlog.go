@@ -104,12 +104,15 @@ func AppendJSON(b []byte, f *record.Flow) []byte {
 		b = record.AppendUID(b, f.TunnelParent)
 		b = append(b, `"]`...)
 	}
-	b = append(b, `,"community_id":"`...)
-	b = append(b, f.CommunityID[:]...)
-	if f.EndReason == record.EndActive {
-		return append(b, `","interim":true}`+"\n"...)
+	if f.CommunityID[0] != 0 { // unset in a record that no pipeline delivered
+		b = append(b, `,"community_id":"`...)
+		b = append(b, f.CommunityID[:]...)
+		b = append(b, '"')
 	}
-	return append(b, "\"}\n"...)
+	if f.EndReason == record.EndActive {
+		return append(b, `,"interim":true}`+"\n"...)
+	}
+	return append(b, "}\n"...)
 }
 
 // appendUint appends v in decimal. Most of a record's counts are small
