@@ -33,6 +33,17 @@
 // passes the packet on (XDP_PASS; TC_ACT_UNSPEC, which lets later TC
 // programs run): flowmon observes and never drops.
 //
+// A second program, the kernel flow state (flowstate.c, LoadState),
+// shares the parser (include/parse.h) and keeps each flow in a cell of a
+// fixed-size map instead of handing packets up: the ACSM's machine value,
+// stepped over the tables user space loads (acsm.MachineTables, given as
+// a StateMachine), first and last times, and packets, IP and payload
+// bytes and TCP flag unions each way, each cell updated under its spin
+// lock. Only flow events go up a ring: a flow's start, and its end with
+// its counts. Its replay entry (State.Run) runs a frame with
+// BPF_PROG_TEST_RUN at the frame's packet time and says whether the
+// program kept it or left it to user space.
+//
 // The package knows nothing of package capture; capture.OpenEBPF turns
 // its records into capture.Packet values.
 package bpf

@@ -10,7 +10,8 @@ import (
 )
 
 // TestGeneratedUpToDate: regenerating the objects and their Go bindings
-// from capture.c (gen.go's go:generate line, into a temporary folder)
+// from capture.c and flowstate.c (gen.go's go:generate lines, into a
+// temporary folder)
 // gives the committed files byte for byte. It needs clang, which CI
 // installs (scripts/install-deps.sh test); without it the test skips,
 // saying so.
@@ -22,26 +23,37 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var line string
+	var lines []string
 	for _, l := range strings.Split(string(src), "\n") {
 		if rest, ok := strings.CutPrefix(l, "//go:generate go tool bpf2go "); ok {
-			line = rest
+			lines = append(lines, rest)
 		}
 	}
-	if line == "" {
+	if len(lines) == 0 {
 		t.Fatal("gen.go has no go:generate line running bpf2go")
 	}
-	args, err := splitArgs(line)
-	if err != nil {
-		t.Fatal(err)
+	for _, line := range lines {
+		args, err := splitArgs(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGenerated(t, args)
 	}
+}
+
+// checkGenerated runs bpf2go with args (its stem first, then the C
+// file, after the flags) into a temporary folder and compares its files
+// with the committed ones.
+func checkGenerated(t *testing.T, args []string) {
+	t.Helper()
+	stem := args[len(args)-2]
 	dir := t.TempDir()
 	cmd := exec.Command("go", append([]string{"tool", "bpf2go", "-output-dir", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GOPACKAGE=bpf")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bpf2go: %v\n%s", err, out)
 	}
-	for _, name := range []string{"flowmon_bpfel.go", "flowmon_bpfel.o", "flowmon_bpfeb.go", "flowmon_bpfeb.o"} {
+	for _, name := range []string{stem + "_bpfel.go", stem + "_bpfel.o", stem + "_bpfeb.go", stem + "_bpfeb.o"} {
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +63,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what capture.c generates: run make generate and commit the result", name)
+			t.Errorf("%s differs from what its C source generates: run make generate and commit the result", name)
 		}
 	}
 }

@@ -29,6 +29,14 @@ enum bpf_map_type {
 
 #define BPF_F_NO_PREALLOC (1U << 0)
 
+/* bpf_map_update_elem flags. */
+#define BPF_NOEXIST 1
+
+/* A lock in a map value (bpf_spin_lock, bpf_spin_unlock). */
+struct bpf_spin_lock {
+	__u32 val;
+};
+
 /* bpf_ringbuf_submit flags and bpf_ringbuf_query's question. */
 #define BPF_RB_NO_WAKEUP (1ULL << 0)
 #define BPF_RB_FORCE_WAKEUP (1ULL << 1)
@@ -38,6 +46,7 @@ enum xdp_action {
 	XDP_ABORTED = 0,
 	XDP_DROP,
 	XDP_PASS,
+	XDP_TX,
 };
 
 /* TC_ACT_UNSPEC is TCX_NEXT: the next program, or the default action. */
