@@ -196,7 +196,7 @@ func (c *Config) Set(name, value string) error {
 	flag := "--" + name
 	next := *c
 	if msg := s.setFlag(&next, value); msg != "" {
-		return &Error{Key: flag, Msg: msg}
+		return invalid(flag, msg)
 	}
 	var errs []error
 	for _, p := range next.check(func(k string) bool { return k == key }) {
@@ -204,7 +204,7 @@ func (c *Config) Set(name, value string) error {
 		if k == key || strings.HasPrefix(k, key+"[") { // a list's element
 			k = flag
 		}
-		errs = append(errs, &Error{Key: k, Msg: p.msg})
+		errs = append(errs, invalid(k, p.msg))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
