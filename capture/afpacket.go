@@ -115,7 +115,8 @@ func (c AFPacketConfig) WithDefaults() AFPacketConfig {
 // its afpacket section: block-size, block-count, frame-size,
 // block-timeout, fanout or filter; iface for Iface, the file's top-level
 // interface) and saying the value and the range, sizes written as
-// FormatSize does, joined (errors.Join). A filter's error wraps ErrBPF. It checks c as it is, so a zero field is out of range:
+// FormatSize does, joined (errors.Join); a filter's error wraps ErrBPF.
+// It checks c as it is, so a zero field is out of range:
 // c.WithDefaults().Validate() checks what OpenAFPacket would open.
 func (c AFPacketConfig) Validate() error {
 	var errs []error

@@ -22,8 +22,8 @@ type problem struct {
 }
 
 // Validate checks c as Parse and Set do, and returns every problem, each
-// a *conferr.Error naming its key, joined (errors.Join). It cannot say that a
-// setting does nothing with the others (pipeline.kbf-encoder with
+// a *conferr.Error naming its key, joined (errors.Join). It cannot say
+// that a setting does nothing with the others (pipeline.kbf-encoder with
 // another backend): only Parse and Set know what the operator gave.
 func (c Config) Validate() error {
 	var errs []error
