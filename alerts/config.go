@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/rotfile"
 )
 
@@ -124,31 +125,16 @@ func (c SinkConfig) WithDefaults() SinkConfig {
 	return c
 }
 
-// A ConfigError is one thing wrong in a configuration, and where.
-type ConfigError struct {
-	File         string // "" for a Config built in code
-	Line, Column int    // from 1; 0 when unknown
-	Sink         string // the sink's name, "#3" for a third without one; "" if none
-	Msg          string
-}
+// ErrInvalid is wrapped by every error a sinks configuration's content
+// causes (each a *conferr.Error).
+var ErrInvalid = errors.New("invalid sinks configuration")
 
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ":%d", e.Column)
-		}
-		b.WriteString(": ")
+// sinkIn names the sink id (sinkID) in errors (conferr.Error's In).
+func sinkIn(id string) string {
+	if id == "" {
+		return ""
 	}
-	if e.Sink != "" {
-		fmt.Fprintf(&b, "sink %s: ", e.Sink)
-	}
-	b.WriteString(e.Msg)
-	return b.String()
+	return "sink " + id
 }
 
 // problem is one broken rule of a sink: field is the YAML key it is
@@ -255,7 +241,7 @@ func checkURL(s string) string {
 }
 
 // Validate checks c with its defaults filled: every sink's settings, and
-// that names are unique. The error joins a *ConfigError per problem.
+// that names are unique. The error joins a *conferr.Error per problem.
 func (c Config) Validate() error {
 	var errs []error
 	byName := make(map[string]bool)
@@ -263,10 +249,10 @@ func (c Config) Validate() error {
 		s = s.WithDefaults()
 		id := sinkID(s.Name, i)
 		for _, p := range s.check() {
-			errs = append(errs, &ConfigError{Sink: id, Msg: p.msg})
+			errs = append(errs, &conferr.Error{In: sinkIn(id), Msg: p.msg, Err: ErrInvalid})
 		}
 		if s.Name != "" && byName[s.Name] {
-			errs = append(errs, &ConfigError{Sink: id, Msg: fmt.Sprintf("name %q used by another sink", s.Name)})
+			errs = append(errs, &conferr.Error{In: sinkIn(id), Msg: fmt.Sprintf("name %q used by another sink", s.Name), Err: ErrInvalid})
 		}
 		byName[s.Name] = true
 	}

@@ -1,22 +1,20 @@
 package alerts
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
 // ParseConfig decodes a sinks file (see the package doc) strictly: an
 // unknown or repeated key, a key of another sink type, a value of the
 // wrong type, a bad duration or size, a broken rule or a name used twice
-// are errors, all reported at once as *ConfigErrors joined (errors.Join),
+// are errors, all reported at once as conferr.Errors in the file's order,
 // each naming file:line:col and the sink. The result has its defaults
 // filled. Relative paths (path, ca_file, bearer_token_file) are taken
 // from name's directory, as Prometheus does.
@@ -71,28 +69,22 @@ func ParseConfig(name string, data []byte) (Config, error) {
 
 type parser struct {
 	file     string
-	errs     []error
+	errs     []*conferr.Error
 	nameNode *yaml.Node // of the sink just parsed
 }
 
 func (p *parser) errorf(n *yaml.Node, sink, format string, args ...any) {
-	p.errs = append(p.errs, &ConfigError{File: p.file, Line: n.Line, Column: n.Column, Sink: sink, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, &conferr.Error{File: p.file, Line: n.Line, Col: n.Column, In: sinkIn(sink), Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 }
 
 // err joins the errors in the file's order.
-func (p *parser) err() error {
-	slices.SortStableFunc(p.errs, func(a, b error) int {
-		ea, eb := a.(*ConfigError), b.(*ConfigError)
-		return cmp.Or(cmp.Compare(ea.Line, eb.Line), cmp.Compare(ea.Column, eb.Column))
-	})
-	return errors.Join(p.errs...)
-}
+func (p *parser) err() error { return conferr.Join(p.errs) }
 
-// syntaxError turns yaml.v3's syntax error in data into a ConfigError at
-// the line it means.
+// syntaxError turns yaml.v3's syntax error in data into an error at the
+// line it means.
 func (p *parser) syntaxError(err error, data []byte) error {
 	line, msg := yamlnode.SyntaxError(err, yamlnode.Lines(data))
-	return errors.Join(&ConfigError{File: p.file, Line: line, Msg: msg})
+	return conferr.Join([]*conferr.Error{{File: p.file, Line: line, Msg: msg, Err: ErrInvalid}})
 }
 
 // mapping calls f for each key of n, in order; f reports whether it knew

@@ -8,8 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
 	"time"
+
+	"github.com/flowmon/flowmon/conferr"
 )
 
 func parseFile(t testing.TB, path string) (Config, error) {
@@ -155,9 +156,9 @@ func TestParseConfigBad(t *testing.T) {
 			if got := err.Error(); got != strings.Join(want, "\n") {
 				t.Errorf("got:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.File != path {
-				t.Errorf("errors.As(*ConfigError): %#v", ce)
+			var ce *conferr.Error
+			if !errors.As(err, &ce) || ce.File != path || !errors.Is(err, ErrInvalid) {
+				t.Errorf("errors.As(*conferr.Error): %#v", ce)
 			}
 		})
 	}
@@ -273,7 +274,7 @@ func FuzzParseConfig(f *testing.F) {
 		c, err := ParseConfig("f.yaml", data)
 		if err != nil {
 			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-				if ce, ok := e.(*ConfigError); !ok || ce.File != "f.yaml" {
+				if ce, ok := e.(*conferr.Error); !ok || ce.File != "f.yaml" || !errors.Is(ce, ErrInvalid) {
 					t.Fatalf("error %T %v", e, e)
 				}
 			}

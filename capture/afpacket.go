@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/flowmon/flowmon/conferr"
 )
 
 // AF_PACKET capture: the settings (this file, every platform), the socket
@@ -88,26 +90,6 @@ const (
 	FanoutLB   = "lb"   // PACKET_FANOUT_LB: round robin
 )
 
-// A SettingError is one setting of an AFPacketConfig that Validate
-// refuses.
-type SettingError struct {
-	// Key is the setting as the agent's config file names it in its
-	// afpacket section: block-size, block-count, frame-size,
-	// block-timeout, fanout or filter; iface is Iface (the file's
-	// top-level interface).
-	Key string
-	// Msg is what is wrong: the value and the rule, sizes written as
-	// FormatSize does ("3000 must be a power of two from 4KiB to 256MiB
-	// (a whole number of 4096-byte pages)").
-	Msg string
-	Err error // the cause, if any: ErrBPF for a filter
-}
-
-func (e *SettingError) Error() string { return e.Key + ": " + e.Msg }
-
-// Unwrap returns the cause, nil but for a filter.
-func (e *SettingError) Unwrap() error { return e.Err }
-
 // WithDefaults returns c with every zero field set to its default.
 func (c AFPacketConfig) WithDefaults() AFPacketConfig {
 	if c.BlockSize == 0 {
@@ -129,13 +111,17 @@ func (c AFPacketConfig) WithDefaults() AFPacketConfig {
 }
 
 // Validate reports every setting of c out of range, each a
-// *SettingError naming its key, the value and the range, joined
-// (errors.Join). It checks c as it is, so a zero field is out of range:
+// *conferr.Error naming its key (as the agent's config file names it in
+// its afpacket section: block-size, block-count, frame-size,
+// block-timeout, fanout or filter; iface for Iface, the file's top-level
+// interface) and saying the value and the range, sizes written as
+// FormatSize does, joined (errors.Join); a filter's error wraps ErrBPF.
+// It checks c as it is, so a zero field is out of range:
 // c.WithDefaults().Validate() checks what OpenAFPacket would open.
 func (c AFPacketConfig) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
-		errs = append(errs, &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)})
+		errs = append(errs, &conferr.Error{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
 	if err := checkIface(c.Iface); err != nil {
 		errs = append(errs, err)
@@ -174,10 +160,10 @@ func (c AFPacketConfig) Validate() error {
 		bad("fanout", "%q must be %s, %s or %s", c.Fanout, FanoutHash, FanoutCPU, FanoutLB)
 	}
 	if n := len(c.Filter); n > bpfMaxInsns {
-		errs = append(errs, &SettingError{Key: "filter", Msg: fmt.Sprintf("%d instructions, more than %d", n, bpfMaxInsns), Err: ErrBPF})
+		errs = append(errs, &conferr.Error{Key: "filter", Msg: fmt.Sprintf("%d instructions, more than %d", n, bpfMaxInsns), Err: ErrBPF})
 	} else if n > 0 {
 		if err := checkBPF(c.Filter); err != nil {
-			errs = append(errs, &SettingError{Key: "filter", Msg: err.Error(), Err: err})
+			errs = append(errs, &conferr.Error{Key: "filter", Msg: err.Error(), Err: err})
 		}
 	}
 	return errors.Join(errs...)
@@ -211,9 +197,9 @@ func FormatSize(n int64) string {
 func checkIface(iface string) error {
 	switch {
 	case iface == "":
-		return &SettingError{Key: "iface", Msg: "no interface named"}
+		return &conferr.Error{Key: "iface", Msg: "no interface named"}
 	case len(iface) > MaxIfaceName:
-		return &SettingError{Key: "iface", Msg: fmt.Sprintf("%q is %d bytes, more than an interface name's %d", iface, len(iface), MaxIfaceName)}
+		return &conferr.Error{Key: "iface", Msg: fmt.Sprintf("%q is %d bytes, more than an interface name's %d", iface, len(iface), MaxIfaceName)}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/conferr"
 )
 
 // BPFTCP is `tcpdump -ddd -i lo tcp` (tcpdump 4.99, libpcap 1.10.3, an
@@ -101,14 +103,14 @@ func TestAFPacketConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	// One *SettingError a setting, in the fields' order, written "key: msg".
+	// One *conferr.Error a setting, in the fields' order, written "key: msg".
 	all := AFPacketConfig{BlockSize: 5000, BlockCount: 1 << 17, FrameSize: 7, BlockTimeout: -1, Fanout: "x", Filter: []SockFilter{{Code: 0x28}}}
 	err := all.Validate()
 	var keys []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		se, ok := e.(*SettingError)
+		se, ok := e.(*conferr.Error)
 		if !ok {
-			t.Fatalf("%v (%T) is not a *SettingError", e, e)
+			t.Fatalf("%v (%T) is not a *conferr.Error", e, e)
 		}
 		if se.Error() != se.Key+": "+se.Msg {
 			t.Errorf("%+v is written %q", se, se.Error())

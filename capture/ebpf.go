@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/flowmon/flowmon/conferr"
 )
 
 // eBPF capture: the settings (this file, every platform), the source on
@@ -95,11 +97,11 @@ func (c EBPFConfig) WithDefaults() EBPFConfig {
 }
 
 // Validate reports every setting of c out of range, each a
-// *SettingError naming its key, joined (errors.Join).
+// *conferr.Error naming its key, joined (errors.Join).
 func (c EBPFConfig) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
-		errs = append(errs, &SettingError{Key: key, Msg: fmt.Sprintf(format, a...)})
+		errs = append(errs, &conferr.Error{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
 	if err := checkIface(c.Iface); err != nil {
 		errs = append(errs, err)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/capture/defrag"
+	"github.com/flowmon/flowmon/internal/yamlnode"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 )
@@ -373,67 +375,11 @@ func (s *Settings) Config() (Config, error) {
 
 func q(s string) string { return fmt.Sprintf("%q", s) }
 
-// value spells the setting named name as a flag takes it.
+// value spells the setting named name (its yaml key) as a flag takes it.
 func (s *Settings) value(name string) string {
-	switch name {
-	case "backend":
-		return s.Backend
-	case "kbf-encoder":
-		return s.KBFEncoder
-	case "kbf-layout":
-		return s.KBFLayout
-	case "machine":
-		return s.Machine
-	case "capacity":
-		return fmt.Sprint(s.Capacity)
-	case "p":
-		return fmt.Sprint(s.P)
-	case "dedup-window":
-		return s.DedupWindow.String()
-	case "dedup":
-		return s.Dedup
-	case "no-dedup":
-		return fmt.Sprint(s.NoDedup)
-	case "retrans-window":
-		return s.RetransWindow.String()
-	case "max-flows":
-		return fmt.Sprint(s.MaxFlows)
-	case "workers":
-		return fmt.Sprint(s.Workers)
-	case "decode-only":
-		return fmt.Sprint(s.DecodeOnly)
-	case "community-id-seed":
-		return fmt.Sprint(s.CommunityIDSeed)
-	case "active-timeout":
-		return s.ActiveTimeout.String()
-	case "verify-checksums":
-		return fmt.Sprint(s.VerifyChecksums)
-	case "vxlan-ports":
-		return s.VXLANPorts
-	case "geneve-ports":
-		return s.GenevePorts
-	case "gtp-ports":
-		return s.GTPPorts
-	case "teredo-ports":
-		return s.TeredoPorts
-	case "ayiya-ports":
-		return s.AYIYAPorts
-	case "gre-over-udp-ports":
-		return s.GREOverUDPPorts
-	case "no-tunnel-detect":
-		return fmt.Sprint(s.NoTunnelDetect)
-	case "max-tunnel-depth":
-		return fmt.Sprint(s.MaxTunnelDepth)
-	case "defrag":
-		return fmt.Sprint(s.Defrag)
-	case "defrag-max-datagrams":
-		return fmt.Sprint(s.DefragMaxDatagrams)
-	case "defrag-max-bytes":
-		return fmt.Sprint(s.DefragMaxBytes)
-	case "defrag-timeout":
-		return s.DefragTimeout.String()
-	case "defrag-policy":
-		return s.DefragPolicy
+	f := yamlnode.FieldByKey(reflect.ValueOf(s).Elem(), name)
+	if !f.IsValid() {
+		return ""
 	}
-	return ""
+	return fmt.Sprint(f.Interface()) // a time.Duration by its String, as flag's
 }

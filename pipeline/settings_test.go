@@ -3,11 +3,13 @@ package pipeline
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture/defrag"
+	"github.com/flowmon/flowmon/internal/yamlnode"
 	"github.com/flowmon/flowmon/kbf"
 )
 
@@ -69,4 +71,49 @@ func TestSettingErrorNamesTheSetting(t *testing.T) {
 	if err := s.Validate(func(n string) bool { return n == "backend" }); err != nil {
 		t.Errorf("backend fcf alone: %v", err)
 	}
+}
+
+// TestSettingErrorsNameKeys: every setting an error names is a key of
+// Settings (its yaml tag), and one that does nothing with the others is
+// spelled with its value, as a flag takes it.
+func TestSettingErrorsNameKeys(t *testing.T) {
+	keys := map[string]bool{}
+	for _, f := range yamlnode.Fields(reflect.TypeFor[Settings]()) {
+		keys[f.Key] = true
+	}
+	bad := Settings{Backend: "x", KBFEncoder: "x", KBFLayout: "x", Machine: "x", P: 2, DedupWindow: -1, Dedup: "x",
+		RetransWindow: -1, CommunityIDSeed: -1, ActiveTimeout: time.Millisecond, VXLANPorts: "x", GenevePorts: "x",
+		GTPPorts: "x", TeredoPorts: "x", AYIYAPorts: "x", GREOverUDPPorts: "x", MaxTunnelDepth: -1, Defrag: true, DefragPolicy: "x"}
+	inert := DefaultSettings()
+	inert.DecodeOnly, inert.NoDedup, inert.Defrag = true, true, false
+	inert.DedupWindow = 1500 * time.Millisecond
+	all := func(string) bool { return true }
+	n := 0
+	for _, err := range append(unjoinAll(bad.Validate(all)), unjoinAll(inert.Validate(all))...) {
+		var se *SettingError
+		if !errors.As(err, &se) {
+			t.Fatalf("%v is not a *SettingError", err)
+		}
+		if !keys[se.Name] {
+			t.Errorf("%v names %q, no key of Settings", se, se.Name)
+		}
+		n++
+	}
+	if n < 40 {
+		t.Errorf("%d errors: the settings above should give more", n)
+	}
+	err := inert.Validate(all)
+	for _, want := range []string{"dedup-window 1.5s: does nothing with no-dedup", "defrag-policy first: does nothing with defrag false",
+		"p 0.001: does nothing with decode-only", "no-dedup true: does nothing with decode-only"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\ndoes not say %q", err, want)
+		}
+	}
+}
+
+func unjoinAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

@@ -40,7 +40,7 @@
 // run on sample data when the file is loaded.
 //
 // Parse reports every error of a file at once, each as
-// file:line:col: rule "NAME": what is wrong (Errors); unknown fields,
+// file:line:col: rule "NAME": what is wrong (conferr.Errors); unknown fields,
 // wrong types, bad CIDRs, ports, durations, conn_states, anomalies,
 // kinds, duplicate names in a group and templates that do not run are
 // errors. testdata/*.bad.yaml and their .golden files pin the messages.

@@ -1,10 +1,11 @@
 package rules
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/flowmon/flowmon/conferr"
 )
 
 // Watchlists are what watchlist rules ask about a new flow's hosts: the
@@ -49,14 +50,17 @@ func (s *Set) CheckWatchlists(l Watchlists) error {
 	if l != nil {
 		names = l.Lists()
 	}
-	var errs []error
+	var errs []*conferr.Error
 	for _, r := range s.rules {
 		if _, found := slices.BinarySearch(names, r.Watchlist.List); r.Kind == KindWatchlist && !found {
-			errs = append(errs, fmt.Errorf("%d:%d: rule %q: no watchlist %q (the agent has %v)",
-				r.Pos.Line, r.Pos.Col, r.Alert, r.Watchlist.List, names))
+			errs = append(errs, &conferr.Error{File: r.file, Line: r.Pos.Line, Col: r.Pos.Col, In: ruleIn(r.Alert),
+				Msg: fmt.Sprintf("no watchlist %q (the agent has %v)", r.Watchlist.List, names), Err: ErrInvalid})
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return conferr.Errors(errs) // in the rules' order, which is their files'
 }
 
 // lookup runs the watchlist and novelty rules on a new flow's packet.

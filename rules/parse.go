@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
 
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
@@ -25,17 +26,18 @@ func ParseFile(path string) (*File, error) {
 // Parse checks a rules file's content strictly: unknown fields, wrong
 // types, bad CIDRs, ports, durations and names, unknown kinds, duplicate
 // alert names in a group, and templates that do not compile are errors.
-// It reports every error of the file at once, as Errors, each naming
-// name:line:col and the rule.
+// It reports every error of the file at once, as conferr.Errors in the
+// file's order, each naming name:line:col and the rule, and wrapping
+// ErrInvalid.
 func Parse(name string, data []byte) (*File, error) {
 	p := &parser{file: name}
 	f := &File{Name: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, Errors{p.syntaxError(err, data)}
+		return nil, conferr.Join([]*conferr.Error{p.syntaxError(err, data)})
 	}
 	if len(doc.Content) == 0 {
-		return nil, Errors{{File: name, Line: 1, Col: 1, Msg: "empty file: want a mapping with groups"}}
+		return nil, conferr.Join([]*conferr.Error{{File: name, Line: 1, Col: 1, Msg: "empty file: want a mapping with groups", Err: ErrInvalid}})
 	}
 	root := doc.Content[0]
 	seenGroups := map[string]bool{}
@@ -51,14 +53,8 @@ func Parse(name string, data []byte) (*File, error) {
 			}
 		},
 	}, "groups")
-	if len(p.errs) > 0 {
-		slices.SortStableFunc(p.errs, func(a, b *Error) int {
-			if a.Line != b.Line {
-				return a.Line - b.Line
-			}
-			return a.Col - b.Col
-		})
-		return nil, p.errs
+	if err := conferr.Join(p.errs); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -67,17 +63,17 @@ func Parse(name string, data []byte) (*File, error) {
 type parser struct {
 	file     string
 	ruleName string // the alert name of the rule being read
-	errs     Errors
+	errs     []*conferr.Error
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) {
-	p.errs = append(p.errs, &Error{File: p.file, Line: n.Line, Col: n.Column, Rule: p.ruleName, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, &conferr.Error{File: p.file, Line: n.Line, Col: n.Column, In: ruleIn(p.ruleName), Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 }
 
-// syntaxError turns yaml.v3's syntax error in data into an Error at the
+// syntaxError turns yaml.v3's syntax error in data into an error at the
 // line it means.
-func (p *parser) syntaxError(err error, data []byte) *Error {
-	e := &Error{File: p.file, Line: 1, Col: 1}
+func (p *parser) syntaxError(err error, data []byte) *conferr.Error {
+	e := &conferr.Error{File: p.file, Line: 1, Col: 1, Err: ErrInvalid}
 	line, msg := yamlnode.SyntaxError(err, yamlnode.Lines(data))
 	e.Line, e.Msg = max(line, 1), msg
 	return e

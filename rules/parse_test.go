@@ -3,11 +3,13 @@ package rules
 import (
 	"errors"
 	"flag"
-	"github.com/flowmon/flowmon/internal/goldentest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowmon/flowmon/conferr"
+	"github.com/flowmon/flowmon/internal/goldentest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.bad.yaml.golden from the parser's output")
@@ -52,7 +54,7 @@ func TestBadFiles(t *testing.T) {
 			t.Errorf("%s: parsed without error", f)
 			continue
 		}
-		var es Errors
+		var es conferr.Errors
 		if !errors.As(err, &es) || !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: error %T does not list positioned errors: %v", f, err, err)
 		}

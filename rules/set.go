@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/hashmix"
 )
 
@@ -32,6 +33,7 @@ type Set struct {
 type rule struct {
 	Rule
 	group string
+	file  string // the rules file's name, for errors
 	// id identifies the rule's alerts: an alert's hash mixes it with its key.
 	id uint64
 	// def is the rule's definition; a reload keeps the state of a rule
@@ -86,8 +88,9 @@ func Compile(f *File) (*Set, error) {
 		for i := range g.Rules {
 			r, err := compileRule(g.Name, &g.Rules[i])
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d:%d: rule %q: %w", f.Name, g.Rules[i].Pos.Line, g.Rules[i].Pos.Col, g.Rules[i].Alert, err)
+				return nil, &conferr.Error{File: f.Name, Line: g.Rules[i].Pos.Line, Col: g.Rules[i].Pos.Col, In: ruleIn(g.Rules[i].Alert), Err: err}
 			}
+			r.file = f.Name
 			s.add(r)
 		}
 	}

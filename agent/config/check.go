@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
 )
@@ -21,13 +22,13 @@ type problem struct {
 }
 
 // Validate checks c as Parse and Set do, and returns every problem, each
-// an *Error naming its key, joined (errors.Join). It cannot say that a
-// setting does nothing with the others (pipeline.kbf-encoder with
+// a *conferr.Error naming its key, joined (errors.Join). It cannot say
+// that a setting does nothing with the others (pipeline.kbf-encoder with
 // another backend): only Parse and Set know what the operator gave.
 func (c Config) Validate() error {
 	var errs []error
 	for _, p := range c.check(nil) {
-		errs = append(errs, &Error{Key: p.key, Msg: p.msg})
+		errs = append(errs, invalid(p.key, p.msg))
 	}
 	return errors.Join(errs...)
 }
@@ -160,7 +161,7 @@ func checkAFPacket(a *AFPacket) []problem {
 		BlockTimeout: a.BlockTimeout, Fanout: a.Fanout}.Validate()
 	var ps []problem
 	for _, e := range unjoin(err) {
-		var se *capture.SettingError
+		var se *conferr.Error
 		switch {
 		case !errors.As(e, &se):
 			ps = append(ps, problem{key: "afpacket", msg: e.Error()})
@@ -177,7 +178,7 @@ func checkAFPacket(a *AFPacket) []problem {
 func checkEBPF(e *EBPF) []problem {
 	ec, ps := e.capture("x", SourceXDP)
 	for _, err := range unjoin(ec.Validate()) {
-		var se *capture.SettingError
+		var se *conferr.Error
 		switch {
 		case !errors.As(err, &se):
 			ps = append(ps, problem{key: "ebpf", msg: err.Error()})

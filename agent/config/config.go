@@ -126,13 +126,13 @@ func (e EBPF) capture(iface, hook string) (capture.EBPFConfig, []problem) {
 }
 
 // EBPFCapture returns the eBPF capture's settings for c's interface and
-// source (xdp or tc); the error, each *Error joined, when the ebpf
+// source (xdp or tc); the error, each a *conferr.Error, joined, when the ebpf
 // section's prefixes, ports or sample do not read (Validate says so too).
 func (c *Config) EBPFCapture() (capture.EBPFConfig, error) {
 	ec, ps := c.EBPF.capture(c.Interface, c.Source)
 	var errs []error
 	for _, p := range ps {
-		errs = append(errs, &Error{Key: p.key, Msg: p.msg})
+		errs = append(errs, invalid(p.key, p.msg))
 	}
 	return ec, errors.Join(errs...)
 }

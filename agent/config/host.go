@@ -17,11 +17,12 @@ import (
 // runs as (c.User, or the one running this): the snapshot's (else the
 // state is lost at the stop), the flow log's, the alert files' (of the
 // alerting file's file sinks; the file itself is checked by its own
-// parser), the watchlists' and the history's. It returns every problem, each an *Error naming its key.
+// parser), the watchlists' and the history's. It returns every problem,
+// each a *conferr.Error naming its key.
 func (c Config) CheckHost() error {
 	var errs []error
 	add := func(key, format string, a ...any) {
-		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, a...)})
+		errs = append(errs, invalid(key, fmt.Sprintf(format, a...)))
 	}
 	uid, gids := os.Getuid(), []int{os.Getgid()}
 	if c.User != "" {

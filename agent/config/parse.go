@@ -2,8 +2,6 @@ package config
 
 import (
 	"bytes"
-	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/yamlnode"
 )
 
@@ -33,7 +32,7 @@ func Load(path string) (Config, error) {
 // repeated key, a value of the wrong type, a bad duration, size, address
 // or choice, a number out of its range, a pipeline setting that does
 // nothing with the others, are errors, all of the file's reported at
-// once as *Error joined (errors.Join), in the file's order, each
+// once as conferr.Errors, in the file's order, each
 // "name:line:col: key: what is wrong". Keys not given take Default's
 // values; an empty file is Default(). Relative paths (rules, alerting,
 // snapshot.path, flow-log) are taken from name's directory, as
@@ -84,24 +83,15 @@ type parser struct {
 	root *yaml.Node
 	at   map[string]*yaml.Node // key or section -> its value, as given
 	bad  map[string]bool       // keys whose value was malformed
-	errs []*Error
+	errs []*conferr.Error
 }
 
 func (p *parser) errorf(n *yaml.Node, key, format string, args ...any) {
-	p.errs = append(p.errs, &Error{File: p.file, Line: n.Line, Col: n.Column, Key: key, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, &conferr.Error{File: p.file, Line: n.Line, Col: n.Column, Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
 }
 
 // err joins the errors in the file's order.
-func (p *parser) err() error {
-	slices.SortStableFunc(p.errs, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
-	})
-	errs := make([]error, len(p.errs))
-	for i, e := range p.errs {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
-}
+func (p *parser) err() error { return conferr.Join(p.errs) }
 
 // near is where to point for a problem of key: its value if given, else
 // its section's, else the file's start.
@@ -119,12 +109,12 @@ func (p *parser) near(key string) *yaml.Node {
 	return p.root
 }
 
-// syntaxError turns yaml.v3's syntax error in data into an Error at the
+// syntaxError turns yaml.v3's syntax error in data into an error at the
 // line it means.
 func (p *parser) syntaxError(err error, data []byte) error {
-	e := &Error{File: p.file}
+	e := &conferr.Error{File: p.file, Err: ErrInvalid}
 	e.Line, e.Msg = yamlnode.SyntaxError(err, yamlnode.Lines(data))
-	return errors.Join(e)
+	return conferr.Join([]*conferr.Error{e})
 }
 
 // mapping decodes the keys of n, whose keys are prefix (a section and a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/goldentest"
 	"github.com/flowmon/flowmon/pipeline"
 )
@@ -167,16 +168,16 @@ func TestBadFiles(t *testing.T) {
 		if !reflect.DeepEqual(c, Config{}) {
 			t.Errorf("%s: a configuration with the error: %+v", f, c)
 		}
-		var e *Error
+		var e *conferr.Error
 		if !errors.As(err, &e) || !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: error %T is not *Error: %v", f, err, err)
+			t.Errorf("%s: error %T is not *conferr.Error: %v", f, err, err)
 		}
 		goldentest.CheckErrors(t, f, err, *update)
 	}
 }
 
 // FuzzParse: nothing a file holds makes Parse panic; its errors are
-// *Error; what it accepts is valid and reads back from its effective
+// *conferr.Error; what it accepts is valid and reads back from its effective
 // configuration.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")

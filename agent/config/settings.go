@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flowmon/flowmon/internal/yamlnode"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -65,16 +66,11 @@ func init() {
 	add(setting{key: "ebpf.sample", field: ptr(func(c *Config) any { return &c.EBPF.Sample })})
 	add(setting{key: "ebpf.cidrs", field: ptr(func(c *Config) any { return &c.EBPF.CIDRs })})
 	add(setting{key: "ebpf.ports", field: ptr(func(c *Config) any { return &c.EBPF.Ports })})
-	st := reflect.TypeFor[pipeline.Settings]()
-	for i := range st.NumField() {
-		name, _, _ := strings.Cut(st.Field(i).Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		add(setting{key: "pipeline." + name, field: func(c *Config) reflect.Value {
-			return reflect.ValueOf(&c.Pipeline).Elem().Field(i)
+	for _, f := range yamlnode.Fields(reflect.TypeFor[pipeline.Settings]()) {
+		add(setting{key: "pipeline." + f.Key, field: func(c *Config) reflect.Value {
+			return reflect.ValueOf(&c.Pipeline).Elem().Field(f.Index)
 		}})
-		aliases[name] = "pipeline." + name
+		aliases[f.Key] = "pipeline." + f.Key
 	}
 	add(setting{key: "rules", field: ptr(func(c *Config) any { return &c.Rules }), path: true, keep: []string{RulesNone}, reload: true})
 	add(setting{key: "alerting", field: ptr(func(c *Config) any { return &c.Alerting }), path: true})
@@ -196,7 +192,7 @@ func (c *Config) Set(name, value string) error {
 	flag := "--" + name
 	next := *c
 	if msg := s.setFlag(&next, value); msg != "" {
-		return &Error{Key: flag, Msg: msg}
+		return invalid(flag, msg)
 	}
 	var errs []error
 	for _, p := range next.check(func(k string) bool { return k == key }) {
@@ -204,7 +200,7 @@ func (c *Config) Set(name, value string) error {
 		if k == key || strings.HasPrefix(k, key+"[") { // a list's element
 			k = flag
 		}
-		errs = append(errs, &Error{Key: k, Msg: p.msg})
+		errs = append(errs, invalid(k, p.msg))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -22,17 +22,17 @@ func (c Config) CheckWeb() error { return c.Web.Check(c.Listen) }
 // and refuses an address other than loopback (127.0.0.0/8, ::1,
 // localhost) unless the file sets TLS or basic auth: a server that lets
 // anyone reach it reload the rules or change a watchlist, or read what
-// it sees, is refused rather than started. The error is an *Error
+// it sees, is refused rather than started. The error is a *conferr.Error
 // naming the key and the file.
 func (w Web) Check(listen string) error {
 	secured := false
 	if w.ConfigFile != "" {
 		if err := web.Validate(w.ConfigFile); err != nil {
-			return &Error{Key: "web.config-file", Msg: fmt.Sprintf("%s: %v", w.ConfigFile, err)}
+			return invalid("web.config-file", fmt.Sprintf("%s: %v", w.ConfigFile, err))
 		}
 		c, err := readWeb(w.ConfigFile)
 		if err != nil {
-			return &Error{Key: "web.config-file", Msg: fmt.Sprintf("%s: %v", w.ConfigFile, err)}
+			return invalid("web.config-file", fmt.Sprintf("%s: %v", w.ConfigFile, err))
 		}
 		secured = c.TLSConfig.IsEnabled() || len(c.Users) > 0
 	}
@@ -43,7 +43,7 @@ func (w Web) Check(listen string) error {
 	if w.ConfigFile != "" {
 		why = fmt.Sprintf("web config file %s (web.config-file, --web.config.file) sets neither TLS (tls_server_config) nor basic auth (basic_auth_users)", w.ConfigFile)
 	}
-	return &Error{Key: "listen", Msg: fmt.Sprintf("%q is reachable beyond this host, and %s: give one that does, or listen on 127.0.0.1", listen, why)}
+	return invalid("listen", fmt.Sprintf("%q is reachable beyond this host, and %s: give one that does, or listen on 127.0.0.1", listen, why))
 }
 
 // Scheme is the server's URL scheme: https when the web config file

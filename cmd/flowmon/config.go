@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
 	"github.com/flowmon/flowmon/rules"
 )
@@ -88,7 +89,7 @@ func configCheck(file string, host bool, stdout, stderr io.Writer) error {
 	refused := 0
 	if err := c.CheckWeb(); err != nil {
 		fmt.Fprintln(stderr, err)
-		if e := (*config.Error)(nil); errors.As(err, &e) && e.Key == "web.config-file" {
+		if e := (*conferr.Error)(nil); errors.As(err, &e) && e.Key == "web.config-file" {
 			bad++
 		} else {
 			refused++
@@ -161,13 +162,7 @@ func checkWatchlists(c config.Config, set *rules.Set, stderr io.Writer) int {
 		bad++
 	case set != nil:
 		if err := set.CheckWatchlists(names); err != nil {
-			where := c.Rules
-			if where == "" {
-				where = "the embedded rules"
-			}
-			for _, line := range strings.Split(err.Error(), "\n") { // one a rule: "3:9: rule ..."
-				fmt.Fprintf(stderr, "%s:%s\n", where, line)
-			}
+			fmt.Fprintln(stderr, err) // a line a rule: "rules.yaml:3:9: rule ..."
 			bad++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/agent"
+	"github.com/flowmon/flowmon/internal/yamlnode"
 	"github.com/flowmon/flowmon/pipeline"
 )
 
@@ -118,14 +119,18 @@ func TestSettingsAreReplayFlags(t *testing.T) {
 		t.Errorf("replay without flags has settings %+v, the engine's defaults are %+v", f.settings, def)
 	}
 	typ := reflect.TypeFor[pipeline.Settings]()
-	for i := range typ.NumField() {
-		name := typ.Field(i).Tag.Get("yaml")
+	fields := yamlnode.Fields(typ)
+	if len(fields) != typ.NumField() {
+		t.Errorf("%d of the %d settings have a yaml key", len(fields), typ.NumField())
+	}
+	for _, fld := range fields {
+		name := fld.Key
 		errb.Reset()
 		if _, err := parseReplayFlags([]string{"-h"}, &errb); err != errHelp {
 			t.Fatal(err)
 		}
 		if !strings.Contains(errb.String(), "\n  -"+name+" ") && !strings.Contains(errb.String(), "\n  -"+name+"\n") {
-			t.Errorf("setting %s (field %s) is not a replay flag", name, typ.Field(i).Name)
+			t.Errorf("setting %s (field %s) is not a replay flag", name, typ.Field(fld.Index).Name)
 		}
 	}
 }

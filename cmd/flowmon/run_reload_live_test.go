@@ -76,7 +76,7 @@ func TestRunReloadsWatchlists(t *testing.T) {
 	}
 
 	cfg(strings.Replace(scanners, "scanners.txt", "scanners2.txt", 1))
-	if got := hup(); !strings.Contains(got, `watchlists: 4:9: rule "Listed": no watchlist "blocked" (the agent has [scanners])`) {
+	if got := hup(); !strings.Contains(got, "watchlists: "+filepath.Join(dir, "rules.yaml")+`:4:9: rule "Listed": no watchlist "blocked" (the agent has [scanners])`) {
 		t.Errorf("removing a list a rule names: %s", got)
 	}
 	sizes(map[string]int{"blocked": 1, "scanners": 2}) // all or nothing: not moved to its new file either

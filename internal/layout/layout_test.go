@@ -17,7 +17,7 @@ const module = "github.com/flowmon/flowmon"
 
 // libraries are the structures and their sources: they know nothing of
 // the pipeline that joins them, the agent, the evaluations or the command.
-var libraries = []string{"capture", "acsm", "kbf", "filters", "rules", "alerts", "bpf", "record"}
+var libraries = []string{"capture", "acsm", "kbf", "filters", "rules", "alerts", "bpf", "record", "conferr"}
 
 // above are the folders no library may import.
 var above = []string{"pipeline", "agent", "eval", "cmd"}

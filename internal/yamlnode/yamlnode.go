@@ -1,6 +1,8 @@
 // Package yamlnode holds what flowmon's YAML parsers (rules files, alert
 // sink files, the agent's config) share when they walk a yaml.v3 node
-// tree themselves, which they do to name every error's line and column.
+// tree themselves, which they do to name every error's line and column,
+// and the keys a struct's yaml tags give its fields (Fields), the one
+// place settings take their names from.
 package yamlnode
 
 import (
