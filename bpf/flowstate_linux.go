@@ -272,3 +272,7 @@ func ParseEvent(b []byte, e *Event) error {
 		Payload: r.Payload, TCPFlags: r.TcpFlags, Starts: r.Starts}
 	return nil
 }
+
+// XDPProgram is the live XDP program (for Program.Benchmark and
+// attaching).
+func (s *State) XDPProgram() *ebpf.Program { return s.objs.FlowmonStateXdp }
