@@ -33,6 +33,7 @@
 // passes the packet on (XDP_PASS; TC_ACT_UNSPEC, which lets later TC
 // programs run): flowmon observes and never drops.
 //
-// The package knows nothing of package capture; capture.OpenEBPF turns
-// its records into capture.Packet values.
+// The package knows nothing of package capture; its subpackage source
+// (bpf/source) is the live source on the program, which turns its records
+// into capture.Packet values.
 package bpf
