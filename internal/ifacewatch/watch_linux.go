@@ -17,8 +17,8 @@ import (
 // namespace, entered for a reopen when the thread is in another one.
 type Watch struct {
 	Name string // the interface's
-	ctl  int // an AF_UNIX datagram socket: ioctls only, no privilege needed
-	ns   int // the namespace's file (/proc/thread-self/ns/net at open)
+	ctl  int    // an AF_UNIX datagram socket: ioctls only, no privilege needed
+	ns   int    // the namespace's file (/proc/thread-self/ns/net at open)
 }
 
 // Open opens the watch of name in the calling thread's network
