@@ -123,12 +123,12 @@ func IfaceStateOf(there, up bool) IfaceState {
 // LiveSource is what a live source provides: a Source whose Next returns
 // ErrNoPacket when its poll times out, on a named interface it watches
 // and reopens, with the kernel's counts. The live pipeline
-// (pipeline.RunLive) takes one per shard, and asks nothing of it beyond
-// these methods. The project's are afpacket.Socket (capture/afpacket),
-// pcaplive.Handle (capture/pcaplive, -tags pcap) and source.Ring
-// (bpf/source, the eBPF program's rings). A live source that can
-// reassemble IP fragments is a DefragSource too (AF_PACKET, libpcap; the
-// eBPF program's records are no packets).
+// (pipeline.RunLive) takes one per shard. The project's are
+// afpacket.Socket (capture/afpacket), pcaplive.Handle (capture/pcaplive,
+// -tags pcap) and source.Ring (bpf/source, the eBPF program's rings). A
+// live source that can reassemble IP fragments is a DefragSource too, as
+// the file reader is, and the pipeline gives it a reassembler (AF_PACKET,
+// libpcap; the eBPF program's records are no packets).
 //
 // Next, Stats, SetDecodeOptions, IfaceState and Reopen are for the
 // goroutine that reads the source; KernelStats, EBPFStats and Close may be
