@@ -13,11 +13,14 @@
 // decoded with capture's decoder. The settings, their defaults and their
 // bounds are Config's (config.go); the rings are source_linux.go.
 //
-// Use it for the highest packet rates, or to sample and pre-filter in the
+// Use it on a busy receive-only tap or SPAN port (XDP), where copying
+// every packet into a ring is the cost, or to sample and pre-filter in the
 // kernel before anything reaches user space (Config.Sample, Prefixes,
-// Ports); the AF_PACKET source (capture/afpacket) needs less of the kernel
-// and reassembles IP fragments, which the program does not (a later
-// fragment goes with its addresses and protocol, ports 0).
+// Ports); TC when the host's own traffic (egress) matters
+// (docs/run.md; the program's time per packet is docs/results/bpf.md).
+// The program reads Ethernet frames only, and does not reassemble IP
+// fragments, which the AF_PACKET source (capture/afpacket) does: a later
+// fragment goes with its addresses and protocol, ports 0.
 //
 // Requirements: Linux whose kernel has XDP and TC (sched_cls) programs,
 // BPF ring buffers, arrays of maps, per-CPU arrays, LPM tries and bounded

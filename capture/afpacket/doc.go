@@ -4,8 +4,10 @@
 // by flow, both directions of a flow to one socket. Each Socket is a
 // capture.LiveSource, fed to one shard of the live pipeline.
 //
-// Use it to capture on Linux: it is flowmon's default live source, and
-// the fastest of the three after the eBPF program (bpf/source). The ring
+// Use it to capture on Linux: it is flowmon's default live source, the
+// one to take whenever something else reads the same traffic or the
+// interface is not Ethernet (docs/run.md says when the eBPF program,
+// bpf/source, is the better choice). The ring
 // is read in place through golang.org/x/sys/unix rather than gopacket's
 // afpacket package: each frame is decoded straight from the mapped block,
 // with no copy and no allocation per packet, and the fanout mode and
