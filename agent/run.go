@@ -35,7 +35,7 @@ type Options struct {
 type Agent struct {
 	cfg      config.Config
 	opt      Options
-	srcs     []capture.Source
+	srcs     []capture.LiveSource
 	al       *alerting // nil without rules
 	lk       *lookups
 	pl       *pipeline.Pipeline

@@ -15,11 +15,15 @@ import (
 )
 
 // idleSource is a live source with no packets.
-type idleSource struct{ st capture.Stats }
+type idleSource struct {
+	capture.NoIface
+	st capture.Stats
+}
 
-func (s *idleSource) Next(*capture.Packet) error { return io.EOF }
-func (s *idleSource) Stats() *capture.Stats      { return &s.st }
-func (s *idleSource) Close() error               { return nil }
+func (s *idleSource) Next(*capture.Packet) error             { return io.EOF }
+func (s *idleSource) Stats() *capture.Stats                  { return &s.st }
+func (s *idleSource) Close() error                           { return nil }
+func (s *idleSource) SetDecodeOptions(capture.DecodeOptions) {}
 
 // TestRefusedSnapshotKeptAside: a start that refuses its snapshot says
 // so and renames the file to FILE.rejected, replacing an older one, so
@@ -44,7 +48,7 @@ func TestRefusedSnapshotKeptAside(t *testing.T) {
 	}
 	cfg := pipeline.DefaultConfig()
 	cfg.ACSM.Capacity, cfg.FlowCount.ExpectedFlows, cfg.MaxFlows = 1<<10, 1<<10, 1<<10
-	pl, err := pipeline.NewLivePipeline(cfg, []capture.Source{&idleSource{}})
+	pl, err := pipeline.NewLivePipeline(cfg, []capture.LiveSource{&idleSource{}})
 	if err != nil {
 		t.Fatal(err)
 	}

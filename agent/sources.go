@@ -4,16 +4,19 @@ import (
 	"fmt"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/bpf/source"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
 )
 
-// openSources opens cfg's capture source: one per worker.
-func openSources(cfg *config.Config) ([]capture.Source, error) {
+// openSources opens cfg's capture source, chosen by its name (afpacket,
+// pcap, xdp or tc): one per worker, one shard each.
+func openSources(cfg *config.Config) ([]capture.LiveSource, error) {
 	workers := max(cfg.Pipeline.Workers, 1)
 	switch cfg.Source {
-	case "", "afpacket":
+	case "", config.SourceAFPacket:
 		a := cfg.AFPacket
-		ac := capture.AFPacketConfig{Iface: cfg.Interface, BlockSize: a.BlockSize, BlockCount: a.BlockCount,
+		ac := afpacket.Config{Iface: cfg.Interface, BlockSize: a.BlockSize, BlockCount: a.BlockCount,
 			FrameSize: a.FrameSize, BlockTimeout: a.BlockTimeout, Fanout: a.Fanout, Promisc: a.Promisc}
 		if a.Filter != "" {
 			prog, err := compileFilter(a.Filter)
@@ -22,15 +25,11 @@ func openSources(cfg *config.Config) ([]capture.Source, error) {
 			}
 			ac.Filter = prog
 		}
-		socks, err := capture.OpenAFPacket(ac, workers)
+		socks, err := afpacket.Open(ac, workers)
 		if err != nil {
 			return nil, err
 		}
-		srcs := make([]capture.Source, len(socks))
-		for i, s := range socks {
-			srcs[i] = s
-		}
-		return srcs, nil
+		return live(socks), nil
 	case config.SourcePcap:
 		return openPcap(cfg)
 	case config.SourceXDP, config.SourceTC:
@@ -38,25 +37,30 @@ func openSources(cfg *config.Config) ([]capture.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		rings, err := capture.OpenEBPF(ec, workers)
+		rings, err := source.Open(ec, workers)
 		if err != nil {
 			return nil, err
 		}
-		srcs := make([]capture.Source, len(rings))
-		for i, r := range rings {
-			srcs[i] = r
-		}
-		return srcs, nil
+		return live(rings), nil
 	}
 	return nil, fmt.Errorf("unknown source %q (afpacket, pcap, xdp or tc)", cfg.Source)
 }
 
+// live returns srcs as the live sources the pipeline takes.
+func live[S capture.LiveSource](srcs []S) []capture.LiveSource {
+	out := make([]capture.LiveSource, len(srcs))
+	for i, s := range srcs {
+		out[i] = s
+	}
+	return out
+}
+
 // attachedAt says where an eBPF source's program is attached ("xdp
 // driver", "xdp generic", "tcx"), "" for the other sources.
-func attachedAt(srcs []capture.Source) string {
+func attachedAt(srcs []capture.LiveSource) string {
 	if len(srcs) > 0 {
-		if e, ok := srcs[0].(*capture.EBPF); ok {
-			return e.Attached()
+		if st, ok := srcs[0].EBPFStats(); ok {
+			return st.Attached
 		}
 	}
 	return ""

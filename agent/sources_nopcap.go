@@ -10,7 +10,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 )
 
-func openPcap(*config.Config) ([]capture.Source, error) {
+func openPcap(*config.Config) ([]capture.LiveSource, error) {
 	return nil, errors.New("source pcap: this flowmon was built without libpcap (build it with -tags pcap)")
 }
 

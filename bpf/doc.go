@@ -44,6 +44,7 @@
 // BPF_PROG_TEST_RUN at the frame's packet time and says whether the
 // program kept it or left it to user space.
 //
-// The package knows nothing of package capture; capture.OpenEBPF turns
-// its records into capture.Packet values.
+// The package knows nothing of package capture; its subpackage source
+// (bpf/source) is the live source on the program, which turns its records
+// into capture.Packet values.
 package bpf

@@ -48,9 +48,10 @@ type portBits [1 << 16 / 64]uint64
 
 func (t *portBits) has(port uint16) bool { return t[port>>6]&(1<<(port&63)) != 0 }
 
-// compiled returns a copy of o with its port set made. The lists must not
+// Compiled returns a copy of o with its port set made, which a source decodes
+// with (DecodeOptions.Decode reads the lists without it). The lists must not
 // change afterwards.
-func (o *DecodeOptions) compiled() *DecodeOptions {
+func (o *DecodeOptions) Compiled() *DecodeOptions {
 	c := *o
 	t := new(portBits)
 	for _, l := range c.portLists() {
@@ -101,7 +102,7 @@ func DefaultDecodeOptions() DecodeOptions {
 // given others.
 var defaultDecodeOptions = func() *DecodeOptions {
 	o := DefaultDecodeOptions()
-	return o.compiled()
+	return o.Compiled()
 }()
 
 // Validate checks the options: a port in one list only, a depth within

@@ -121,13 +121,13 @@ type DefragSource interface {
 	SetDefragmenter(Defragmenter)
 }
 
-// defragFrame hands the fragment p, decoded from frame, to d and counts
+// DefragFrame hands the fragment p, decoded from frame, to d and counts
 // it in st; it reports whether p holds a packet to hand on. The sources
-// call it after Decode for fragments only (defragments), so that the
+// call it after Decode for fragments only (Defragments), so that the
 // path of every other packet stays as it was. reason is Decode's: a
 // first fragment too short for its transport header (a tiny fragment,
 // the header split over two) is still a piece of its datagram.
-func defragFrame(p *Packet, frame []byte, reason Reason, st *Stats, d Defragmenter) bool {
+func DefragFrame(p *Packet, frame []byte, reason Reason, st *Stats, d Defragmenter) bool {
 	st.countFrame(p)
 	res, r := d.Add(p, frame, &st.Defrag)
 	switch res {
@@ -140,6 +140,6 @@ func defragFrame(p *Packet, frame []byte, reason Reason, st *Stats, d Defragment
 	return r == ReasonNone
 }
 
-// defragments reports whether Decode's answer for a fragment is one to
+// Defragments reports whether Decode's answer for a fragment is one to
 // hand to a Defragmenter.
-func defragments(r Reason) bool { return r == ReasonNone || r == ReasonTransportTruncated }
+func Defragments(r Reason) bool { return r == ReasonNone || r == ReasonTransportTruncated }

@@ -7,14 +7,19 @@
 //
 //   - Source (source.go) is the seam the engine reads: Next, Stats, Close.
 //     Reader is one capture file, Files several in turn (OpenFiles).
-//   - Live sources (live.go) satisfy it too, returning ErrNoPacket when a
-//     poll times out and keeping the kernel's counts (KernelStats):
-//     AFPacket (afpacket*.go), one TPACKET_V3 ring per worker in a fanout
-//     group, read in place; PcapLive (pcaplive.go, -tags pcap), libpcap;
-//     EBPF (ebpf*.go), a ring of the eBPF program. Each is an IfaceSource:
-//     it says whether its interface is up, down or gone (deleted, or
-//     made again with a new index), and reopens itself on the interface
-//     that has its name again (live.go says what each sees).
+//   - LiveSource (live.go) is what a live source provides beyond Source:
+//     ErrNoPacket when a poll times out, the decoder's options, the
+//     kernel's counts (KernelStats), whether its interface is up, down or
+//     gone (deleted, or made again with a new index) and a reopen on the
+//     interface that has its name again (live.go says what each source
+//     sees), and the eBPF program's counts where one feeds it. Each live
+//     source is a package of its own, which imports this one:
+//     capture/afpacket (one TPACKET_V3 ring per worker in a fanout group,
+//     read in place), capture/pcaplive (libpcap, -tags pcap) and
+//     bpf/source (a ring of the eBPF program, beside it).
+//   - Classic BPF programs (sockfilter.go, filter.go): ParseBPF reads
+//     tcpdump -ddd's output for an AF_PACKET socket's filter, and Filter
+//     runs one on a file's frames in user space.
 //   - Reader (reader.go, pcapfile.go) reads classic pcap with its own reader
 //     (records are slices of what holds the file's bytes, returned from a
 //     window on them without a call a record; either byte order, micro- or

@@ -9,7 +9,7 @@ import (
 // Filter keeps the frames a classic BPF program accepts, run in user
 // space on each frame as the file holds it, link header and all: what
 // the kernel does with the same program attached to a socket
-// (AFPacketConfig.Filter), and what tcpdump -r FILE EXPR keeps. A frame
+// (afpacket.Config.Filter), and what tcpdump -r FILE EXPR keeps. A frame
 // the program returns 0 for, or reads past the end of, is left out.
 // golang.org/x/net/bpf's interpreter runs it: it allocates nothing a
 // frame, and it is the Go project's own.
@@ -17,11 +17,11 @@ type Filter struct {
 	vm *bpf.VM
 }
 
-// NewFilter makes a Filter of prog (ParseBPF, or CompileBPF in a build
-// with -tags pcap). A program the interpreter cannot run (an ancillary
+// NewFilter makes a Filter of prog (ParseBPF, or pcaplive.CompileBPF in a
+// build with -tags pcap). A program the interpreter cannot run (an ancillary
 // load other than the frame's length) is refused, wrapping ErrBPF.
 func NewFilter(prog []SockFilter) (*Filter, error) {
-	if err := checkBPF(prog); err != nil {
+	if err := CheckBPF(prog); err != nil {
 		return nil, fmt.Errorf("filter: %w", err)
 	}
 	raw := make([]bpf.RawInstruction, len(prog))

@@ -170,8 +170,8 @@ func (r *Reader) Next(p *Packet) error {
 			continue
 		}
 		reason := r.dec.Decode(p, link, data, wire, ts)
-		if p.Fragment != NotFragment && r.defrag != nil && defragments(reason) {
-			if defragFrame(p, data, reason, &r.stats, r.defrag) {
+		if p.Fragment != NotFragment && r.defrag != nil && Defragments(reason) {
+			if DefragFrame(p, data, reason, &r.stats, r.defrag) {
 				return nil
 			}
 			continue
@@ -228,7 +228,7 @@ func (r *Reader) SetFilter(f *Filter) { r.filter = f }
 
 // SetDecodeOptions has the packets read from now on decoded with o
 // (DefaultDecodeOptions until then).
-func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.dec = o.compiled() }
+func (r *Reader) SetDecodeOptions(o DecodeOptions) { r.dec = o.Compiled() }
 
 // finish ends the reading: at io.EOF cleanly, at any other error with a
 // ReadError naming the record's offset.

@@ -33,6 +33,10 @@ const (
 	numReasons
 )
 
+// NumReasons is how many reasons there are, ReasonNone included: every
+// Reason is below it, so it is the length of a counter array by reason.
+const NumReasons = int(numReasons)
+
 var reasonNames = [numReasons]string{
 	ReasonNone:               "none",
 	ReasonLinkTruncated:      "link_truncated",

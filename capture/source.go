@@ -6,7 +6,7 @@ import (
 )
 
 // Source is where packets come from: a capture file, several in turn, or a
-// live interface. The engine reads every source the same way and never
+// live interface (LiveSource says what a live source provides beyond it). The engine reads every source the same way and never
 // opens files or sockets itself.
 //
 // Next decodes the next flow packet into p, in place (p.Payload points
@@ -22,8 +22,9 @@ type Source interface {
 }
 
 // DecodeOptionsSetter is a Source that decodes frames itself, with the
-// options it is given (DefaultDecodeOptions until then). The eBPF source
-// is not one: its program parses the frames, without tunnels.
+// options it is given (DefaultDecodeOptions until then): the file
+// readers, and every LiveSource (the eBPF source decodes the frames its
+// program hands up whole).
 type DecodeOptionsSetter interface {
 	SetDecodeOptions(DecodeOptions)
 }

@@ -61,7 +61,7 @@ func TestCheckpointIsOneInstant(t *testing.T) {
 				snap, crash := filepath.Join(dir, "state.snap"), filepath.Join(dir, "crash.snap")
 				var log bytes.Buffer
 				parts := make([]*slowPart, shards)
-				srcs := make([]capture.Source, shards)
+				srcs := make([]capture.LiveSource, shards)
 				for i := range parts {
 					parts[i] = &slowPart{part: openPart(t, trace, 0, -1, i, shards), snap: snap}
 					srcs[i] = parts[i]
@@ -110,7 +110,7 @@ func TestCheckpointIsOneInstant(t *testing.T) {
 				var log2 bytes.Buffer
 				log2.Write(log.Bytes()[:kept])
 				inside := false
-				pl2srcs := make([]capture.Source, shards)
+				pl2srcs := make([]capture.LiveSource, shards)
 				for i := range shards {
 					from := int(binary.LittleEndian.Uint64(m[8*(1+i):]))
 					inside = inside || (from > 0 && from < total)
@@ -163,7 +163,7 @@ func TestCheckpointFailureReported(t *testing.T) {
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "gone", "state.snap") // no such directory yet
 	p := &slowPart{part: openPart(t, trace, 0, -1, 0, 1)}
-	pl, err := NewLivePipeline(liveConfig(acsm.BackendDLeft, &bytes.Buffer{}), []capture.Source{p})
+	pl, err := NewLivePipeline(liveConfig(acsm.BackendDLeft, &bytes.Buffer{}), []capture.LiveSource{p})
 	if err != nil {
 		t.Fatal(err)
 	}

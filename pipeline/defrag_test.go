@@ -220,6 +220,13 @@ func TestDefragMatchesTshark(t *testing.T) {
 	}
 }
 
+// liveFiles reads files as a live source on no interface; it hands its
+// fragments to a reassembler as the files do (capture.DefragSource).
+type liveFiles struct {
+	*capture.Files
+	capture.NoIface
+}
+
 // TestLiveReassembles: a live pipeline gives each source a reassembler
 // of its own (the feeder's goroutine reads it): a file read as a live
 // source gives Zeek's connections of its fragmented DNS trace, and the
@@ -234,7 +241,7 @@ func TestLiveReassembles(t *testing.T) {
 	var log bytes.Buffer
 	cfg := liveConfig(acsm.BackendExact, &log)
 	cfg.NoDedup = true
-	pl, err := NewLivePipeline(cfg, []capture.Source{src})
+	pl, err := NewLivePipeline(cfg, []capture.LiveSource{liveFiles{Files: src}})
 	if err != nil {
 		t.Fatal(err)
 	}

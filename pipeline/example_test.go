@@ -55,13 +55,45 @@ func (h *handshakes) Stats() *capture.Stats { return &h.stats }
 func (h *handshakes) Close() error          { return nil }
 
 // Example_source runs the pipeline on a source of one's own: anything
-// with capture.Source's Next, Stats and Close (a file reader, AF_PACKET,
-// libpcap, an eBPF ring are the project's).
+// with capture.Source's Next, Stats and Close (a file reader is the
+// project's).
 func Example_source() {
 	src := &handshakes{n: 100, start: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg := pipeline.DefaultConfig()
 	cfg.Workers = 1
 	s, err := pipeline.Run(context.Background(), src, pipeline.ReplayOptions{Config: cfg})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Packets, "packets,", s.Flows, "flows:", s.ConnStates)
+	// Output: 700 packets, 100 flows: map[SF:100]
+}
+
+// liveHandshakes is a capture.LiveSource of one's own: a source on no
+// interface (capture.NoIface answers for the interface, the kernel's
+// counts and the eBPF program) that takes the decoder's options and, as
+// it decodes nothing, leaves them. AF_PACKET (capture/afpacket), libpcap
+// (capture/pcaplive) and the eBPF rings (bpf/source) are the project's.
+type liveHandshakes struct {
+	handshakes
+	capture.NoIface
+}
+
+func (h *liveHandshakes) SetDecodeOptions(capture.DecodeOptions) {}
+
+// Example_liveSource runs a live pipeline, one shard per live source,
+// each fed on a goroutine of its own until its source ends (or the
+// context is done).
+func Example_liveSource() {
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	srcs := []capture.LiveSource{&liveHandshakes{handshakes: handshakes{n: 100, start: start}}}
+	pl, err := pipeline.NewLivePipeline(pipeline.DefaultConfig(), srcs)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := pipeline.RunLive(context.Background(), pl, pipeline.LiveOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

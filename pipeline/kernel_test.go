@@ -29,7 +29,7 @@ func (p *countingPart) KernelStats() (capture.KernelStats, error) { return p.ks,
 // flowmon_capture_kernel_*_total metric.
 func TestKernelCountsReachSummaryAndMetrics(t *testing.T) {
 	trace := genTrace(t, gen.Options{Flows: 200, Seed: 5, Duration: 2 * time.Second})
-	srcs := []capture.Source{
+	srcs := []capture.LiveSource{
 		&countingPart{openPart(t, trace, 0, -1, 0, 2), capture.KernelStats{Packets: 1000, Drops: 10, FreezeQueue: 3, IfDrops: 0}},
 		&countingPart{openPart(t, trace, 0, -1, 1, 2), capture.KernelStats{Packets: 2000, Drops: 20, FreezeQueue: 0, IfDrops: 7}},
 	}
@@ -90,9 +90,9 @@ type ebpfPart struct {
 func (p *ebpfPart) KernelStats() (capture.KernelStats, error) {
 	return capture.KernelStats{Packets: p.c.Seen - p.c.SampledOut - p.c.FilteredOut, Drops: p.c.Lost}, nil
 }
-func (p *ebpfPart) Counters() (capture.EBPFCounters, error) { return p.c, nil }
-func (p *ebpfPart) Sampling() uint32                        { return p.sample }
-func (p *ebpfPart) Attached() string                        { return "clsact" }
+func (p *ebpfPart) EBPFStats() (capture.EBPFStats, bool) {
+	return capture.EBPFStats{Counters: p.c, SampleOneIn: p.sample, Attached: "clsact"}, true
+}
 
 // TestEBPFCountsReachSummaryAndMetrics: every counter of the eBPF
 // program (packets seen, records emitted and lost, packets sampled out
@@ -107,7 +107,7 @@ func TestEBPFCountsReachSummaryAndMetrics(t *testing.T) {
 	c1 := capture.EBPFCounters{Seen: 2000, Emitted: 1500, Lost: 20, SampledOut: 400, FilteredOut: 80}
 	c1.Failures[capture.ReasonIPTruncated] = 4
 	c1.Failures[capture.ReasonNotIP] = 5
-	srcs := []capture.Source{
+	srcs := []capture.LiveSource{
 		&ebpfPart{openPart(t, trace, 0, -1, 0, 2), c0, 4},
 		&ebpfPart{openPart(t, trace, 0, -1, 1, 2), c1, 4},
 	}

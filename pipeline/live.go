@@ -31,7 +31,7 @@ const kernelReadEvery = time.Minute
 // goroutine of its own when RunLive runs it; cfg.Workers is ignored (one
 // shard per source). Each source must deliver every packet of its flows,
 // both directions: a shard sees only its own source.
-func NewLivePipeline(cfg Config, srcs []capture.Source) (*Pipeline, error) {
+func NewLivePipeline(cfg Config, srcs []capture.LiveSource) (*Pipeline, error) {
 	if len(srcs) == 0 {
 		return nil, errors.New("build live pipeline: no source")
 	}
@@ -82,7 +82,9 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	feeders := make([]*feeder, len(pl.live))
 	var wg sync.WaitGroup
 	for i := range pl.live {
-		setDecode(pl.live[i], pl.cfg.Decode)
+		if pl.cfg.Decode != nil {
+			pl.live[i].SetDecodeOptions(*pl.cfg.Decode)
+		}
 		f := &feeder{p: pl, i: i, src: pl.live[i], s: pl.shards[i], prog: opt.Progress,
 			w: newIfaceWatch(pl.live[i], &pl.srcStates[i], i, pl.cfg.Logger)}
 		feeders[i] = f
@@ -179,7 +181,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 type feeder struct {
 	p    *Pipeline
 	i    int
-	src  capture.Source
+	src  capture.LiveSource
 	s    *shard
 	b    batch
 	prog *Progress
@@ -328,17 +330,13 @@ func (f *feeder) publish(counted uint64) uint64 {
 	return st.Packets
 }
 
-// KernelStats sums the kernel's counts over the sources that keep them
-// (kernelCounter); ok is false when none does.
+// KernelStats sums the kernel's counts over the sources whose counts
+// could be read; ok is false when none could.
 func (p *Pipeline) KernelStats() (ks capture.KernelStats, ok bool) {
 	p.kernelMu.Lock()
 	defer p.kernelMu.Unlock()
 	for _, src := range p.live {
-		kc, isKC := src.(kernelCounter)
-		if !isKC {
-			continue
-		}
-		s, err := kc.KernelStats()
+		s, err := src.KernelStats()
 		if err != nil {
 			continue
 		}
@@ -346,12 +344,6 @@ func (p *Pipeline) KernelStats() (ks capture.KernelStats, ok bool) {
 		ok = true
 	}
 	return ks, ok
-}
-
-// kernelCounter is a live source whose kernel keeps counts of the packets
-// it passed and dropped (AF_PACKET, libpcap).
-type kernelCounter interface {
-	KernelStats() (capture.KernelStats, error)
 }
 
 var (
@@ -389,62 +381,37 @@ func (c kernelCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// ebpfSource is a live source fed by the eBPF capture program
-// (capture.EBPF), which keeps counts of its own beyond KernelStats'.
-type ebpfSource interface {
-	Counters() (capture.EBPFCounters, error)
-	Sampling() uint32
-	Attached() string
-}
-
-// EBPFCounters sums the eBPF program's counts over the sources it feeds
-// (each reads its own ring); ok is false when no source is one of its.
-func (p *Pipeline) EBPFCounters() (c capture.EBPFCounters, ok bool) {
+// EBPFStats sums the eBPF program's counts over the sources it feeds
+// (each reads its own ring; capture.LiveSource.EBPFStats), with the
+// sampling and the attach point the sources share; ok is false when no
+// source is one of its.
+func (p *Pipeline) EBPFStats() (st capture.EBPFStats, ok bool) {
 	p.kernelMu.Lock()
 	defer p.kernelMu.Unlock()
 	for _, src := range p.live {
-		es, isE := src.(ebpfSource)
+		rs, isE := src.EBPFStats()
 		if !isE {
 			continue
 		}
-		rc, err := es.Counters()
-		if err != nil {
-			continue
-		}
-		c.Add(rc)
+		st.Counters.Add(rs.Counters)
+		st.SampleOneIn, st.Attached = rs.SampleOneIn, rs.Attached
 		ok = true
 	}
-	return c, ok
-}
-
-// ebpfSampling returns the eBPF program's sampling rate, 0 when no
-// source is the program's.
-func (p *Pipeline) ebpfSampling() uint32 {
-	for _, src := range p.live {
-		if es, ok := src.(ebpfSource); ok {
-			return es.Sampling()
-		}
-	}
-	return 0
+	return st, ok
 }
 
 // ebpfSummary is the summary's part for the eBPF program, nil when no
 // source is its.
 func (p *Pipeline) ebpfSummary() *EBPFSummary {
-	c, ok := p.EBPFCounters()
+	st, ok := p.EBPFStats()
 	if !ok {
 		return nil
 	}
+	c := &st.Counters
 	s := &EBPFSummary{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut,
-		FilteredOut: c.FilteredOut, ParseFailures: c.FailureCounts()}
-	for _, src := range p.live {
-		if es, ok := src.(ebpfSource); ok {
-			s.Attached = es.Attached()
-			if n := es.Sampling(); n > 1 {
-				s.SampleOneIn = n
-			}
-			break
-		}
+		FilteredOut: c.FilteredOut, ParseFailures: c.FailureCounts(), Attached: st.Attached}
+	if st.SampleOneIn > 1 {
+		s.SampleOneIn = st.SampleOneIn
 	}
 	return s
 }
@@ -480,10 +447,11 @@ func (c ebpfCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c ebpfCollector) Collect(ch chan<- prometheus.Metric) {
-	ec, ok := c.p.EBPFCounters()
+	st, ok := c.p.EBPFStats()
 	if !ok {
 		return
 	}
+	ec := &st.Counters
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v uint64
@@ -494,7 +462,7 @@ func (c ebpfCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range capture.Reasons() {
 		ch <- prometheus.MustNewConstMetric(descEBPFParseFailures, prometheus.CounterValue, float64(ec.Failures[r]), r.String())
 	}
-	ch <- prometheus.MustNewConstMetric(descEBPFSample, prometheus.GaugeValue, float64(c.p.ebpfSampling()))
+	ch <- prometheus.MustNewConstMetric(descEBPFSample, prometheus.GaugeValue, float64(st.SampleOneIn))
 }
 
 // Status is a running live pipeline's figures for its status line.

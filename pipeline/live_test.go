@@ -26,6 +26,7 @@ import (
 // [from, to) (in file order) whose flow falls to shard `of` of `shards`
 // (as AF_PACKET fanout would send a flow's packets to one socket).
 type part struct {
+	capture.NoIface
 	r         *capture.Reader
 	n         int
 	from, to  int
@@ -60,8 +61,9 @@ func (p *part) Next(pk *capture.Packet) error {
 	}
 }
 
-func (p *part) Stats() *capture.Stats { return &p.stats }
-func (p *part) Close() error          { return nil }
+func (p *part) Stats() *capture.Stats                    { return &p.stats }
+func (p *part) Close() error                             { return nil }
+func (p *part) SetDecodeOptions(o capture.DecodeOptions) { p.r.SetDecodeOptions(o) }
 
 // tracePackets counts the packets of the file trace.
 func tracePackets(t *testing.T, trace string) int {
@@ -93,7 +95,7 @@ func liveConfig(backend acsm.BackendKind, log io.Writer) Config {
 // at snap when set.
 func runParts(t *testing.T, cfg Config, trace string, from, to, shards int, snap string) (*Summary, Restored) {
 	t.Helper()
-	srcs := make([]capture.Source, shards)
+	srcs := make([]capture.LiveSource, shards)
 	for i := range srcs {
 		srcs[i] = openPart(t, trace, from, to, i, shards)
 	}
@@ -268,7 +270,7 @@ func TestSnapshotRefused(t *testing.T) {
 	snap := filepath.Join(t.TempDir(), "state.snap")
 	runParts(t, liveConfig(acsm.BackendDLeft, nil), trace, 0, 2000, 1, snap)
 	build := func(cfg Config) *Pipeline {
-		pl, err := NewLivePipeline(cfg, []capture.Source{openPart(t, trace, 2000, -1, 0, 1)})
+		pl, err := NewLivePipeline(cfg, []capture.LiveSource{openPart(t, trace, 2000, -1, 0, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +339,7 @@ func TestStopWritesEndedFlows(t *testing.T) {
 			t.Run(b.String()+"/"+string(rune('0'+shards)), func(t *testing.T) {
 				snap := filepath.Join(t.TempDir(), "state.snap")
 				var log bytes.Buffer
-				srcs := make([]capture.Source, shards)
+				srcs := make([]capture.LiveSource, shards)
 				for i := range srcs {
 					srcs[i] = openPart(t, trace, 0, total/2, i, shards)
 				}
@@ -369,7 +371,7 @@ func TestStopWritesEndedFlows(t *testing.T) {
 				}
 
 				n1 := log.Len()
-				srcs2 := make([]capture.Source, shards)
+				srcs2 := make([]capture.LiveSource, shards)
 				for i := range srcs2 {
 					srcs2[i] = openPart(t, trace, total/2, -1, i, shards)
 				}

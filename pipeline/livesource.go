@@ -17,7 +17,7 @@ import (
 // silently (capture/live.go says what each source sees). Its feeder asks
 // the source how its interface is when a poll found nothing, at most once
 // a second, and at once when Next reports capture.ErrIfaceDown; a source
-// whose interface is gone is reopened (capture.IfaceSource.Reopen) at the
+// whose interface is gone is reopened (capture.LiveSource.Reopen) at the
 // same pace until the interface is back, and goes on feeding its shard,
 // whose state stays. The stop is logged once when it begins and once
 // when it ends, counted, and each source's state is served
@@ -32,7 +32,7 @@ const ifaceCheckEvery = time.Second
 // and any goroutine reads.
 type sourceState struct {
 	iface   string
-	watched bool          // the source is a capture.IfaceSource
+	watched bool          // the source is on an interface (capture.LiveSource.Iface)
 	state   atomic.Uint32 // capture.IfaceState
 	since   atomic.Int64  // when it stopped, Unix ns; 0 while up
 	stops   [2]atomic.Uint64
@@ -51,12 +51,11 @@ func stopIndex(st capture.IfaceState) int {
 }
 
 // newSourceStates makes the states of a live pipeline's sources.
-func newSourceStates(srcs []capture.Source) []sourceState {
+func newSourceStates(srcs []capture.LiveSource) []sourceState {
 	ss := make([]sourceState, len(srcs))
 	for i, src := range srcs {
-		if is, ok := src.(capture.IfaceSource); ok {
-			ss[i].iface, ss[i].watched = is.Iface(), true
-		}
+		ss[i].iface = src.Iface()
+		ss[i].watched = ss[i].iface != ""
 	}
 	return ss
 }
@@ -77,7 +76,7 @@ type SourceHealth struct {
 }
 
 // Sources returns the health of a live pipeline's sources that are on an
-// interface (capture.IfaceSource); any goroutine may call it.
+// interface (capture.LiveSource.Iface); any goroutine may call it.
 func (p *Pipeline) Sources() []SourceHealth {
 	var out []SourceHealth
 	for i := range p.srcStates {
@@ -120,7 +119,7 @@ func (p *Pipeline) sourceStops() uint64 {
 
 // ifaceWatch is a feeder's watch of its source's interface.
 type ifaceWatch struct {
-	src      capture.IfaceSource // nil: nothing to watch
+	src      capture.LiveSource // nil: nothing to watch
 	ss       *sourceState
 	log      *slog.Logger
 	i        int
@@ -131,10 +130,10 @@ type ifaceWatch struct {
 	pause    *time.Timer
 }
 
-func newIfaceWatch(src capture.Source, ss *sourceState, i int, log *slog.Logger) *ifaceWatch {
+func newIfaceWatch(src capture.LiveSource, ss *sourceState, i int, log *slog.Logger) *ifaceWatch {
 	w := &ifaceWatch{ss: ss, i: i, log: log}
-	if is, ok := src.(capture.IfaceSource); ok {
-		w.src = is
+	if ss.watched {
+		w.src = src
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)

@@ -135,7 +135,7 @@ type Pipeline struct {
 	pub published
 	// live are the sources of a live pipeline, source i feeding shard i
 	// (nil when the pipeline is fed by Packet).
-	live       []capture.Source
+	live       []capture.LiveSource
 	liveStats  []capture.Stats // each source's counts, as last published (under pub.mu)
 	srcStates  []sourceState   // each source's interface state (livesource.go)
 	kernelMu   sync.Mutex      // serialises reading the kernel's counts (they reset on read)
@@ -158,7 +158,7 @@ func NewPipeline(cfg Config) (*Pipeline, error) { return newPipeline(cfg, nil) }
 // newPipeline builds the stages from cfg: fed by Packet from one
 // goroutine, or, with live sources, one shard per source, each fed by its
 // own goroutine (live.go).
-func newPipeline(cfg Config, live []capture.Source) (*Pipeline, error) {
+func newPipeline(cfg Config, live []capture.LiveSource) (*Pipeline, error) {
 	p := &Pipeline{decodeOnly: cfg.DecodeOnly, acsm: cfg.ACSM, fpBytes: -1, live: live}
 	if live != nil {
 		cfg.Workers = len(live)
@@ -402,7 +402,7 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 				return fmt.Errorf("register capture source metrics: %w", err)
 			}
 		}
-		if p.ebpfSampling() > 0 {
+		if _, ok := p.EBPFStats(); ok {
 			if err := reg.Register(ebpfCollector{p}); err != nil {
 				return fmt.Errorf("register eBPF capture metrics: %w", err)
 			}

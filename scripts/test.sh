@@ -24,7 +24,7 @@ $GO build -o "$tmp/testreport" ./internal/testreport/cmd/testreport || exit 1
 tags=()
 if [ -e /usr/include/pcap.h ] || [ -e /usr/include/pcap/pcap.h ]; then
 	tags=(-tags pcap)
-	$GO vet "${tags[@]}" ./capture/ ./cmd/flowmon/ || exit 1
+	$GO vet "${tags[@]}" ./capture/... ./agent/ ./cmd/flowmon/ || exit 1
 fi
 $GO test -json -timeout 12m "${tags[@]}" "$@" ./... >"$tmp/log" 2>&1
 status=$?

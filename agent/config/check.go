@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
@@ -152,12 +153,12 @@ func checkIPFIX(x *IPFIX) []problem {
 	return ps
 }
 
-// checkAFPacket runs capture's Validate on the ring's settings and names
+// checkAFPacket runs afpacket's Validate on the ring's settings and names
 // them as the file does ("afpacket.block-count: 0 must be between 1 and
 // 65536"). The interface is checked on its own (interface), and the
 // filter, a string here, by checkFilter.
 func checkAFPacket(a *AFPacket) []problem {
-	err := capture.AFPacketConfig{BlockSize: a.BlockSize, BlockCount: a.BlockCount, FrameSize: a.FrameSize,
+	err := afpacket.Config{BlockSize: a.BlockSize, BlockCount: a.BlockCount, FrameSize: a.FrameSize,
 		BlockTimeout: a.BlockTimeout, Fanout: a.Fanout}.Validate()
 	var ps []problem
 	for _, e := range unjoin(err) {
@@ -172,7 +173,7 @@ func checkAFPacket(a *AFPacket) []problem {
 	return ps
 }
 
-// checkEBPF runs capture's Validate on the eBPF capture's settings and
+// checkEBPF runs bpf/source's Validate on the eBPF capture's settings and
 // names them as the file does ("ebpf.ring-size: 3000 must be a power of
 // two ..."). The interface and the source are checked on their own.
 func checkEBPF(e *EBPF) []problem {

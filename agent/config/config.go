@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowmon/flowmon/bpf/source"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/internal/rotfile"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
@@ -56,14 +58,14 @@ type Config struct {
 
 // AFPacket is the TPACKET_V3 ring of an AF_PACKET socket: BlockCount
 // blocks of BlockSize bytes, which the kernel hands over when full or
-// after BlockTimeout. Its settings are capture.AFPacketConfig's, checked
-// by its Validate against its bounds (capture.AFPacketMinBlockSize, ...).
+// after BlockTimeout. Its settings are afpacket.Config's, checked by its
+// Validate against its bounds (afpacket.MinBlockSize, ...).
 type AFPacket struct {
 	BlockSize    int           // block-size: bytes, a power of two and a whole number of pages
 	BlockCount   int           // block-count
 	FrameSize    int           // frame-size: bytes, a multiple of 16, at most BlockSize
 	BlockTimeout time.Duration // block-timeout: how long a block may wait part full
-	Fanout       string        // fanout: how the workers' sockets share packets: capture.FanoutHash, FanoutCPU or FanoutLB
+	Fanout       string        // fanout: how the workers' sockets share packets: afpacket.FanoutHash, FanoutCPU or FanoutLB
 	Promisc      bool          // promisc: promiscuous mode
 	Filter       string        // filter: a tcpdump expression, or tcpdump -ddd output (IsBPF, capture.ParseBPF); "" for none
 }
@@ -76,11 +78,11 @@ type Pcap struct {
 	Timeout time.Duration // timeout: libpcap's read timeout
 }
 
-// EBPF is the eBPF capture (capture.EBPFConfig): its settings are
-// checked by capture's Validate against its bounds.
+// EBPF is the eBPF capture (bpf/source's source.Config): its settings
+// are checked by its Validate against its bounds.
 type EBPF struct {
-	XDPMode     string        // xdp-mode: capture.XDPAuto, XDPDriver or XDPGeneric
-	TCMode      string        // tc-mode: capture.TCAuto, TCX or TCClsact
+	XDPMode     string        // xdp-mode: source.XDPAuto, XDPDriver or XDPGeneric
+	TCMode      string        // tc-mode: source.TCAuto, TCX or TCClsact
 	RingSize    int           // ring-size: bytes of each worker's ring buffer, a power of two
 	PollTimeout time.Duration // poll-timeout: how long a worker waits for records
 	Sample      int           // sample: keep 1 flow in this many; 1 keeps every flow
@@ -95,8 +97,8 @@ type EBPF struct {
 // capture returns the capture's settings for iface at hook, and what is
 // wrong with the sample, the prefixes and the ports, keyed as the file
 // names them.
-func (e EBPF) capture(iface, hook string) (capture.EBPFConfig, []problem) {
-	c := capture.EBPFConfig{Iface: iface, Hook: hook, XDPMode: e.XDPMode, TCMode: e.TCMode, RingSize: e.RingSize,
+func (e EBPF) capture(iface, hook string) (source.Config, []problem) {
+	c := source.Config{Iface: iface, Hook: hook, XDPMode: e.XDPMode, TCMode: e.TCMode, RingSize: e.RingSize,
 		PollTimeout: e.PollTimeout, Sample: uint32(max(e.Sample, 0))}
 	var ps []problem
 	if e.Sample < 1 || e.Sample > 1<<31 {
@@ -128,7 +130,7 @@ func (e EBPF) capture(iface, hook string) (capture.EBPFConfig, []problem) {
 // EBPFCapture returns the eBPF capture's settings for c's interface and
 // source (xdp or tc); the error, each a *conferr.Error, joined, when the ebpf
 // section's prefixes, ports or sample do not read (Validate says so too).
-func (c *Config) EBPFCapture() (capture.EBPFConfig, error) {
+func (c *Config) EBPFCapture() (source.Config, error) {
 	ec, ps := c.EBPF.capture(c.Interface, c.Source)
 	var errs []error
 	for _, p := range ps {
@@ -243,18 +245,18 @@ func (x IPFIX) Options() ipfix.Options {
 }
 
 // The values of Source and Rules that mean something; AFPacket.Fanout's
-// are capture's (capture.FanoutHash, FanoutCPU, FanoutLB).
+// are afpacket's (afpacket.FanoutHash, FanoutCPU, FanoutLB).
 const (
 	SourceAFPacket = "afpacket"
 	SourcePcap     = "pcap"
-	SourceXDP      = capture.HookXDP
-	SourceTC       = capture.HookTC
+	SourceXDP      = source.HookXDP
+	SourceTC       = source.HookTC
 
 	RulesNone = "none"
 )
 
 // The bounds of the settings, checked by Validate, Parse and Set; the
-// afpacket section's are capture's (capture.AFPacketMinBlockSize, ...),
+// afpacket section's are afpacket's (afpacket.MinBlockSize, ...),
 // and so are pcap.timeout's (capture.MinReadTimeout, MaxReadTimeout).
 const (
 	MinSnapshotInterval = time.Second
@@ -303,8 +305,8 @@ func runSettings() pipeline.Settings {
 // pipeline, the embedded default rules, no watchlists and no flow
 // history, no IPFIX export, metrics on 127.0.0.1:9100.
 func Default() Config {
-	ring := capture.AFPacketConfig{}.WithDefaults() // the ring's defaults are capture's
-	bpfDefaults := capture.EBPFConfig{}.WithDefaults()
+	ring := afpacket.Config{}.WithDefaults() // the ring's defaults are afpacket's
+	bpfDefaults := source.Config{}.WithDefaults()
 	return Config{
 		Source: SourceAFPacket,
 		AFPacket: AFPacket{

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/bpf/source"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/conferr"
 	"github.com/flowmon/flowmon/internal/goldentest"
 	"github.com/flowmon/flowmon/pipeline"
@@ -78,10 +80,10 @@ func TestFull(t *testing.T) {
 		Interface: "enp3s0f1",
 		Source:    SourcePcap,
 		AFPacket: AFPacket{BlockSize: 4 << 20, BlockCount: 128, FrameSize: 4096, BlockTimeout: 50 * time.Millisecond,
-			Fanout: capture.FanoutCPU, Promisc: false, Filter: "tcp port 443 or udp"},
+			Fanout: afpacket.FanoutCPU, Promisc: false, Filter: "tcp port 443 or udp"},
 		Pcap: Pcap{Snaplen: 1500, Promisc: false, Filter: "4\n40 0 0 12\n21 0 1 2048\n6 0 0 262144\n6 0 0 0\n",
 			Timeout: 100 * time.Millisecond},
-		EBPF: EBPF{XDPMode: capture.XDPGeneric, TCMode: capture.TCClsact, RingSize: 16 << 20, PollTimeout: 5 * time.Millisecond, Sample: 16,
+		EBPF: EBPF{XDPMode: source.XDPGeneric, TCMode: source.TCClsact, RingSize: 16 << 20, PollTimeout: 5 * time.Millisecond, Sample: 16,
 			CIDRs: "10.0.0.0/8, 2001:db8::/32", Ports: "53, 443"},
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/internal/netnstest"
 	"github.com/flowmon/flowmon/internal/sharedpcaps"
 )
@@ -38,9 +39,9 @@ func TestAFPacketReassembles(t *testing.T) {
 	}
 
 	n := netnstest.New(t)
-	var socks []*capture.AFPacket
+	var socks []*afpacket.Socket
 	if err := n.Do(func() (err error) {
-		socks, err = capture.OpenAFPacket(capture.AFPacketConfig{Iface: n.B, BlockSize: 1 << 20, BlockCount: 8, BlockTimeout: 10 * time.Millisecond}, 1)
+		socks, err = afpacket.Open(afpacket.Config{Iface: n.B, BlockSize: 1 << 20, BlockCount: 8, BlockTimeout: 10 * time.Millisecond}, 1)
 		return err
 	}); err != nil {
 		t.Fatal(err)

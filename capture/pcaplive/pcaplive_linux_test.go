@@ -1,6 +1,6 @@
 //go:build pcap && linux
 
-package capture_test
+package pcaplive_test
 
 import (
 	"errors"
@@ -10,18 +10,22 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
+	"github.com/flowmon/flowmon/capture/capturetest"
+	"github.com/flowmon/flowmon/capture/pcaplive"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/gen/gentest"
 	"github.com/flowmon/flowmon/internal/netnstest"
 )
 
 // openPcapIn opens a libpcap capture in n's namespace and closes it when
 // t ends.
-func openPcapIn(t testing.TB, n *netnstest.Net, iface, filter string, timeout time.Duration) *capture.PcapLive {
+func openPcapIn(t testing.TB, n *netnstest.Net, iface, filter string, timeout time.Duration) *pcaplive.Handle {
 	t.Helper()
-	var s *capture.PcapLive
+	var s *pcaplive.Handle
 	if err := n.Do(func() error {
 		var err error
-		s, err = capture.OpenPcapLive(iface, 0, false, filter, timeout)
+		s, err = pcaplive.Open(iface, 0, false, filter, timeout)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -32,18 +36,18 @@ func openPcapIn(t testing.TB, n *netnstest.Net, iface, filter string, timeout ti
 
 // readPcap reads s while play runs and until it has read every packet
 // libpcap counted.
-func readPcap(t testing.TB, s *capture.PcapLive, play func() error) *tally {
+func readPcap(t testing.TB, s *pcaplive.Handle, play func() error) *capturetest.Tally {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- play() }()
-	ta := newTally()
+	ta := capturetest.NewTally()
 	var p capture.Packet
 	played := false
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		err := s.Next(&p)
 		if err == nil {
-			ta.add(&p)
+			ta.Add(&p)
 			continue
 		}
 		if !errors.Is(err, capture.ErrNoPacket) {
@@ -65,7 +69,7 @@ func readPcap(t testing.TB, s *capture.PcapLive, play func() error) *tally {
 			t.Fatal(err)
 		}
 		if s.Stats().Packets >= ks.Packets-ks.Drops {
-			ta.stats = *s.Stats()
+			ta.Stats = *s.Stats()
 			return ta
 		}
 		if time.Now().After(deadline) {
@@ -77,8 +81,8 @@ func readPcap(t testing.TB, s *capture.PcapLive, play func() error) *tally {
 // TestPcapLiveVethMatchesFile plays a trace into a veth pair and checks
 // that libpcap's capture is what reading the file gives.
 func TestPcapLiveVethMatchesFile(t *testing.T) {
-	path := genTrace(t, 500, gen.LinkEthernet)
-	want := fileTally(t, path)
+	path := gentest.Trace(t, 500, gen.LinkEthernet)
+	want := capturetest.FileTally(t, path)
 	n := netnstest.New(t)
 	s := openPcapIn(t, n, n.B, "", 0)
 	if s.LinkType() != capture.LinkEthernet {
@@ -97,18 +101,18 @@ func TestPcapLiveVethMatchesFile(t *testing.T) {
 	if ks.Drops != 0 || ks.Packets != st.Packets {
 		t.Errorf("libpcap counts %+v, want %d packets and no drop", ks, st.Packets)
 	}
-	compare(t, got, want)
+	capturetest.Compare(t, got, want)
 }
 
 // TestPcapLiveFilter checks a tcpdump expression on the handle, and that
 // CompileBPF gives the program tcpdump prints and one the AF_PACKET
 // source applies.
 func TestPcapLiveFilter(t *testing.T) {
-	prog, err := capture.CompileBPF("tcp", 1, 262144)
+	prog, err := pcaplive.CompileBPF("tcp", 1, 262144)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := capture.ParseBPF(capture.BPFTCP)
+	ref, err := capture.ParseBPF(capturetest.BPFTCP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,32 +125,38 @@ func TestPcapLiveFilter(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"tcp and", "port 99999"} {
-		if _, err := capture.CompileBPF(bad, 1, 262144); err == nil || !errors.Is(err, capture.ErrBPF) {
+		if _, err := pcaplive.CompileBPF(bad, 1, 262144); err == nil || !errors.Is(err, capture.ErrBPF) {
 			t.Errorf("CompileBPF(%q): %v, want an ErrBPF", bad, err)
 		}
 	}
 
-	path := genTrace(t, 300, gen.LinkEthernet)
-	want := fileTally(t, path).stats.TransportCounts()
+	path := gentest.Trace(t, 300, gen.LinkEthernet)
+	want := capturetest.FileTally(t, path).Stats.TransportCounts()
 	n := netnstest.New(t)
 	s := openPcapIn(t, n, n.B, "udp", 0)
-	udp, err := capture.CompileBPF("udp", int(capture.LinkEthernet), 262144)
+	udp, err := pcaplive.CompileBPF("udp", int(capture.LinkEthernet), 262144)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ringFor(t, n.B, path)
-	c.Filter = udp
-	a := openIn(t, n, c, 1)
-	var viaAF *tally
+	var a []*afpacket.Socket
+	if err := n.Do(func() error {
+		var err error
+		a, err = afpacket.Open(afpacket.Config{Iface: n.B, BlockSize: 1 << 20, BlockCount: 64, BlockTimeout: 100 * time.Millisecond, Filter: udp}, 1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer a[0].Close()
+	var viaAF *capturetest.Tally
 	got := readPcap(t, s, func() error {
-		viaAF = capturePlay(t, a, func() error {
+		viaAF = capturetest.Play(t, a, func() error {
 			_, err := n.Send(n.A, path, netnstest.SendOptions{})
 			return err
 		})[0]
 		return nil
 	})
-	for name, ta := range map[string]*tally{"pcap": got, "afpacket": viaAF} {
-		tr := ta.stats.TransportCounts()
+	for name, ta := range map[string]*capturetest.Tally{"pcap": got, "afpacket": viaAF} {
+		tr := ta.Stats.TransportCounts()
 		if tr["udp"] != want["udp"] || len(tr) != 1 {
 			t.Errorf("%s with filter udp captured %v, want the file's %d UDP packets only", name, tr, want["udp"])
 		}
@@ -156,7 +166,7 @@ func TestPcapLiveFilter(t *testing.T) {
 // TestPcapLiveNoAllocs fills libpcap's buffer and checks that Next
 // allocates nothing per packet.
 func TestPcapLiveNoAllocs(t *testing.T) {
-	path := genTrace(t, 300, gen.LinkEthernet)
+	path := gentest.Trace(t, 300, gen.LinkEthernet)
 	n := netnstest.New(t)
 	s := openPcapIn(t, n, n.B, "", 0)
 	st, err := n.Send(n.A, path, netnstest.SendOptions{})
@@ -164,7 +174,7 @@ func TestPcapLiveNoAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	checkNextNoAllocs(t, s, int(st.Packets))
+	capturetest.CheckNextNoAllocs(t, s, int(st.Packets))
 }
 
 // TestPcapLiveClose: Next returns ErrNoPacket while idle, io.EOF once
@@ -202,7 +212,7 @@ func TestPcapLiveClose(t *testing.T) {
 	}
 }
 
-func TestOpenPcapLiveErrors(t *testing.T) {
+func TestOpenErrors(t *testing.T) {
 	for _, tc := range []struct {
 		iface   string
 		snaplen int
@@ -214,12 +224,12 @@ func TestOpenPcapLiveErrors(t *testing.T) {
 		{"lo", 0, time.Hour, "timeout 1h0m0s must be from 1ms to 10s"},
 		{"fm-none", 0, 0, "fm-none"},
 	} {
-		s, err := capture.OpenPcapLive(tc.iface, tc.snaplen, false, "", tc.timeout)
+		s, err := pcaplive.Open(tc.iface, tc.snaplen, false, "", tc.timeout)
 		if err == nil {
 			s.Close()
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("OpenPcapLive(%q, %d, %v): %v, want %q", tc.iface, tc.snaplen, tc.timeout, err, tc.want)
+			t.Errorf("Open(%q, %d, %v): %v, want %q", tc.iface, tc.snaplen, tc.timeout, err, tc.want)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture_test
+package source_test
 
 import (
 	"testing"
@@ -9,8 +9,10 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/flowmon/flowmon/bpf"
+	"github.com/flowmon/flowmon/bpf/source"
 	. "github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/gen/gentest"
 	"github.com/flowmon/flowmon/internal/bpftest"
 )
 
@@ -19,7 +21,7 @@ import (
 func tcpFrameWithPayload(t *testing.T) []byte {
 	t.Helper()
 	var frame []byte
-	err := EachFrame(genTrace(t, 200, gen.LinkEthernet), func(link uint16, data []byte) {
+	err := source.EachFrame(gentest.Trace(t, 200, gen.LinkEthernet), func(link uint16, data []byte) {
 		var p Packet
 		if frame == nil && Decode(&p, link, data, len(data), time.Time{}) == ReasonNone && p.HasTCP && len(p.Payload) > bpf.PayloadMax {
 			frame = append([]byte(nil), data...)
@@ -43,7 +45,7 @@ func TestEBPFNextAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewEBPFOn(objs, time.Second)
+	s, err := source.NewRingOn(objs, time.Second)
 	if err != nil {
 		objs.Close()
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func TestEBPFRecordPayloadIsTheFrames(t *testing.T) {
 		t.Fatalf("record %v, %v", rec, err)
 	}
 	var got, want Packet
-	if reason := FromRecord(&got, rec, 0); reason != ReasonNone {
+	if reason := source.FromRecord(&got, rec, 0); reason != ReasonNone {
 		t.Fatalf("record's reason %v", reason)
 	}
 	Decode(&want, LinkEthernet, frame, len(frame), time.Time{})

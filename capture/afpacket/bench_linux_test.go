@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture_test
+package afpacket_test
 
 import (
 	"errors"
@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/gen/gentest"
 	"github.com/flowmon/flowmon/internal/netnstest"
 )
 
@@ -27,14 +29,14 @@ import (
 // ring included, so the sender is the bound on a small machine: the
 // figures are a floor for the source, not its ceiling.
 func BenchmarkAFPacketVeth(b *testing.B) {
-	frames, err := netnstest.LoadFrames(genTrace(b, 3000, gen.LinkEthernet))
+	frames, err := netnstest.LoadFrames(gentest.Trace(b, 3000, gen.LinkEthernet))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			n := netnstest.New(b)
-			socks := openIn(b, n, capture.AFPacketConfig{Iface: n.B}, workers)
+			socks := openIn(b, n, afpacket.Config{Iface: n.B}, workers)
 			var sent, read uint64
 			var sendTime, readTime time.Duration
 			for b.Loop() {
@@ -100,7 +102,7 @@ func BenchmarkAFPacketVeth(b *testing.B) {
 // one packet from a ring the kernel has already filled (refilled, off the
 // clock, when it runs dry).
 func BenchmarkAFPacketNext(b *testing.B) {
-	path := genTrace(b, 1000, gen.LinkEthernet)
+	path := gentest.Trace(b, 1000, gen.LinkEthernet)
 	n := netnstest.New(b)
 	c := ringFor(b, n.B, path)
 	s := openIn(b, n, c, 1)[0]

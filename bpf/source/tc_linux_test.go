@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture_test
+package source_test
 
 import (
 	"errors"
@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/bpf/source"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/gen/gentest"
 	"github.com/flowmon/flowmon/internal/bpftest"
 	"github.com/flowmon/flowmon/internal/netnstest"
 )
@@ -21,10 +23,10 @@ import (
 func TestEBPFTCClsact(t *testing.T) {
 	bpftest.Require(t)
 	n := netnstest.New(t)
-	trace := genTrace(t, 200, gen.LinkEthernet)
-	var srcs []*capture.EBPF
+	trace := gentest.Trace(t, 200, gen.LinkEthernet)
+	var srcs []*source.Ring
 	if err := n.Do(func() (err error) {
-		srcs, err = capture.OpenEBPF(capture.EBPFConfig{Iface: n.B, Hook: capture.HookTC, TCMode: capture.TCClsact}, 1)
+		srcs, err = source.Open(source.Config{Iface: n.B, Hook: source.HookTC, TCMode: source.TCClsact}, 1)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -36,8 +38,8 @@ func TestEBPFTCClsact(t *testing.T) {
 			s.Close()
 		}
 	})
-	if got := s.Attached(); got != capture.TCClsact {
-		t.Errorf("attached at %q, want %q", got, capture.TCClsact)
+	if got := s.Attached(); got != source.TCClsact {
+		t.Errorf("attached at %q, want %q", got, source.TCClsact)
 	}
 	tc := func(args ...string) string {
 		out, err := n.Cmd("tc", args...).CombinedOutput()
@@ -98,9 +100,9 @@ func TestEBPFTCClsactSharesQdisc(t *testing.T) {
 	}
 	tc("qdisc", "add", "dev", n.B, "clsact")
 	tc("filter", "add", "dev", n.B, "ingress", "prio", "7", "u32", "match", "u32", "0", "0")
-	var srcs []*capture.EBPF
+	var srcs []*source.Ring
 	if err := n.Do(func() (err error) {
-		srcs, err = capture.OpenEBPF(capture.EBPFConfig{Iface: n.B, Hook: capture.HookTC, TCMode: capture.TCClsact}, 1)
+		srcs, err = source.Open(source.Config{Iface: n.B, Hook: source.HookTC, TCMode: source.TCClsact}, 1)
 		return err
 	}); err != nil {
 		t.Fatal(err)

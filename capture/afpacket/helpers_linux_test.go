@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture_test
+package afpacket_test
 
 import (
 	"fmt"

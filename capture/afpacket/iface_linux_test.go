@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture_test
+package afpacket_test
 
 import (
 	"errors"
@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/capture/afpacket"
+	"github.com/flowmon/flowmon/capture/capturetest"
 	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/gen/gentest"
 	"github.com/flowmon/flowmon/internal/netnstest"
 )
 
@@ -50,9 +53,9 @@ func waitIfaceDown(t testing.TB, s capture.Source) {
 // sendAndRead sends path into n.A and reads every socket until each has
 // read all the kernel passed it, and returns the packets read by all,
 // since they were opened.
-func sendAndRead(t testing.TB, n *netnstest.Net, socks []*capture.AFPacket, path string) (sent, read uint64) {
+func sendAndRead(t testing.TB, n *netnstest.Net, socks []*afpacket.Socket, path string) (sent, read uint64) {
 	t.Helper()
-	capturePlay(t, socks, func() error {
+	capturetest.Play(t, socks, func() error {
 		st, err := n.Send(n.A, path, netnstest.SendOptions{})
 		sent = st.Packets
 		return err
@@ -72,7 +75,7 @@ func sendAndRead(t testing.TB, n *netnstest.Net, socks []*capture.AFPacket, path
 // of the old fanout group) reads the new interface, and the counts, the
 // kernel's too, go on from where they were.
 func TestAFPacketIfaceDownAndGone(t *testing.T) {
-	path := genTrace(t, 40, gen.LinkEthernet)
+	path := gentest.Trace(t, 40, gen.LinkEthernet)
 	n := netnstest.New(t)
 	socks := openIn(t, n, ringFor(t, n.B, path), 2)
 	want := func(st capture.IfaceState) {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture
+package ifacewatch
 
 import (
 	"errors"
@@ -10,20 +10,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ifaceWatch is what a live source keeps to ask after its interface by
-// name and to open itself again, from whichever thread its goroutine runs
-// on: a socket in the network namespace the source was opened in (the
-// ioctls answer for the socket's namespace, not the thread's) and that
+// Watch is what a live source keeps to ask after its interface by name
+// and to open itself again, from whichever thread its goroutine runs on:
+// a socket in the network namespace the source was opened in (the ioctls
+// answer for the socket's namespace, not the thread's) and that
 // namespace, entered for a reopen when the thread is in another one.
-type ifaceWatch struct {
-	name string
-	ctl  int // an AF_UNIX datagram socket: ioctls only, no privilege needed
-	ns   int // the namespace's file (/proc/thread-self/ns/net at open)
+type Watch struct {
+	Name string // the interface's
+	ctl  int    // an AF_UNIX datagram socket: ioctls only, no privilege needed
+	ns   int    // the namespace's file (/proc/thread-self/ns/net at open)
 }
 
-// newIfaceWatch opens the watch of name in the calling thread's network
+// Open opens the watch of name in the calling thread's network
 // namespace.
-func newIfaceWatch(name string) (*ifaceWatch, error) {
+func Open(name string) (*Watch, error) {
 	ctl, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open a socket to watch %s: %w", name, err)
@@ -33,10 +33,11 @@ func newIfaceWatch(name string) (*ifaceWatch, error) {
 		unix.Close(ctl)
 		return nil, fmt.Errorf("open this thread's network namespace: %w", err)
 	}
-	return &ifaceWatch{name: name, ctl: ctl, ns: ns}, nil
+	return &Watch{Name: name, ctl: ctl, ns: ns}, nil
 }
 
-func (w *ifaceWatch) close() {
+// Close releases the watch; closing twice does nothing.
+func (w *Watch) Close() {
 	if w.ctl >= 0 {
 		unix.Close(w.ctl)
 		unix.Close(w.ns)
@@ -44,41 +45,36 @@ func (w *ifaceWatch) close() {
 	}
 }
 
-// state says how the interface named w.name is for a source on index: gone
-// if there is none or it has another index, down if it is not up.
-func (w *ifaceWatch) state(index int) IfaceState {
-	now, up, err := w.lookup()
-	switch {
-	case err != nil || now != index:
-		return IfaceGone
-	case !up:
-		return IfaceDown
-	}
-	return IfaceUp
+// On says how the interface named w.Name is for a source on index: there
+// is false if there is none or it has another index (deleted, or made
+// again), up whether it is up.
+func (w *Watch) On(index int) (there, up bool) {
+	now, up, err := w.Lookup()
+	return err == nil && now == index, up
 }
 
-// lookup returns the index of the interface named w.name and whether it
+// Lookup returns the index of the interface named w.Name and whether it
 // is up (IFF_UP); an error wrapping ENODEV when there is none.
-func (w *ifaceWatch) lookup() (index int, up bool, err error) {
-	ifr, err := unix.NewIfreq(w.name)
+func (w *Watch) Lookup() (index int, up bool, err error) {
+	ifr, err := unix.NewIfreq(w.Name)
 	if err != nil {
 		return 0, false, err
 	}
 	if err := unix.IoctlIfreq(w.ctl, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, false, fmt.Errorf("interface %q: %w", w.name, err)
+		return 0, false, fmt.Errorf("interface %q: %w", w.Name, err)
 	}
 	index = int(ifr.Uint32())
-	ifr, _ = unix.NewIfreq(w.name)
+	ifr, _ = unix.NewIfreq(w.Name)
 	if err := unix.IoctlIfreq(w.ctl, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return 0, false, fmt.Errorf("interface %q: %w", w.name, err)
+		return 0, false, fmt.Errorf("interface %q: %w", w.Name, err)
 	}
 	return index, ifr.Uint16()&unix.IFF_UP != 0, nil
 }
 
-// do runs f in the source's network namespace: on this thread if it is
+// Do runs f in the source's network namespace: on this thread if it is
 // there already (the usual case: one namespace for the whole process), or
 // on it locked and switched there and back, which needs CAP_SYS_ADMIN.
-func (w *ifaceWatch) do(f func() error) error {
+func (w *Watch) Do(f func() error) error {
 	var here, there unix.Stat_t
 	if err := unix.Stat("/proc/thread-self/ns/net", &here); err != nil {
 		return fmt.Errorf("read this thread's network namespace: %w", err)

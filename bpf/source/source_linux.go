@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture
+package source
 
 import (
 	"encoding/binary"
@@ -19,9 +19,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flowmon/flowmon/bpf"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/ifacewatch"
 )
 
-// EBPF is one worker's ring buffer of the eBPF capture program, a Source.
+// Ring is one worker's ring buffer of the eBPF capture program, a
+// capture.LiveSource.
 // The program (package bpf) parses each frame at XDP or TC and writes a
 // record into the ring its flow hash picks; Next turns the record into a
 // Packet by copying fields (the key, the header fields, up to
@@ -44,44 +47,47 @@ import (
 // maps and their counts stay.
 //
 // Next, Stats, IfaceState and Reopen are for the one goroutine that reads
-// the source; KernelStats, Counters, Attached and Close may be called from
-// any goroutine.
-type EBPF struct {
-	sh      *ebpfShared
+// the source; KernelStats, EBPFStats, Counters, Attached and Close may be
+// called from any goroutine.
+type Ring struct {
+	sh      *shared
 	ring    int
 	rd      *ringbuf.Reader
 	rec     ringbuf.Record
 	timeout time.Duration
 	rearm   bool  // set a new poll deadline before the next read
 	monoOff int64 // wall clock minus monotonic clock, ns
-	stats   Stats
+	stats   capture.Stats
 	closed  atomic.Bool
-	dec     *DecodeOptions // decodes the frames the program hands up whole; never nil
+	dec     *capture.DecodeOptions // decodes the frames the program hands up whole; never nil
 }
 
-var (
-	_ Source              = (*EBPF)(nil)
-	_ IfaceSource         = (*EBPF)(nil)
-	_ DecodeOptionsSetter = (*EBPF)(nil)
-)
+var _ capture.LiveSource = (*Ring)(nil)
+
+// defaultDecode decodes the frames the program hands up whole until
+// SetDecodeOptions gives other options.
+var defaultDecode = func() *capture.DecodeOptions {
+	o := capture.DefaultDecodeOptions()
+	return o.Compiled()
+}()
 
 // SetDecodeOptions has the frames the program hands up whole decoded with
 // o, and the program hand up the datagrams to o's UDP tunnel ports (the
 // program's map is its sources', which all set the same). The program
 // finds Teredo and AYIYA on their ports only, not by DetectTeredo and
 // DetectAYIYA's tests on any port.
-func (s *EBPF) SetDecodeOptions(o DecodeOptions) {
-	s.dec = o.compiled()
+func (s *Ring) SetDecodeOptions(o capture.DecodeOptions) {
+	s.dec = o.Compiled()
 	s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
 }
 
-// ebpfShared is what the sources of one OpenEBPF share: the program, its
+// shared is what the sources of one Open share: the program, its
 // maps and links, released when the last source closes.
-type ebpfShared struct {
+type shared struct {
 	objs   *bpf.Objects
 	sample uint32 // 1 flow kept in sample (1: every flow)
-	c      EBPFConfig
-	w      *ifaceWatch // nil for a source attached nowhere (tests)
+	c      Config
+	w      *ifacewatch.Watch // nil for a source attached nowhere (tests)
 
 	mu       sync.Mutex
 	open     int
@@ -89,21 +95,21 @@ type ebpfShared struct {
 	attached string // how
 }
 
-func (sh *ebpfShared) release() error {
+func (sh *shared) release() error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.open--; sh.open > 0 {
 		return nil
 	}
 	if sh.w != nil {
-		sh.w.close()
+		sh.w.Close()
 	}
 	return sh.objs.Close()
 }
 
 // attach attaches the program to ifindex at the configured hook; sh.mu
 // is held, or not yet needed.
-func (sh *ebpfShared) attach(ifindex int) error {
+func (sh *shared) attach(ifindex int) error {
 	var at string
 	var err error
 	if sh.c.Hook == HookXDP {
@@ -119,7 +125,7 @@ func (sh *ebpfShared) attach(ifindex int) error {
 	return nil
 }
 
-// OpenEBPF loads the capture program with one ring buffer per worker,
+// Open loads the capture program with one ring buffer per worker,
 // sets its sampling and pre-filter, attaches it to c.Iface at c.Hook (XDP
 // in c.XDPMode; TC at ingress and egress in c.TCMode) and returns
 // one source per ring. A flow's packets, both directions, reach one ring:
@@ -133,12 +139,12 @@ func (sh *ebpfShared) attach(ifindex int) error {
 // process's file descriptors and nothing is pinned; clsact filters
 // (TC on kernels without TCX) stay after a SIGKILL, and the next start
 // on the interface replaces them. workers is from 1 to 256.
-func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
+func Open(c Config, workers int) ([]*Ring, error) {
 	c = c.WithDefaults()
-	if err := errors.Join(c.Validate(), validEBPFWorkers(workers)); err != nil {
+	if err := errors.Join(c.Validate(), validWorkers(workers)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", c.Hook, err)
 	}
-	fail := func(err error) ([]*EBPF, error) {
+	fail := func(err error) ([]*Ring, error) {
 		return nil, fmt.Errorf("open %s on %s: %w", c.Hook, c.Iface, err)
 	}
 	ifc, err := net.InterfaceByName(c.Iface)
@@ -149,16 +155,16 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 	if err != nil {
 		return fail(err)
 	}
-	sh := &ebpfShared{objs: objs, open: workers, sample: max(c.Sample, 1), c: c}
-	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnelPorts(defaultDecodeOptions.UDPTunnelPorts())); err != nil {
+	sh := &shared{objs: objs, open: workers, sample: max(c.Sample, 1), c: c}
+	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnelPorts(defaultDecode.UDPTunnelPorts())); err != nil {
 		objs.Close()
 		return fail(err)
 	}
-	if sh.w, err = newIfaceWatch(c.Iface); err != nil {
+	if sh.w, err = ifacewatch.Open(c.Iface); err != nil {
 		objs.Close()
 		return fail(err)
 	}
-	srcs := make([]*EBPF, 0, workers)
+	srcs := make([]*Ring, 0, workers)
 	for i := range workers {
 		rd, err := objs.NewReader(i)
 		if err != nil {
@@ -168,22 +174,22 @@ func OpenEBPF(c EBPFConfig, workers int) ([]*EBPF, error) {
 			objs.Close()
 			return fail(err)
 		}
-		srcs = append(srcs, newEBPF(sh, i, rd, c.PollTimeout))
+		srcs = append(srcs, newRing(sh, i, rd, c.PollTimeout))
 	}
 	// Attach last: no record is written before every ring has a reader.
 	if err := sh.attach(ifc.Index); err != nil {
 		for _, s := range srcs {
 			s.rd.Close()
 		}
-		sh.w.close()
+		sh.w.Close()
 		objs.Close()
 		return fail(err)
 	}
 	return srcs, nil
 }
 
-func newEBPF(sh *ebpfShared, ring int, rd *ringbuf.Reader, timeout time.Duration) *EBPF {
-	s := &EBPF{sh: sh, ring: ring, rd: rd, timeout: timeout, rearm: true, dec: defaultDecodeOptions}
+func newRing(sh *shared, ring int, rd *ringbuf.Reader, timeout time.Duration) *Ring {
+	s := &Ring{sh: sh, ring: ring, rd: rd, timeout: timeout, rearm: true, dec: defaultDecode}
 	s.rec.RawSample = make([]byte, 0, bpf.RecordSize+bpf.RawMax)
 	s.setClock()
 	return s
@@ -191,7 +197,7 @@ func newEBPF(sh *ebpfShared, ring int, rd *ringbuf.Reader, timeout time.Duration
 
 // setClock measures the offset of the wall clock from the monotonic
 // clock the program's timestamps are on.
-func (s *EBPF) setClock() {
+func (s *Ring) setClock() {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
 		return
@@ -199,36 +205,47 @@ func (s *EBPF) setClock() {
 	s.monoOff = time.Now().UnixNano() - ts.Nano()
 }
 
+// EBPFStats returns the program's counts for this source's ring
+// (Counters), its sampling and where it is attached; ok is false once
+// every source of the capture has closed.
+func (s *Ring) EBPFStats() (capture.EBPFStats, bool) {
+	c, err := s.Counters()
+	if err != nil {
+		return capture.EBPFStats{}, false
+	}
+	return capture.EBPFStats{Counters: c, SampleOneIn: s.Sampling(), Attached: s.Attached()}, true
+}
+
 // Sampling returns the sampling rate: the program keeps 1 flow in this
 // many (1: every flow).
-func (s *EBPF) Sampling() uint32 { return s.sh.sample }
+func (s *Ring) Sampling() uint32 { return s.sh.sample }
 
 // Attached says where the program is attached: "xdp driver", "xdp
 // generic", "tcx" (TC ingress and egress through TCX links) or "clsact"
 // (TC ingress and egress through a clsact qdisc's filters).
-func (s *EBPF) Attached() string {
+func (s *Ring) Attached() string {
 	s.sh.mu.Lock()
 	defer s.sh.mu.Unlock()
 	return s.sh.attached
 }
 
 // Iface returns the interface's name.
-func (s *EBPF) Iface() string { return s.sh.c.Iface }
+func (s *Ring) Iface() string { return s.sh.c.Iface }
 
 // IfaceState says whether the interface the program is attached to is
 // up, down, or gone (deleted, or another of its name in its place).
-func (s *EBPF) IfaceState() IfaceState {
+func (s *Ring) IfaceState() capture.IfaceState {
 	if s.sh.w == nil {
-		return IfaceUp
+		return capture.IfaceUp
 	}
 	s.sh.mu.Lock()
 	defer s.sh.mu.Unlock()
-	return s.sh.w.state(s.sh.ifindex)
+	return capture.IfaceStateOf(s.sh.w.On(s.sh.ifindex))
 }
 
 // Reopen attaches the program to the interface now named Iface, unless
 // another ring's Reopen already has: what it had attached goes first.
-func (s *EBPF) Reopen() error {
+func (s *Ring) Reopen() error {
 	sh := s.sh
 	if sh.w == nil {
 		return nil
@@ -238,14 +255,14 @@ func (s *EBPF) Reopen() error {
 	if sh.open == 0 || s.closed.Load() {
 		return fmt.Errorf("reopen %s on %s: closed", sh.c.Hook, sh.c.Iface)
 	}
-	index, _, err := sh.w.lookup()
+	index, _, err := sh.w.Lookup()
 	if err != nil {
 		return fmt.Errorf("reopen %s: %w", sh.c.Hook, err)
 	}
 	if index == sh.ifindex {
 		return nil
 	}
-	err = sh.w.do(func() error {
+	err = sh.w.Do(func() error {
 		if err := sh.objs.Detach(); err != nil {
 			return err
 		}
@@ -259,9 +276,9 @@ func (s *EBPF) Reopen() error {
 
 // Next reads the next record into p: no decode, no allocation. Records of
 // frames the program could not parse are counted in Stats and skipped.
-// When no record comes within the poll timeout it returns ErrNoPacket;
-// after Close, io.EOF.
-func (s *EBPF) Next(p *Packet) error {
+// When no record comes within the poll timeout it returns
+// capture.ErrNoPacket; after Close, io.EOF.
+func (s *Ring) Next(p *capture.Packet) error {
 	for {
 		if s.rearm {
 			s.rd.SetDeadline(time.Now().Add(s.timeout))
@@ -272,7 +289,7 @@ func (s *EBPF) Next(p *Packet) error {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				s.rearm = true
 				s.setClock()
-				return ErrNoPacket
+				return capture.ErrNoPacket
 			case s.closed.Load() || errors.Is(err, os.ErrClosed) || errors.Is(err, ringbuf.ErrClosed):
 				return io.EOF
 			}
@@ -283,7 +300,7 @@ func (s *EBPF) Next(p *Packet) error {
 			continue // not a record of this program: nothing writes one
 		}
 		s.stats.Count(p, reason)
-		if reason == ReasonNone {
+		if reason == capture.ReasonNone {
 			return nil
 		}
 	}
@@ -295,7 +312,7 @@ func (s *EBPF) Next(p *Packet) error {
 // a frame AF_PACKET captured: tunnels, the link layers the program does
 // not parse. The frame's outer VLAN tag, which TC sees taken out, is
 // counted in VLANs. ok is false for a sample too short to be either.
-func fromSample(p *Packet, sample []byte, monoOff int64, dec *DecodeOptions) (reason Reason, ok bool) {
+func fromSample(p *capture.Packet, sample []byte, monoOff int64, dec *capture.DecodeOptions) (reason capture.Reason, ok bool) {
 	if len(sample) < bpf.RecordSize {
 		return 0, false
 	}
@@ -308,27 +325,26 @@ func fromSample(p *Packet, sample []byte, monoOff int64, dec *DecodeOptions) (re
 		return 0, false
 	}
 	data := sample[bpf.RecordSize : bpf.RecordSize+n]
-	reason = dec.Decode(p, LinkEthernet, data, max(int(r.WireLen), n), time.Unix(0, int64(r.Ts)+monoOff))
+	reason = dec.Decode(p, capture.LinkEthernet, data, max(int(r.WireLen), n), time.Unix(0, int64(r.Ts)+monoOff))
 	p.VLANs += r.Vlans
 	return reason, true
 }
 
-// fromRecord fills p from the program's record, as Decode fills it from
+// fromRecord fills p from the program's record, as capture.Decode fills it from
 // the frame the record was made of, and returns the record's reason.
-func fromRecord(p *Packet, r *bpf.Record, monoOff int64) Reason {
-	wire := int(r.WireLen)
-	p.reset(time.Unix(0, int64(r.Ts)+monoOff), LinkEthernet, wire, wire)
-	p.VLANs = r.Vlans
-	p.EtherType = r.EtherType
-	if r.Reason != uint8(ReasonNone) {
-		if r.Reason >= uint8(numReasons) {
-			return ReasonLinkUnsupported
+func fromRecord(p *capture.Packet, r *bpf.Record, monoOff int64) capture.Reason {
+	wire := uint32(r.WireLen)
+	*p = capture.Packet{Timestamp: time.Unix(0, int64(r.Ts)+monoOff), LinkType: capture.LinkEthernet,
+		WireLen: wire, CapLen: wire, VLANs: r.Vlans, EtherType: r.EtherType}
+	if r.Reason != uint8(capture.ReasonNone) {
+		if int(r.Reason) >= capture.NumReasons {
+			return capture.ReasonLinkUnsupported
 		}
-		return Reason(r.Reason)
+		return capture.Reason(r.Reason)
 	}
-	p.TTL, p.IPID, p.IPLen, p.Fragment = r.Ttl, r.IpId, r.IpLen, FragKind(r.Fragment)
+	p.TTL, p.IPID, p.IPLen, p.Fragment = r.Ttl, r.IpId, r.IpLen, capture.FragKind(r.Fragment)
 	p.HasTCP = r.Flags&bpf.FlagHasTCP != 0
-	p.Flags, p.Seq, p.Ack, p.Window = TCPFlags(r.TcpFlags), r.Seq, r.Ack, r.Window
+	p.Flags, p.Seq, p.Ack, p.Window = capture.TCPFlags(r.TcpFlags), r.Seq, r.Ack, r.Window
 	p.PayloadLen = r.PayloadLen
 	if n := int(r.PayloadCap); n > 0 {
 		p.Payload = r.Payload[:min(n, len(r.Payload)):min(n, len(r.Payload))]
@@ -342,28 +358,28 @@ func fromRecord(p *Packet, r *bpf.Record, monoOff int64) Reason {
 	}
 	p.Key.SrcPort, p.Key.DstPort = binary.BigEndian.Uint16(k[32:]), binary.BigEndian.Uint16(k[34:])
 	p.Key.Proto = k[36]
-	p.Hash = hashKeyBytes(k)
-	return ReasonNone
+	p.Hash = capture.HashBytes(k[:]) // Key.Hash: the record's key is in its layout
+	return capture.ReasonNone
 }
 
 // Stats returns the counts of the records read. They change as Next is
 // called.
-func (s *EBPF) Stats() *Stats { return &s.stats }
+func (s *Ring) Stats() *capture.Stats { return &s.stats }
 
 // Counters returns the program's counts for this source's ring. Safe to
 // call from any goroutine; once every source of the capture has closed,
 // an error.
-func (s *EBPF) Counters() (EBPFCounters, error) {
+func (s *Ring) Counters() (capture.EBPFCounters, error) {
 	s.sh.mu.Lock()
 	defer s.sh.mu.Unlock()
 	if s.sh.open == 0 {
-		return EBPFCounters{}, errors.New("read the eBPF counters: closed")
+		return capture.EBPFCounters{}, errors.New("read the eBPF counters: closed")
 	}
 	c, err := s.sh.objs.Counters(s.ring)
 	if err != nil {
-		return EBPFCounters{}, err
+		return capture.EBPFCounters{}, err
 	}
-	out := EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
+	out := capture.EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
 	for r := range c.Reasons { // the program counts the reasons it meets, the first 16
 		out.Failures[r] = c.Reasons[r]
 	}
@@ -375,18 +391,18 @@ func (s *EBPF) Counters() (EBPFCounters, error) {
 // by sampling or the pre-filter), Drops the records lost to a full ring.
 // Once every source of the capture has closed, an error: the program is
 // gone.
-func (s *EBPF) KernelStats() (KernelStats, error) {
+func (s *Ring) KernelStats() (capture.KernelStats, error) {
 	c, err := s.Counters()
 	if err != nil {
-		return KernelStats{}, err
+		return capture.KernelStats{}, err
 	}
-	return KernelStats{Packets: c.Seen - c.SampledOut - c.FilteredOut, Drops: c.Lost}, nil
+	return capture.KernelStats{Packets: c.Seen - c.SampledOut - c.FilteredOut, Drops: c.Lost}, nil
 }
 
 // Close closes the source's ring reader, waking a Next that waits, which
 // returns io.EOF; the last source to close detaches the program and frees
 // it. Closing twice does nothing.
-func (s *EBPF) Close() error {
+func (s *Ring) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}

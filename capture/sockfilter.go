@@ -7,11 +7,20 @@ import (
 	"strings"
 )
 
+// Classic BPF programs: the filter a replay runs on each frame (Filter)
+// and the one an AF_PACKET socket has the kernel run (afpacket.Config's
+// Filter), read from tcpdump -ddd's output (ParseBPF) or compiled by
+// libpcap (pcaplive.CompileBPF).
+
 // ErrBPF is wrapped by the errors of ParseBPF and of a filter Validate
 // rejects.
 var ErrBPF = errors.New("bad BPF program")
 
-// Classic BPF instruction classes and the jump operation checkBPF reads.
+// MaxBPFInsns is the most instructions a classic BPF program may have
+// (the kernel's BPF_MAXINSNS).
+const MaxBPFInsns = 4096
+
+// Classic BPF instruction classes and the jump operation CheckBPF reads.
 const (
 	bpfClassMask = 0x07
 	bpfJMP       = 0x05
@@ -45,8 +54,8 @@ func ParseBPF(s string) ([]SockFilter, error) {
 			strings.Join(fields[0], " "), ErrBPF)
 	}
 	n, err := strconv.ParseUint(fields[0][0], 10, 16)
-	if err != nil || n == 0 || n > bpfMaxInsns {
-		return nil, fmt.Errorf("parse BPF: line 1: instruction count %q must be from 1 to %d: %w", fields[0][0], bpfMaxInsns, ErrBPF)
+	if err != nil || n == 0 || n > MaxBPFInsns {
+		return nil, fmt.Errorf("parse BPF: line 1: instruction count %q must be from 1 to %d: %w", fields[0][0], MaxBPFInsns, ErrBPF)
 	}
 	if got := len(fields) - 1; got != int(n) {
 		return nil, fmt.Errorf("parse BPF: count %d, but %d instructions follow: %w", n, got, ErrBPF)
@@ -65,16 +74,20 @@ func ParseBPF(s string) ([]SockFilter, error) {
 		}
 		prog[i] = SockFilter{Code: uint16(v[0]), Jt: uint8(v[1]), Jf: uint8(v[2]), K: uint32(v[3])}
 	}
-	if err := checkBPF(prog); err != nil {
+	if err := CheckBPF(prog); err != nil {
 		return nil, fmt.Errorf("parse BPF: %w", err)
 	}
 	return prog, nil
 }
 
-// checkBPF checks that every jump of prog lands inside it and that it
-// ends with a return; the kernel checks the rest when it is attached.
-func checkBPF(prog []SockFilter) error {
+// CheckBPF checks that prog has instructions, that every jump lands
+// inside it and that it ends with a return; the kernel checks the rest
+// when it is attached. Its errors wrap ErrBPF.
+func CheckBPF(prog []SockFilter) error {
 	n := len(prog)
+	if n == 0 {
+		return fmt.Errorf("empty program: %w", ErrBPF)
+	}
 	for i, in := range prog {
 		if in.Code&bpfClassMask != bpfJMP {
 			continue

@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture_test
+package source_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/flowmon/flowmon/bpf"
+	"github.com/flowmon/flowmon/bpf/source"
 	. "github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/internal/bpftest"
@@ -167,7 +168,7 @@ func (e *equivalence) check(t *testing.T, r *progRunner, prog *ebpf.Program, whe
 		e.diffs = append(e.diffs, fmt.Sprintf("%s: no record; Decode: %v", where, wr))
 		return
 	}
-	gr, ok := FromSample(&got, sample, 0)
+	gr, ok := source.FromSample(&got, sample, 0)
 	if !ok {
 		e.diffs = append(e.diffs, fmt.Sprintf("%s: a sample of %d bytes that is no record", where, len(sample)))
 		return
@@ -265,7 +266,7 @@ func TestEBPFParserMatchesDecode(t *testing.T) {
 			if os.Getenv("FLOWMON_BPF_NO_SHARED") == "" {
 				for _, row := range sharedpcapsRows(t) {
 					n := 0
-					err := EachFrame(row.Path, func(link uint16, data []byte) {
+					err := source.EachFrame(row.Path, func(link uint16, data []byte) {
 						if link != LinkEthernet {
 							return
 						}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture
+package afpacket
 
 import (
 	"encoding/binary"
@@ -14,13 +14,13 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/ifacewatch"
 )
 
-// SockFilter is one classic BPF instruction (struct sock_filter).
-type SockFilter = unix.SockFilter
-
-// AFPacket is one AF_PACKET socket with a TPACKET_V3 receive ring, a
-// Source. The kernel writes packets into the ring's blocks and hands a
+// Socket is one AF_PACKET socket with a TPACKET_V3 receive ring, a
+// capture.LiveSource. The kernel writes packets into the ring's blocks and hands a
 // block over when it is full or its BlockTimeout has passed; Next decodes
 // each frame where the kernel wrote it and gives the block back once all
 // its frames were read, at the following call, so a Packet's Payload
@@ -37,7 +37,7 @@ type SockFilter = unix.SockFilter
 // (PACKET_RESERVE), the two MAC addresses move 4 bytes down and the tag
 // (tp_vlan_tpid, or 0x8100 when the kernel gives none) goes between them
 // and the EtherType, and the wire and captured lengths grow by 4. So
-// Decode sees the frame as it was on the wire, and as a capture file
+// capture.Decode sees the frame as it was on the wire, and as a capture file
 // holds it: same VLAN count, same lengths. A BPF filter still runs on the
 // frame without its tag.
 //
@@ -49,24 +49,24 @@ type SockFilter = unix.SockFilter
 // packets.
 //
 // When the interface goes down the socket's poll reports ENETDOWN and
-// Next returns an error wrapping ErrIfaceDown; the socket stays bound and
+// Next returns an error wrapping capture.ErrIfaceDown; the socket stays bound and
 // the kernel feeds it again once the interface is up. When the interface
 // is deleted the socket is unbound for good: Reopen opens a new one on
 // the interface made with that name, in the same fanout group, and the
-// AFPacket goes on with it (live.go says what each case looks like).
+// Socket goes on with it (capture/live.go says what each case looks like).
 //
 // Next, Stats, LinkType, IfaceState and Reopen are for the one goroutine
 // that reads the source; KernelStats and Close may be called from any
 // goroutine.
-type AFPacket struct {
+type Socket struct {
 	iface   string
 	fd      int // -1 once Reopen closed the socket of a deleted interface and has no new one yet
 	ifindex int
 	link    uint16
-	dec     *DecodeOptions // never nil
-	cfg     AFPacketConfig // as opened, FanoutGroup the group's id: what Reopen opens again
+	dec     *capture.DecodeOptions // never nil
+	cfg     Config                 // as opened, FanoutGroup the group's id: what Reopen opens again
 	workers int
-	w       *ifaceWatch
+	w       *ifacewatch.Watch
 	downErr error // Next's error at ENETDOWN, made once
 	bsize   int   // bytes of one block
 	nblk    int   // blocks in the ring
@@ -83,23 +83,22 @@ type AFPacket struct {
 	left     uint32 // frames of blk not yet read
 	off      int    // ring offset of the next frame's header
 	end      int    // ring offset of blk's end
-	stats    Stats
-	defrag   Defragmenter // nil: fragments are handed on as Decode made them
+	stats    capture.Stats
+	defrag   capture.Defragmenter // nil: fragments are handed on as Decode made them
 
-	mu sync.Mutex  // Close, KernelStats and Reopen
-	ks KernelStats // the kernel's counts read so far
+	mu sync.Mutex          // Close, capture.KernelStats and Reopen
+	ks capture.KernelStats // the kernel's counts read so far
 }
 
 var (
-	_ Source       = (*AFPacket)(nil)
-	_ IfaceSource  = (*AFPacket)(nil)
-	_ DefragSource = (*AFPacket)(nil)
+	_ capture.LiveSource   = (*Socket)(nil)
+	_ capture.DefragSource = (*Socket)(nil)
 )
 
 // ringRes is what outlives Close until the reader is done with the ring:
 // the mapping (zero pages after Close) and the eventfd that wakes a Next
 // in poll. The reader's next Next after Close frees it, or a cleanup when
-// the AFPacket is dropped unread.
+// the Socket is dropped unread.
 type ringRes struct {
 	mu   sync.Mutex
 	ring []byte
@@ -124,11 +123,18 @@ func (r *ringRes) free() {
 
 // Offsets in a TPACKET_V3 block and frame (linux/if_packet.h).
 const (
-	tp3HdrLen = int(unsafe.Sizeof(unix.Tpacket3Hdr{})) // struct tpacket3_hdr
-	vlanLen   = 4                                      // an 802.1Q tag: TPID and TCI
-	macAddrs  = 12                                     // destination and source MAC
-	arphrdRaw = 0x207                                  // ARPHRD_RAWIP
+	tp3HdrLen     = int(unsafe.Sizeof(unix.Tpacket3Hdr{})) // struct tpacket3_hdr
+	vlanLen       = 4                                      // an 802.1Q tag: TPID and TCI
+	macAddrs      = 12                                     // destination and source MAC
+	arphrdRaw     = 0x207                                  // ARPHRD_RAWIP
+	etherTypeVLAN = 0x8100                                 // 802.1Q, the tag's TPID when the kernel gives none
 )
+
+// defaultDecode decodes until SetDecodeOptions gives other options.
+var defaultDecode = func() *capture.DecodeOptions {
+	o := capture.DefaultDecodeOptions()
+	return o.Compiled()
+}()
 
 // blockDesc is struct tpacket_block_desc with its tpacket_hdr_v1.
 type blockDesc struct {
@@ -143,7 +149,7 @@ type blockDesc struct {
 	tsLast   [2]uint32
 }
 
-// OpenAFPacket opens workers sockets on c.Iface, each with its own
+// Open opens workers sockets on c.Iface, each with its own
 // TPACKET_V3 receive ring of c.BlockCount blocks of c.BlockSize bytes.
 // With more than one worker they are joined in one PACKET_FANOUT group,
 // so each packet reaches exactly one of them: with fanout "hash" by the
@@ -158,13 +164,13 @@ type blockDesc struct {
 // (or none) replaces at the end. workers is from 1 to 256. Opening needs
 // CAP_NET_RAW; the sockets stay in the network namespace of the thread
 // that opened them.
-func OpenAFPacket(c AFPacketConfig, workers int) ([]*AFPacket, error) {
+func Open(c Config, workers int) ([]*Socket, error) {
 	c = c.WithDefaults()
 	if err := errors.Join(c.Validate(), validWorkers(workers)); err != nil {
 		return nil, fmt.Errorf("open afpacket: %w", err)
 	}
-	socks := make([]*AFPacket, 0, workers)
-	fail := func(err error) ([]*AFPacket, error) {
+	socks := make([]*Socket, 0, workers)
+	fail := func(err error) ([]*Socket, error) {
 		for _, s := range socks {
 			s.Close()
 		}
@@ -172,13 +178,13 @@ func OpenAFPacket(c AFPacketConfig, workers int) ([]*AFPacket, error) {
 	}
 	group := c.FanoutGroup
 	for i := range workers {
-		s, err := openAFPacket(&c)
+		s, err := openSocket(&c)
 		if err != nil {
 			return fail(err)
 		}
 		runtime.AddCleanup(s, (*ringRes).free, s.res)
 		socks = append(socks, s)
-		if s.w, err = newIfaceWatch(c.Iface); err != nil {
+		if s.w, err = ifacewatch.Open(c.Iface); err != nil {
 			return fail(err)
 		}
 		if workers == 1 {
@@ -207,7 +213,7 @@ func OpenAFPacket(c AFPacketConfig, workers int) ([]*AFPacket, error) {
 
 // joinFanout joins the socket to fanout group id (with unique, to a new
 // group whose id the kernel picks).
-func (s *AFPacket) joinFanout(id uint16, fanout string, unique bool) error {
+func (s *Socket) joinFanout(id uint16, fanout string, unique bool) error {
 	mode := fanoutMode(fanout)
 	if unique {
 		mode |= unix.PACKET_FANOUT_FLAG_UNIQUEID
@@ -230,12 +236,12 @@ func fanoutMode(fanout string) int {
 }
 
 // dropAll is the filter a socket starts with: return 0, keep nothing.
-var dropAll = []SockFilter{{Code: 0x06}}
+var dropAll = []capture.SockFilter{{Code: 0x06}}
 
-// openAFPacket opens one socket, its ring bound to c.Iface and receiving
+// openSocket opens one socket, its ring bound to c.Iface and receiving
 // nothing yet (the dropAll filter). The caller adds the cleanup that
-// frees the ring of an AFPacket dropped unread.
-func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
+// frees the ring of a Socket dropped unread.
+func openSocket(c *Config) (_ *Socket, err error) {
 	// Protocol 0: the socket receives nothing until bound with ETH_P_ALL,
 	// after the ring and the filter are in place.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
@@ -245,9 +251,9 @@ func openAFPacket(c *AFPacketConfig) (_ *AFPacket, err error) {
 		}
 		return nil, fmt.Errorf("open AF_PACKET socket: %w", err)
 	}
-	s := &AFPacket{iface: c.Iface, fd: fd, dec: defaultDecodeOptions, bsize: c.BlockSize, nblk: c.BlockCount,
+	s := &Socket{iface: c.Iface, fd: fd, dec: defaultDecode, bsize: c.BlockSize, nblk: c.BlockCount,
 		pollMs: int(c.BlockTimeout / time.Millisecond), res: &ringRes{efd: -1},
-		downErr: fmt.Errorf("capture on %s: %w", c.Iface, ErrIfaceDown)}
+		downErr: fmt.Errorf("capture on %s: %w", c.Iface, capture.ErrIfaceDown)}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -319,12 +325,12 @@ func ifaceInfo(fd int, name string) (int, uint16, error) {
 	}
 	switch t := ifr.Uint16(); t {
 	case unix.ARPHRD_ETHER, unix.ARPHRD_LOOPBACK:
-		return index, LinkEthernet, nil
+		return index, capture.LinkEthernet, nil
 	case unix.ARPHRD_NONE, arphrdRaw:
-		return index, LinkRaw, nil
+		return index, capture.LinkRaw, nil
 	default:
 		return 0, 0, fmt.Errorf("interface %q has link type ARPHRD %d; this source reads Ethernet, loopback and raw IP (ARPHRD_NONE, ARPHRD_RAWIP): %w",
-			name, t, ErrNotSupported)
+			name, t, capture.ErrNotSupported)
 	}
 }
 
@@ -332,7 +338,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // setFilter attaches prog to the socket, replacing the filter it has; an
 // empty prog detaches it.
-func (s *AFPacket) setFilter(prog []SockFilter) error {
+func (s *Socket) setFilter(prog []capture.SockFilter) error {
 	if len(prog) == 0 {
 		err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_DETACH_FILTER, 0)
 		if err != nil && !errors.Is(err, unix.ENOENT) {
@@ -348,13 +354,13 @@ func (s *AFPacket) setFilter(prog []SockFilter) error {
 }
 
 // SetDecodeOptions has the packets from now on decoded with o.
-func (s *AFPacket) SetDecodeOptions(o DecodeOptions) { s.dec = o.compiled() }
+func (s *Socket) SetDecodeOptions(o capture.DecodeOptions) { s.dec = o.Compiled() }
 
 // Next decodes the next packet from the ring into p, in place: no copy,
 // no allocation. Frames that do not decode are counted in Stats and
 // skipped. When no packet comes within the block timeout it returns
-// ErrNoPacket; after Close, io.EOF.
-func (s *AFPacket) Next(p *Packet) error {
+// capture.ErrNoPacket; after Close, io.EOF.
+func (s *Socket) Next(p *capture.Packet) error {
 	for {
 		if s.closed.Load() {
 			return s.endRead()
@@ -376,7 +382,7 @@ func (s *AFPacket) Next(p *Packet) error {
 
 // frame decodes the next frame of the block being read into p, counts it,
 // and reports whether it is a flow packet.
-func (s *AFPacket) frame(p *Packet) bool {
+func (s *Socket) frame(p *capture.Packet) bool {
 	off := s.off
 	if off < 0 || off+tp3HdrLen > s.end {
 		s.left = 0 // a frame header past the block: the kernel's bug, not ours to read
@@ -391,7 +397,7 @@ func (s *AFPacket) frame(p *Packet) bool {
 	s.left--
 	s.off = off + int(h.Next_offset)
 	start, wire := mac, int(h.Len)
-	if h.Status&unix.TP_STATUS_VLAN_VALID != 0 && s.link == LinkEthernet && snap >= macAddrs {
+	if h.Status&unix.TP_STATUS_VLAN_VALID != 0 && s.link == capture.LinkEthernet && snap >= macAddrs {
 		tpid := uint16(etherTypeVLAN)
 		if h.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 {
 			tpid = h.Hv1.Vlan_tpid
@@ -404,20 +410,21 @@ func (s *AFPacket) frame(p *Packet) bool {
 	}
 	end := mac + snap
 	r := s.dec.Decode(p, s.link, s.ring[start:end:end], wire, time.Unix(int64(h.Sec), int64(h.Nsec)))
-	if p.Fragment != NotFragment && s.defrag != nil && defragments(r) {
-		return defragFrame(p, s.ring[start:end:end], r, &s.stats, s.defrag)
+	if p.Fragment != capture.NotFragment && s.defrag != nil && capture.Defragments(r) {
+		return capture.DefragFrame(p, s.ring[start:end:end], r, &s.stats, s.defrag)
 	}
 	s.stats.Count(p, r)
-	return r == ReasonNone
+	return r == capture.ReasonNone
 }
 
-// SetDefragmenter has the socket hand its fragments to d (DefragSource):
+// SetDefragmenter has the socket hand its fragments to d
+// (capture.DefragSource):
 // the reassembled datagrams live in d, not in the ring.
-func (s *AFPacket) SetDefragmenter(d Defragmenter) { s.defrag = d }
+func (s *Socket) SetDefragmenter(d capture.Defragmenter) { s.defrag = d }
 
 // nextBlock gives the block read back to the kernel and takes the next,
 // polling for it once if the kernel has not handed it over yet.
-func (s *AFPacket) nextBlock() error {
+func (s *Socket) nextBlock() error {
 	if s.held {
 		atomic.StoreUint32(&s.desc(s.blk).status, unix.TP_STATUS_KERNEL)
 		s.held = false
@@ -434,7 +441,7 @@ func (s *AFPacket) nextBlock() error {
 			return nil
 		}
 		if polled {
-			return ErrNoPacket
+			return capture.ErrNoPacket
 		}
 		_, err := unix.Poll(s.pfd[:], s.pollMs)
 		if s.closed.Load() {
@@ -442,7 +449,7 @@ func (s *AFPacket) nextBlock() error {
 		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
-				return ErrNoPacket
+				return capture.ErrNoPacket
 			}
 			return fmt.Errorf("poll the ring of %s: %w", s.iface, err)
 		}
@@ -457,7 +464,7 @@ func (s *AFPacket) nextBlock() error {
 // sockErr reads (and so clears: poll reports POLLERR until it is read)
 // the socket's pending error: ENETDOWN when the interface went down or
 // was deleted.
-func (s *AFPacket) sockErr() error {
+func (s *Socket) sockErr() error {
 	e, err := unix.GetsockoptInt(int(s.pfd[0].Fd), unix.SOL_SOCKET, unix.SO_ERROR)
 	switch errno := unix.Errno(e); {
 	case err != nil:
@@ -473,21 +480,21 @@ func (s *AFPacket) sockErr() error {
 
 // waitDetached waits a poll timeout, or until Close, with no socket to
 // read.
-func (s *AFPacket) waitDetached() error {
+func (s *Socket) waitDetached() error {
 	unix.Poll(s.pfd[1:], s.pollMs)
 	if s.closed.Load() {
 		return s.endRead()
 	}
-	return ErrNoPacket
+	return capture.ErrNoPacket
 }
 
-func (s *AFPacket) desc(blk int) *blockDesc {
+func (s *Socket) desc(blk int) *blockDesc {
 	return (*blockDesc)(unsafe.Pointer(&s.ring[blk*s.bsize]))
 }
 
 // endRead is the reader's end after Close: the ring is no longer read,
 // so its mapping goes.
-func (s *AFPacket) endRead() error {
+func (s *Socket) endRead() error {
 	s.left, s.held = 0, false
 	s.res.free()
 	return io.EOF
@@ -495,11 +502,11 @@ func (s *AFPacket) endRead() error {
 
 // Stats returns the counts of the frames read from the ring. They change
 // as Next is called.
-func (s *AFPacket) Stats() *Stats { return &s.stats }
+func (s *Socket) Stats() *capture.Stats { return &s.stats }
 
-// LinkType returns the link type the frames decode as (LinkEthernet or
-// LinkRaw).
-func (s *AFPacket) LinkType() uint16 { return s.link }
+// LinkType returns the link type the frames decode as
+// (capture.LinkEthernet or capture.LinkRaw).
+func (s *Socket) LinkType() uint16 { return s.link }
 
 // KernelStats returns the kernel's counts for the socket since it was
 // opened (PACKET_STATISTICS, struct tpacket_stats_v3): packets that
@@ -507,7 +514,7 @@ func (s *AFPacket) LinkType() uint16 { return s.link }
 // the times the ring froze full. The kernel zeroes its counters at every
 // read, so the socket keeps the totals; after Close they are those read
 // at Close. Safe to call from any goroutine.
-func (s *AFPacket) KernelStats() (KernelStats, error) {
+func (s *Socket) KernelStats() (capture.KernelStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() || s.fd < 0 {
@@ -519,12 +526,12 @@ func (s *AFPacket) KernelStats() (KernelStats, error) {
 
 // readKernelStats adds the kernel's counts since the last read to s.ks;
 // s.mu is held.
-func (s *AFPacket) readKernelStats() error {
+func (s *Socket) readKernelStats() error {
 	st, err := unix.GetsockoptTpacketStatsV3(s.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
 	if err != nil {
 		return fmt.Errorf("read the kernel's statistics of %s: %w", s.iface, err)
 	}
-	s.ks.Add(KernelStats{Packets: uint64(st.Packets), Drops: uint64(st.Drops), FreezeQueue: uint64(st.Freeze_q_cnt)})
+	s.ks.Add(capture.KernelStats{Packets: uint64(st.Packets), Drops: uint64(st.Drops), FreezeQueue: uint64(st.Freeze_q_cnt)})
 	return nil
 }
 
@@ -534,10 +541,10 @@ func (s *AFPacket) readKernelStats() error {
 // packet: the ring's pages are swapped for zero pages at the same address
 // (one mmap with MAP_FIXED), so the kernel's memory is freed at once and
 // the reader never touches an unmapped page; that mapping goes at the
-// reader's next Next, or when the AFPacket is dropped. The kernel's final
+// reader's next Next, or when the Socket is dropped. The kernel's final
 // counts are read first (KernelStats keeps them). Closing twice does
 // nothing.
-func (s *AFPacket) Close() error {
+func (s *Socket) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
@@ -566,17 +573,20 @@ func (s *AFPacket) Close() error {
 		s.fd = -1
 	}
 	if s.w != nil {
-		s.w.close()
+		s.w.Close()
 	}
 	return errors.Join(errs...)
 }
 
+// EBPFStats says no eBPF program feeds the socket.
+func (s *Socket) EBPFStats() (capture.EBPFStats, bool) { return capture.EBPFStats{}, false }
+
 // Iface returns the interface's name.
-func (s *AFPacket) Iface() string { return s.iface }
+func (s *Socket) Iface() string { return s.iface }
 
 // IfaceState says whether the interface the socket is bound to is up,
 // down, or gone (deleted, or another of its name in its place).
-func (s *AFPacket) IfaceState() IfaceState { return s.w.state(s.ifindex) }
+func (s *Socket) IfaceState() capture.IfaceState { return capture.IfaceStateOf(s.w.On(s.ifindex)) }
 
 // Reopen opens the socket again on the interface now named Iface, with
 // the ring, filter and fanout group it had. The old socket is closed
@@ -587,7 +597,7 @@ func (s *AFPacket) IfaceState() IfaceState { return s.w.state(s.ifindex) }
 // ring is unmapped with the socket: the mapping holds the socket, and
 // with it the group, open. The first socket to join makes the group
 // anew; until the others join it takes their flows too.
-func (s *AFPacket) Reopen() error {
+func (s *Socket) Reopen() error {
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -606,10 +616,10 @@ func (s *AFPacket) Reopen() error {
 		s.detached, s.left, s.held = true, 0, false
 	}
 	s.mu.Unlock()
-	var n *AFPacket
-	err := s.w.do(func() error {
+	var n *Socket
+	err := s.w.Do(func() error {
 		var err error
-		if n, err = openAFPacket(&s.cfg); err != nil {
+		if n, err = openSocket(&s.cfg); err != nil {
 			return err
 		}
 		if s.workers > 1 {
