@@ -1,0 +1,231 @@
+package report
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/flowmon/flowmon/record"
+	"github.com/flowmon/flowmon/record/connlog"
+)
+
+// ReportTop is how many rows each of the report's tables shows.
+const ReportTop = 10
+
+// TopCapacity is how many keys each talker and port table holds
+// (Space-Saving, heavy): exact below it, and past it every key with more
+// than 1/TopCapacity of the bytes (or packets) is in the table, its
+// figure over by at most the table's Err. About 1 MB a table.
+const TopCapacity = 1 << 13
+
+// Conn is a flow as the tops read it: from a record (AddRecord) or a
+// line of a flow log (AddLine), the same figures either way. Packets and
+// Bytes are both sides' (conn.log's orig_pkts + resp_pkts and
+// orig_ip_bytes + resp_ip_bytes: IP bytes, as nfdump counts).
+type Conn struct {
+	UID      string     `json:"uid"`
+	Proto    string     `json:"proto"` // conn.log's: tcp, udp, icmp, unknown_transport
+	Orig     netip.Addr `json:"orig_h"`
+	OrigPort uint16     `json:"orig_p"`
+	Resp     netip.Addr `json:"resp_h"`
+	RespPort uint16     `json:"resp_p"`
+	State    string     `json:"conn_state"`
+	Duration float64    `json:"duration"`
+	Packets  uint64     `json:"packets"`
+	Bytes    uint64     `json:"bytes"`
+}
+
+// Port is a responder's port under its protocol (ICMP's: the type).
+type Port struct {
+	Proto string
+	Port  uint16
+}
+
+func (p Port) String() string { return p.Proto + "/" + strconv.Itoa(int(p.Port)) }
+
+// Tops are the heaviest flows, originators, responders and responder
+// ports of a replay's flow records, by bytes and by packets, as nfdump
+// -s ranks them. Interim records (an active timeout's) are left out:
+// their flow's last record counts it whole. Not safe for concurrent use.
+type Tops struct {
+	n       int
+	flows   [2]topFlows
+	src     [2]*heavy[netip.Addr]
+	dst     [2]*heavy[netip.Addr]
+	ports   [2]*heavy[Port]
+	total   Row // Flows, Packets, Bytes of every flow
+	interim uint64
+}
+
+// NewTops returns empty tops keeping n rows a table.
+func NewTops(n int) *Tops {
+	t := &Tops{n: n}
+	for _, f := range []figure{byBytes, byPackets} {
+		t.flows[f] = topFlows{by: f, n: n}
+		t.src[f], t.dst[f] = newHeavy[netip.Addr](f, TopCapacity), newHeavy[netip.Addr](f, TopCapacity)
+		t.ports[f] = newHeavy[Port](f, TopCapacity)
+	}
+	return t
+}
+
+// AddRecord counts a flow record.
+func (t *Tops) AddRecord(f *record.Flow) {
+	if f.EndReason == record.EndActive {
+		t.interim++
+		return
+	}
+	c := Conn{Proto: connlog.Proto(f.Proto), Orig: f.Orig, OrigPort: f.OrigPort, Resp: f.Resp, RespPort: f.RespPort,
+		Packets: f.OrigPkts + f.RespPkts, Bytes: f.OrigIPBytes + f.RespIPBytes}
+	t.add(&c, func(c *Conn) {
+		c.UID, c.State, c.Duration = record.UIDString(f.UID), f.State.String(), f.Duration()
+	})
+}
+
+// AddLine counts a line of a flow log.
+func (t *Tops) AddLine(r *connlog.Record) {
+	if r.Interim {
+		t.interim++
+		return
+	}
+	c := Conn{Proto: r.Proto, Orig: r.OrigH, OrigPort: r.OrigP, Resp: r.RespH, RespPort: r.RespP,
+		Packets: r.OrigPkts + r.RespPkts, Bytes: r.OrigIPBytes + r.RespIPBytes}
+	t.add(&c, func(c *Conn) { c.UID, c.State, c.Duration = r.UID, r.ConnState, r.Duration })
+}
+
+// add counts c; named fills the fields only a top flow shows.
+func (t *Tops) add(c *Conn, named func(*Conn)) {
+	t.total.Flows++
+	t.total.Packets += c.Packets
+	t.total.Bytes += c.Bytes
+	for f := range t.flows {
+		t.flows[f].add(c, named)
+		t.src[f].add(c.Orig, c.Packets, c.Bytes)
+		t.dst[f].add(c.Resp, c.Packets, c.Bytes)
+		t.ports[f].add(Port{c.Proto, c.RespPort}, c.Packets, c.Bytes)
+	}
+}
+
+// topFlows keeps the n heaviest flows (a min-heap: the lightest first).
+type topFlows struct {
+	by   figure
+	n    int
+	heap []Conn
+}
+
+func (t *topFlows) weight(c *Conn) uint64 {
+	if t.by == byPackets {
+		return c.Packets
+	}
+	return c.Bytes
+}
+
+func (t *topFlows) add(c *Conn, named func(*Conn)) {
+	if len(t.heap) == t.n {
+		if t.n == 0 || t.weight(c) <= t.weight(&t.heap[0]) {
+			return
+		}
+		named(c)
+		t.heap[0] = *c
+		t.down(0)
+		return
+	}
+	named(c)
+	t.heap = append(t.heap, *c)
+	for i := len(t.heap) - 1; i > 0; {
+		p := (i - 1) / 2
+		if t.weight(&t.heap[i]) >= t.weight(&t.heap[p]) {
+			break
+		}
+		t.heap[i], t.heap[p] = t.heap[p], t.heap[i]
+		i = p
+	}
+}
+
+func (t *topFlows) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(t.heap) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(t.heap) && t.weight(&t.heap[r]) < t.weight(&t.heap[l]) {
+			j = r
+		}
+		if t.weight(&t.heap[j]) >= t.weight(&t.heap[i]) {
+			return
+		}
+		t.heap[i], t.heap[j] = t.heap[j], t.heap[i]
+		i = j
+	}
+}
+
+// TopTables are the tops as tables, heaviest first: what the report and
+// `flowmon flows` show.
+type TopTables struct {
+	Total   Row          `json:"total"`           // every flow's figures (Err 0)
+	Interim uint64       `json:"interim_records"` // records left out as interim
+	Flows   [2]FlowTable `json:"flows"`           // by bytes, by packets
+	Src     [2]KeyTable  `json:"src"`
+	Dst     [2]KeyTable  `json:"dst"`
+	Ports   [2]KeyTable  `json:"ports"`
+}
+
+// FlowTable is the heaviest flows by one figure.
+type FlowTable struct {
+	By   string `json:"by"` // bytes or packets
+	Rows []Conn `json:"rows"`
+}
+
+// KeyTable is the heaviest keys (addresses or ports) by one figure.
+type KeyTable struct {
+	By string `json:"by"`
+	// Exact says the figures are the records' (else each is over by at
+	// most its Err: Space-Saving), and Keys is how many keys it holds:
+	// every one the records named while it is exact.
+	Exact bool     `json:"exact"`
+	Keys  int      `json:"keys"`
+	Rows  []KeyRow `json:"rows"`
+}
+
+// KeyRow is one key's figures.
+type KeyRow struct {
+	Key string `json:"key"`
+	Row
+}
+
+func figureName(f figure) string {
+	if f == byPackets {
+		return "packets"
+	}
+	return "bytes"
+}
+
+// Tables returns the top n of each table (n <= the tops' n).
+func (t *Tops) Tables(n int) *TopTables {
+	n = min(n, t.n)
+	tt := &TopTables{Total: t.total, Interim: t.interim}
+	for f := range t.flows {
+		fl := &t.flows[f]
+		rows := slices.Clone(fl.heap)
+		slices.SortFunc(rows, func(a, b Conn) int {
+			return cmp.Or(cmp.Compare(fl.weight(&b), fl.weight(&a)), cmp.Compare(a.UID, b.UID))
+		})
+		tt.Flows[f] = FlowTable{By: figureName(figure(f)), Rows: rows[:min(n, len(rows))]}
+		tt.Src[f] = keyTable(t.src[f], n, netip.Addr.String)
+		tt.Dst[f] = keyTable(t.dst[f], n, netip.Addr.String)
+		tt.Ports[f] = keyTable(t.ports[f], n, Port.String)
+	}
+	return tt
+}
+
+func keyTable[K comparable](h *heavy[K], n int, spell func(K) string) KeyTable {
+	rows := make([]KeyRow, len(h.entries))
+	for i := range h.entries {
+		rows[i] = KeyRow{Key: spell(h.entries[i].key), Row: h.entries[i].Row}
+	}
+	slices.SortFunc(rows, func(a, b KeyRow) int {
+		return cmp.Or(cmp.Compare(b.get(h.by), a.get(h.by)), cmp.Compare(a.Key, b.Key))
+	})
+	return KeyTable{By: figureName(h.by), Exact: h.replaced == 0, Keys: len(h.entries), Rows: rows[:min(n, len(rows))]}
+}
