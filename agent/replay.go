@@ -60,7 +60,7 @@ type ReplayOptions struct {
 	// their alert sinks the rules'.
 	Observers Observers
 	Stdout    io.Writer // where outputs named "-" go
-	Log    io.Writer // where the replay says what it does (stderr)
+	Log       io.Writer // where the replay says what it does (stderr)
 }
 
 // Observers are what watches a replay beside its outputs.
