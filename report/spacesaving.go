@@ -12,15 +12,21 @@ package report
 // in.
 //
 // Its keys are kept in a min-heap by weight, each entry knowing its place,
-// so a weight that grows moves its entry down with no map write; the map
-// and the entries are sized once.
+// so a weight that grows moves its entry down with no map write; the heap
+// holds the weights beside the entries, so sifting reads no entry; the
+// map and the entries are sized once.
 type heavy[K comparable] struct {
 	by       figure // what the weight is
 	capacity int
 	idx      map[K]*heavyEntry[K]
 	entries  []heavyEntry[K] // the storage, filled in order
-	heap     []*heavyEntry[K]
+	heap     []heapSlot[K]
 	replaced uint64 // keys that took another's place
+}
+
+type heapSlot[K comparable] struct {
+	w uint64
+	e *heavyEntry[K]
 }
 
 // figure names one of a Row's counts.
@@ -45,7 +51,7 @@ type Row struct {
 	Err uint64
 }
 
-func (r *Row) get(f figure) uint64 {
+func (r Row) get(f figure) uint64 {
 	if f == byPackets {
 		return r.Packets
 	}
@@ -54,7 +60,7 @@ func (r *Row) get(f figure) uint64 {
 
 func newHeavy[K comparable](by figure, capacity int) *heavy[K] {
 	return &heavy[K]{by: by, capacity: capacity, idx: make(map[K]*heavyEntry[K], capacity),
-		entries: make([]heavyEntry[K], 0, capacity), heap: make([]*heavyEntry[K], 0, capacity)}
+		entries: make([]heavyEntry[K], 0, capacity), heap: make([]heapSlot[K], 0, capacity)}
 }
 
 // add counts one flow of packets and bytes for k.
@@ -65,12 +71,12 @@ func (h *heavy[K]) add(k K, packets, bytes uint64) {
 	case len(h.entries) < h.capacity:
 		h.entries = append(h.entries, heavyEntry[K]{key: k, pos: len(h.heap)})
 		e = &h.entries[len(h.entries)-1]
-		h.heap = append(h.heap, e)
+		h.heap = append(h.heap, heapSlot[K]{0, e})
 		h.idx[k] = e
 		h.up(e.pos)
 	default:
 		// Space-Saving: the lightest key's place, weight and error.
-		e = h.heap[0]
+		e = h.heap[0].e
 		delete(h.idx, e.key)
 		w := e.get(h.by)
 		e.key, e.Row = k, Row{Err: w}
@@ -85,14 +91,15 @@ func (h *heavy[K]) add(k K, packets, bytes uint64) {
 	e.Flows++
 	e.Packets += packets
 	e.Bytes += bytes
+	h.heap[e.pos].w = e.get(h.by)
 	h.down(e.pos)
 }
 
-func (h *heavy[K]) less(i, j int) bool { return h.heap[i].get(h.by) < h.heap[j].get(h.by) }
+func (h *heavy[K]) less(i, j int) bool { return h.heap[i].w < h.heap[j].w }
 
 func (h *heavy[K]) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-	h.heap[i].pos, h.heap[j].pos = i, j
+	h.heap[i].e.pos, h.heap[j].e.pos = i, j
 }
 
 func (h *heavy[K]) up(i int) {

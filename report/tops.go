@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/connlog"
 )
@@ -13,11 +14,12 @@ import (
 // ReportTop is how many rows each of the report's tables shows.
 const ReportTop = 10
 
-// TopCapacity is how many keys each talker and port table holds
-// (Space-Saving, heavy): exact below it, and past it every key with more
-// than 1/TopCapacity of the bytes (or packets) is in the table, its
-// figure over by at most the table's Err. About 1 MB a table.
-const TopCapacity = 1 << 13
+// TopCapacity is how many addresses each talker table holds
+// (Space-Saving by bytes, heavy): exact below it, and past it every
+// address with more than 1/TopCapacity of the bytes is in the table, its
+// bytes over by at most its Err; the table by packets ranks the same
+// addresses. Ports are counted exactly, in an array of every port.
+const TopCapacity = 1 << 12
 
 // Conn is a flow as the tops read it: from a record (AddRecord) or a
 // line of a flow log (AddLine), the same figures either way. Packets and
@@ -34,6 +36,36 @@ type Conn struct {
 	Duration float64    `json:"duration"`
 	Packets  uint64     `json:"packets"`
 	Bytes    uint64     `json:"bytes"`
+
+	// A record's uid seed and state, spelled only when the flow is one
+	// of the top (named).
+	uidSeed  uint64
+	state    acsm.ConnState
+	fromFlow bool
+}
+
+// named spells the fields only a top flow shows.
+func (c *Conn) named() {
+	if c.fromFlow {
+		c.UID, c.State, c.fromFlow = record.UIDString(c.uidSeed), c.state.String(), false
+	}
+}
+
+// addrKey is an address as a map key: plain bytes hash faster than a
+// netip.Addr, whose zone is a pointer.
+type addrKey struct {
+	a  [16]byte
+	v4 bool
+}
+
+func keyOf(a netip.Addr) addrKey { return addrKey{a.As16(), a.Is4()} }
+
+func (k addrKey) String() string {
+	a := netip.AddrFrom16(k.a)
+	if k.v4 {
+		a = a.Unmap()
+	}
+	return a.String()
 }
 
 // Port is a responder's port under its protocol (ICMP's: the type).
@@ -51,20 +83,19 @@ func (p Port) String() string { return p.Proto + "/" + strconv.Itoa(int(p.Port))
 type Tops struct {
 	n       int
 	flows   [2]topFlows
-	src     [2]*heavy[netip.Addr]
-	dst     [2]*heavy[netip.Addr]
-	ports   [2]*heavy[Port]
+	src     *heavy[addrKey]
+	dst     *heavy[addrKey]
+	ports   []Row // by portIndex; Err unused
 	total   Row // Flows, Packets, Bytes of every flow
 	interim uint64
 }
 
 // NewTops returns empty tops keeping n rows a table.
 func NewTops(n int) *Tops {
-	t := &Tops{n: n}
+	t := &Tops{n: n, src: newHeavy[addrKey](byBytes, TopCapacity), dst: newHeavy[addrKey](byBytes, TopCapacity),
+		ports: make([]Row, len(protoNames)<<16)}
 	for _, f := range []figure{byBytes, byPackets} {
 		t.flows[f] = topFlows{by: f, n: n}
-		t.src[f], t.dst[f] = newHeavy[netip.Addr](f, TopCapacity), newHeavy[netip.Addr](f, TopCapacity)
-		t.ports[f] = newHeavy[Port](f, TopCapacity)
 	}
 	return t
 }
@@ -76,10 +107,9 @@ func (t *Tops) AddRecord(f *record.Flow) {
 		return
 	}
 	c := Conn{Proto: connlog.Proto(f.Proto), Orig: f.Orig, OrigPort: f.OrigPort, Resp: f.Resp, RespPort: f.RespPort,
-		Packets: f.OrigPkts + f.RespPkts, Bytes: f.OrigIPBytes + f.RespIPBytes}
-	t.add(&c, func(c *Conn) {
-		c.UID, c.State, c.Duration = record.UIDString(f.UID), f.State.String(), f.Duration()
-	})
+		Packets: f.OrigPkts + f.RespPkts, Bytes: f.OrigIPBytes + f.RespIPBytes, Duration: f.Duration(),
+		uidSeed: f.UID, state: f.State, fromFlow: true}
+	t.add(&c)
 }
 
 // AddLine counts a line of a flow log.
@@ -88,22 +118,37 @@ func (t *Tops) AddLine(r *connlog.Record) {
 		t.interim++
 		return
 	}
-	c := Conn{Proto: r.Proto, Orig: r.OrigH, OrigPort: r.OrigP, Resp: r.RespH, RespPort: r.RespP,
-		Packets: r.OrigPkts + r.RespPkts, Bytes: r.OrigIPBytes + r.RespIPBytes}
-	t.add(&c, func(c *Conn) { c.UID, c.State, c.Duration = r.UID, r.ConnState, r.Duration })
+	c := Conn{UID: r.UID, Proto: r.Proto, Orig: r.OrigH, OrigPort: r.OrigP, Resp: r.RespH, RespPort: r.RespP,
+		State: r.ConnState, Duration: r.Duration, Packets: r.OrigPkts + r.RespPkts, Bytes: r.OrigIPBytes + r.RespIPBytes}
+	t.add(&c)
 }
 
-// add counts c; named fills the fields only a top flow shows.
-func (t *Tops) add(c *Conn, named func(*Conn)) {
+// add counts c.
+func (t *Tops) add(c *Conn) {
 	t.total.Flows++
 	t.total.Packets += c.Packets
 	t.total.Bytes += c.Bytes
 	for f := range t.flows {
-		t.flows[f].add(c, named)
-		t.src[f].add(c.Orig, c.Packets, c.Bytes)
-		t.dst[f].add(c.Resp, c.Packets, c.Bytes)
-		t.ports[f].add(Port{c.Proto, c.RespPort}, c.Packets, c.Bytes)
+		t.flows[f].add(c)
 	}
+	t.src.add(keyOf(c.Orig), c.Packets, c.Bytes)
+	t.dst.add(keyOf(c.Resp), c.Packets, c.Bytes)
+	p := &t.ports[portIndex(c.Proto, c.RespPort)]
+	p.Flows++
+	p.Packets += c.Packets
+	p.Bytes += c.Bytes
+}
+
+// protoNames are conn.log's protos, whose ports the tops count.
+var protoNames = [...]string{"unknown_transport", "tcp", "udp", "icmp"}
+
+func portIndex(proto string, port uint16) int {
+	for i, n := range protoNames {
+		if n == proto {
+			return i<<16 | int(port)
+		}
+	}
+	return int(port)
 }
 
 // topFlows keeps the n heaviest flows (a min-heap: the lightest first).
@@ -120,17 +165,17 @@ func (t *topFlows) weight(c *Conn) uint64 {
 	return c.Bytes
 }
 
-func (t *topFlows) add(c *Conn, named func(*Conn)) {
+func (t *topFlows) add(c *Conn) {
 	if len(t.heap) == t.n {
 		if t.n == 0 || t.weight(c) <= t.weight(&t.heap[0]) {
 			return
 		}
-		named(c)
+		c.named()
 		t.heap[0] = *c
 		t.down(0)
 		return
 	}
-	named(c)
+	c.named()
 	t.heap = append(t.heap, *c)
 	for i := len(t.heap) - 1; i > 0; {
 		p := (i - 1) / 2
@@ -212,20 +257,31 @@ func (t *Tops) Tables(n int) *TopTables {
 			return cmp.Or(cmp.Compare(fl.weight(&b), fl.weight(&a)), cmp.Compare(a.UID, b.UID))
 		})
 		tt.Flows[f] = FlowTable{By: figureName(figure(f)), Rows: rows[:min(n, len(rows))]}
-		tt.Src[f] = keyTable(t.src[f], n, netip.Addr.String)
-		tt.Dst[f] = keyTable(t.dst[f], n, netip.Addr.String)
-		tt.Ports[f] = keyTable(t.ports[f], n, Port.String)
+		var ports []KeyRow
+		for i, r := range t.ports {
+			if r.Flows > 0 {
+				ports = append(ports, KeyRow{Key: Port{protoNames[i>>16], uint16(i)}.String(), Row: r})
+			}
+		}
+		tt.Src[f] = keyTable(heldRows(t.src), t.src.replaced == 0, n, figure(f))
+		tt.Dst[f] = keyTable(heldRows(t.dst), t.dst.replaced == 0, n, figure(f))
+		tt.Ports[f] = keyTable(ports, true, n, figure(f))
 	}
 	return tt
 }
 
-func keyTable[K comparable](h *heavy[K], n int, spell func(K) string) KeyTable {
+func heldRows(h *heavy[addrKey]) []KeyRow {
 	rows := make([]KeyRow, len(h.entries))
 	for i := range h.entries {
-		rows[i] = KeyRow{Key: spell(h.entries[i].key), Row: h.entries[i].Row}
+		rows[i] = KeyRow{Key: h.entries[i].key.String(), Row: h.entries[i].Row}
 	}
+	return rows
+}
+
+// keyTable ranks rows by f and keeps the first n.
+func keyTable(rows []KeyRow, exact bool, n int, f figure) KeyTable {
 	slices.SortFunc(rows, func(a, b KeyRow) int {
-		return cmp.Or(cmp.Compare(b.get(h.by), a.get(h.by)), cmp.Compare(a.Key, b.Key))
+		return cmp.Or(cmp.Compare(b.get(f), a.get(f)), cmp.Compare(a.Key, b.Key))
 	})
-	return KeyTable{By: figureName(h.by), Exact: h.replaced == 0, Keys: len(h.entries), Rows: rows[:min(n, len(rows))]}
+	return KeyTable{By: figureName(f), Exact: exact, Keys: len(rows), Rows: rows[:min(n, len(rows))]}
 }
