@@ -136,7 +136,7 @@ func barChart(id, unit string, bars []bar) template.HTML {
 	if vmax == 0 {
 		vmax = 1
 	}
-	const labelW, valueW = 170, 120
+	const labelW, valueW = 200, 110
 	width := float64(chartW - labelW - valueW)
 	for i, br := range bars {
 		y := padT + 22*i
@@ -148,7 +148,7 @@ func barChart(id, unit string, bars []bar) template.HTML {
 		if color == "" {
 			color = palette[0]
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="lbl">%s</text>`, labelW-6, y+14, esc(clip(br.label, 26)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="lbl">%s</text>`, labelW-6, y+14, esc(clip(br.label, 30)))
 		fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="16" fill="%s"><title>%s: %s%s</title></rect>`,
 			labelW, y+2, w, color, esc(br.label), formatFull(br.value), esc(unit))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="val">%s%s</text>`, float64(labelW)+w+4, y+14, esc(si(br.value)), esc(br.note))
