@@ -78,5 +78,8 @@ func (c *Collector) Result() *Result {
 	if r.Series.AlertsByRule == nil {
 		r.Series.AlertsByRule = map[string]uint64{}
 	}
+	if r.Series.Alerts == nil {
+		r.Series.Alerts = []Alert{}
+	}
 	return r
 }
