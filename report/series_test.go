@@ -132,4 +132,3 @@ func BenchmarkConsumerPacket(b *testing.B) {
 		cons.Packet(p, ev)
 	}
 }
-

@@ -81,19 +81,21 @@ func (p Port) String() string { return p.Proto + "/" + strconv.Itoa(int(p.Port))
 // -s ranks them. Interim records (an active timeout's) are left out:
 // their flow's last record counts it whole. Not safe for concurrent use.
 type Tops struct {
-	n       int
-	flows   [2]topFlows
-	src     *heavy[addrKey]
-	dst     *heavy[addrKey]
-	ports   []Row // by portIndex; Err unused
+	n     int
+	flows [2]topFlows
+	src   *heavy[addrKey]
+	dst   *heavy[addrKey]
+	// ports are every port's figures by portIndex, in blocks of 256
+	// made when a port of theirs is first counted: a scan of every port
+	// takes 8 MB, a usual trace's few dozen ports a few blocks.
+	ports   [len(protoNames) << 8]*[256]Row
 	total   Row // Flows, Packets, Bytes of every flow
 	interim uint64
 }
 
 // NewTops returns empty tops keeping n rows a table.
 func NewTops(n int) *Tops {
-	t := &Tops{n: n, src: newHeavy[addrKey](byBytes, TopCapacity), dst: newHeavy[addrKey](byBytes, TopCapacity),
-		ports: make([]Row, len(protoNames)<<16)}
+	t := &Tops{n: n, src: newHeavy[addrKey](byBytes, TopCapacity), dst: newHeavy[addrKey](byBytes, TopCapacity)}
 	for _, f := range []figure{byBytes, byPackets} {
 		t.flows[f] = topFlows{by: f, n: n}
 	}
@@ -133,7 +135,13 @@ func (t *Tops) add(c *Conn) {
 	}
 	t.src.add(keyOf(c.Orig), c.Packets, c.Bytes)
 	t.dst.add(keyOf(c.Resp), c.Packets, c.Bytes)
-	p := &t.ports[portIndex(c.Proto, c.RespPort)]
+	i := portIndex(c.Proto, c.RespPort)
+	blk := t.ports[i>>8]
+	if blk == nil {
+		blk = new([256]Row)
+		t.ports[i>>8] = blk
+	}
+	p := &blk[i&0xff]
 	p.Flows++
 	p.Packets += c.Packets
 	p.Bytes += c.Bytes
@@ -258,9 +266,15 @@ func (t *Tops) Tables(n int) *TopTables {
 		})
 		tt.Flows[f] = FlowTable{By: figureName(figure(f)), Rows: rows[:min(n, len(rows))]}
 		var ports []KeyRow
-		for i, r := range t.ports {
-			if r.Flows > 0 {
-				ports = append(ports, KeyRow{Key: Port{protoNames[i>>16], uint16(i)}.String(), Row: r})
+		for b, blk := range t.ports {
+			if blk == nil {
+				continue
+			}
+			for j := range blk {
+				if r := blk[j]; r.Flows > 0 {
+					i := b<<8 | j
+					ports = append(ports, KeyRow{Key: Port{protoNames[i>>16], uint16(i)}.String(), Row: r})
+				}
 			}
 		}
 		tt.Src[f] = keyTable(heldRows(t.src), t.src.replaced == 0, n, figure(f))
