@@ -105,7 +105,7 @@ bench-live: build
 # (headless Chromium).
 report-example: build
 	$(BIN) replay --no-progress --report docs/report-example.html pcaps/sample.pcap >/dev/null
-	chromium --headless --disable-gpu --no-sandbox --hide-scrollbars --window-size=1180,1010 \
+	chromium --headless --disable-gpu --no-sandbox --hide-scrollbars --window-size=1280,1160 \
 		--screenshot=docs/report-example.png "file://$(CURDIR)/docs/report-example.html"
 
 # Refresh cmd/flowmon/default.pgo, the profile every build of flowmon is
