@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -146,6 +147,13 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	}
 	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
 		return nil, err
+	}
+	if f.report != "" {
+		// Written after the replay: a folder that is not there should not
+		// cost the replay first.
+		if st, err := os.Stat(filepath.Dir(f.report)); err != nil || !st.IsDir() {
+			return nil, usageError(fs, "--report %s: its folder is not there", f.report)
+		}
 	}
 	if *filterProg != "" {
 		var err error
