@@ -5,7 +5,7 @@ BIN     ?= bin/flowmon
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build test lint vet fmt-check bench fuzz-short fuzz-restore generate e2e eval bench-replay bench-live bench-stages pgo clean
+.PHONY: all build test lint vet fmt-check bench fuzz-short fuzz-restore generate e2e eval bench-replay bench-live bench-stages pgo report-example clean
 
 all: build test
 
@@ -100,6 +100,13 @@ bench-stages: build
 bench-live: build
 	$(GO) build -tags pcap -o bin/flowmon-pcap ./cmd/flowmon
 	scripts/bench-live.sh $(BIN) bin/flowmon-pcap
+
+# The README's example report of the bundled trace and its screenshot
+# (headless Chromium).
+report-example: build
+	$(BIN) replay --no-progress --report docs/report-example.html pcaps/sample.pcap >/dev/null
+	chromium --headless --disable-gpu --no-sandbox --hide-scrollbars --window-size=1280,1160 \
+		--screenshot=docs/report-example.png "file://$(CURDIR)/docs/report-example.html"
 
 # Refresh cmd/flowmon/default.pgo, the profile every build of flowmon is
 # optimized with (profile-guided optimization), from replays of generated

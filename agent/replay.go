@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/ipfix"
 )
 
@@ -53,8 +55,19 @@ type ReplayOptions struct {
 	// Filter, when set, keeps only the frames it accepts (ReplayFilter
 	// compiles it from the command line).
 	Filter *capture.Filter
-	Stdout io.Writer // where outputs named "-" go
-	Log    io.Writer // where the replay says what it does (stderr)
+	// Observers see the replay beside its outputs (the report's
+	// collector): their consumers and record sinks join the pipeline's,
+	// their alert sinks the rules'.
+	Observers Observers
+	Stdout    io.Writer // where outputs named "-" go
+	Log       io.Writer // where the replay says what it does (stderr)
+}
+
+// Observers are what watches a replay beside its outputs.
+type Observers struct {
+	Consumers  []pipeline.NewConsumer
+	Sinks      []record.Named
+	AlertSinks []alerts.Sink
 }
 
 // Replayer replays capture files through a pipeline and the rules
@@ -82,6 +95,8 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		return nil, err
 	}
 	r.closers.add(flows.close)
+	r.cfg.Consumers = append(r.cfg.Consumers[:len(r.cfg.Consumers):len(r.cfg.Consumers)], opt.Observers.Consumers...)
+	r.cfg.Sinks = append(r.cfg.Sinks[:len(r.cfg.Sinks):len(r.cfg.Sinks)], opt.Observers.Sinks...)
 	reg := newRegistry()
 	if opt.IPFIX != nil {
 		o := *opt.IPFIX
@@ -96,7 +111,7 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		}
 		r.closers.add(undelivered(closeIPFIX))
 	}
-	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Log)
+	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Log, opt.Observers.AlertSinks...)
 	if err != nil {
 		return nil, err
 	}

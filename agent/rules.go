@@ -47,8 +47,8 @@ const replayAlertQueue = 1 << 16
 // newAlerting loads the rules (rulesFile: a file, "" for the embedded
 // defaults, "none" for none: nil, nil) and opens the sinks: alerts go to
 // alertsOut as JSON lines when set (- for stdout), else to log as
-// readable lines, and to every sink of the alerting file.
-func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Writer) (*alerting, error) {
+// readable lines, to every sink of the alerting file, and to extra.
+func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Writer, extra ...alerts.Sink) (*alerting, error) {
 	if rulesFile == "none" {
 		return nil, nil
 	}
@@ -92,6 +92,7 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Write
 		}
 		sinks = append(sinks, more...)
 	}
+	sinks = append(sinks, extra...)
 	a.eng = rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, sinks...))
 	return a, nil
 }

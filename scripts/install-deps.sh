@@ -12,6 +12,7 @@ test)
 	command -v tcpdump >/dev/null || need+=(tcpdump)       # the filter's tests compare the frames kept with tcpdump's
 	command -v ip >/dev/null || need+=(iproute2)           # and make the pairs in namespaces of their own
 	[ -e /usr/include/pcap.h ] || need+=(libpcap-dev)      # the libpcap source (-tags pcap)
+	command -v chromium >/dev/null || need+=(chromium)     # the replay report's tests load it in headless Chromium
 	command -v clang >/dev/null || need+=(clang llvm)      # bpf's TestGeneratedUpToDate regenerates the eBPF objects
 	[ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev) ;; # and their C includes libbpf's helper definitions
 bench) for p in tcpdump:tcpdump softflowd:softflowd nfpcapd:nfdump argus:argus-server racount:argus-client; do PATH=$PATH:/usr/sbin command -v "${p%%:*}" >/dev/null || need+=("${p#*:}"); done; [ -x /usr/bin/time ] || need+=(time) ;;

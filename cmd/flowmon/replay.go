@@ -9,16 +9,21 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/capture/defrag"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/ipfix"
+	"github.com/flowmon/flowmon/report"
 )
 
 func init() {
@@ -47,6 +52,8 @@ type replayFlags struct {
 	watchlists watchlistFlags
 	history    config.History
 	ipfix      ipfix.Options
+	report     string
+	top        int
 	files      []string
 }
 
@@ -88,6 +95,8 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.BoolVar(&s.NoTunnelDetect, "no-tunnel-detect", false, "look for Teredo and AYIYA on their ports only (Zeek also looks on any UDP port)")
 	fs.IntVar(&s.MaxTunnelDepth, "max-tunnel-depth", s.MaxTunnelDepth, fmt.Sprintf("most tunnels nested in a packet, 1..%d; a packet deeper is skipped (tunnel_depth)", capture.MaxMaxTunnelDepth))
 	fs.StringVar(&f.flowsOut, "flows-out", "", "write one JSON line per flow (Zeek conn.log fields) to `FILE` (- for stdout)")
+	fs.StringVar(&f.report, "report", "", "write a report of the replay to `FILE`.html: charts over time, tops, the summary (one self-contained page)")
+	fs.IntVar(&f.top, "top", 0, "print the top `N` flows, originators, responders and responder ports by bytes and by packets after the summary")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the replay to `FILE`")
 	filterProg := fs.String("filter", "", "replay only the frames this classic BPF `program` keeps: tcpdump -ddd output (tcpdump -r FILE -ddd EXPR compiles it for FILE's link type), or with -tags pcap a tcpdump expression (for Ethernet)")
 	fs.StringVar(&f.listen, "listen", "", "serve /metrics and /api/v1/ccf on this `host:port` during the replay")
@@ -127,11 +136,24 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		return nil, usageError(fs, "--alerts-out - shares stdout with the summary or the flows; write the alerts to a file")
 	case s.DecodeOnly && f.rules != "" && f.rules != "none":
 		return nil, usageError(fs, "--rules does nothing with --decode-only (no flow state to evaluate)")
+	case (f.report != "" || f.top != 0) && s.DecodeOnly:
+		return nil, usageError(fs, "--report and --top do nothing with --decode-only (no flows are tracked)")
+	case f.top < 0:
+		return nil, usageError(fs, "--top %d: must be 0 (off) or more", f.top)
+	case f.top > 0 && f.json:
+		return nil, usageError(fs, "--top prints tables beside the text summary, not the JSON one; the report (--report) holds them too")
 	case s.DecodeOnly && len(f.ipfix.Collectors) > 0:
 		return nil, usageError(fs, "--ipfix does nothing with --decode-only (no flows are tracked)")
 	}
 	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
 		return nil, err
+	}
+	if f.report != "" {
+		// Written after the replay: a folder that is not there should not
+		// cost the replay first.
+		if st, err := os.Stat(filepath.Dir(f.report)); err != nil || !st.IsDir() {
+			return nil, usageError(fs, "--report %s: its folder is not there", f.report)
+		}
 	}
 	if *filterProg != "" {
 		var err error
@@ -195,10 +217,17 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if len(f.ipfix.Collectors) > 0 {
 		ipfixOpt = &f.ipfix
 	}
+	var col *report.Collector
+	var obs agent.Observers
+	if f.report != "" || f.top > 0 {
+		col = report.NewCollector(f.top)
+		obs = agent.Observers{Consumers: []pipeline.NewConsumer{col.Consumer()}, Sinks: []record.Named{col.Sink()},
+			AlertSinks: []alerts.Sink{col.AlertSink()}}
+	}
 	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt,
 		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
 		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen, Web: f.web, Filter: f.filter,
-		Stdout: stdout, Log: stderr})
+		Observers: obs, Stdout: stdout, Log: stderr})
 	if err != nil {
 		return err
 	}
@@ -231,12 +260,28 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if s == nil {
 		return err
 	}
+	var res *report.Result
+	if col != nil {
+		res = col.Result()
+	}
+	if f.report != "" {
+		page := &report.Page{Command: "flowmon replay " + strings.Join(args, " "), Settings: &f.settings, Summary: s, Result: res}
+		if werr := report.WriteFile(f.report, page); werr != nil {
+			return werr
+		}
+	}
 	if f.json {
 		if encErr := json.NewEncoder(stdout).Encode(s); encErr != nil {
 			return encErr
 		}
 	} else {
 		printSummary(stdout, s)
+	}
+	if f.top > 0 {
+		fmt.Fprintln(stdout)
+		if terr := report.WriteTables(stdout, res.Tops.Tables(f.top)); terr != nil {
+			return terr
+		}
 	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(stderr, "flowmon replay: warning: %s\n", w)

@@ -12,6 +12,7 @@ package testgate
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -40,4 +41,25 @@ func LongSize(tb testing.TB, n uint64) {
 	if n >= LargeSize {
 		Long(tb)
 	}
+}
+
+// CIEnv is the variable CI sets (CI=true on the common CI services,
+// .ci/run sets CI=1): there a tool a test needs must be installed.
+const CIEnv = "CI"
+
+// Tool returns the path of the program name, which the test needs.
+// Without it the test skips, saying why and what installs it, unless
+// CI is set: there scripts/install-deps.sh installs it, and its absence
+// fails the test rather than passing it unseen.
+func Tool(tb testing.TB, name, install string) string {
+	tb.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if ci := os.Getenv(CIEnv); ci != "" && ci != "0" && ci != "false" {
+		tb.Fatalf("%s is not installed, and %s=%s: %s", name, CIEnv, ci, install)
+	}
+	tb.Skipf("%s is not installed (%s); set %s=1 to fail instead", name, install, CIEnv)
+	return ""
 }

@@ -1,0 +1,5 @@
+package report
+
+import "github.com/flowmon/flowmon/pipeline"
+
+func pipelineLookups() pipeline.Lookups { return pipeline.Lookups{} }
