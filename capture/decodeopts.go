@@ -156,8 +156,8 @@ func (o *DecodeOptions) portLists() [6]namedPorts {
 // and without allocating. wireLen is the frame's length on the wire and ts
 // its capture time. It returns ReasonNone when p holds a flow packet, or
 // why not; p's contents are unspecified then, except the tunnel fields
-// (Tunnels > 0: the outer flow is known). Decode never panics, whatever
-// the bytes.
+// (Tunnels > 0: the Carriers, the outer flows, are known). Decode never
+// panics, whatever the bytes.
 func (o *DecodeOptions) Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
 	p.reset(ts, link, wireLen, len(data))
 	p.verify = o.VerifyChecksums
