@@ -103,9 +103,9 @@ func (o *DecodeOptions) decodeIPTunnel(p *Packet, src, dst []byte, proto uint8, 
 // udpTunnel says which tunnel a UDP datagram carries, if any: the one
 // its destination port names, else its source port's, else Teredo or
 // AYIYA when detection finds them in the payload b. It runs for every UDP
-// datagram: the compiled port set answers for a datagram on no tunnel
-// port, and decodeUDPTunnel's frame (which saves the packet) stays off
-// that path.
+// datagram: the compiled port table answers with a bit for each port,
+// and decodeUDPTunnel's frame (which saves the packet) stays off that
+// path.
 func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
 	if t := o.ports; t == nil || t.has(dport) || t.has(sport) {
 		if k := o.udpTunnelByPort(sport, dport); k != TunnelNone {
@@ -121,8 +121,13 @@ func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
 	return TunnelNone
 }
 
-// udpTunnelByPort is the tunnel of the lists that hold dport, else sport.
+// udpTunnelByPort is the tunnel of the lists that hold dport, else
+// sport: the compiled table's, or for options that were not compiled,
+// the lists' own.
 func (o *DecodeOptions) udpTunnelByPort(sport, dport uint16) TunnelKind {
+	if t := o.ports; t != nil {
+		return t.byPort(sport, dport)
+	}
 	bySrc := TunnelNone
 	lists := o.portLists()
 	for i := range lists {

@@ -301,6 +301,35 @@ func TestDecodeOptionsPorts(t *testing.T) {
 	}
 }
 
+// TestPortTableMatchesLists: the compiled port table names the tunnel
+// the lists name (udpTunnelByPort) for every destination and every source
+// port, with no lists, Zeek's, and ports in two lists, which Validate
+// refuses but the decoder still reads as the lists do.
+func TestPortTableMatchesLists(t *testing.T) {
+	if tunnelGREOverUDP > 0x0F {
+		t.Fatalf("tunnel kind %d does not fit portTable.kinds' four bits", tunnelGREOverUDP)
+	}
+	for _, o := range []DecodeOptions{
+		{},
+		DefaultDecodeOptions(),
+		{VXLANPorts: []uint16{4789, 8472}, GenevePorts: []uint16{4789, 6081}, GREOverUDPPorts: []uint16{6081, 65535}},
+		{GTPPorts: []uint16{1, PortGTPU, PortGTPC}, TeredoPorts: []uint16{PortTeredo, PortGTPU}, AYIYAPorts: []uint16{PortAYIYA}},
+	} {
+		c := o.compiled()
+		check := func(sport, dport uint16) {
+			if got, want := c.udpTunnelByPort(sport, dport), o.udpTunnelByPort(sport, dport); got != want {
+				t.Fatalf("%+v: ports %d -> %d: table %v, lists %v", o, sport, dport, got, want)
+			}
+		}
+		for _, other := range append(o.UDPTunnelPorts(), 0, 53, 40000) {
+			for port := range 1 << 16 {
+				check(other, uint16(port))
+				check(uint16(port), other)
+			}
+		}
+	}
+}
+
 func TestDecodeTunnelsNoAllocs(t *testing.T) {
 	for _, b := range tunnelBenchFrames(t) {
 		var p Packet
