@@ -7,12 +7,17 @@ import (
 	"github.com/flowmon/flowmon/capture"
 )
 
-// TestClaimCoversPacket: batch.claim fetches a slot's lines at its first
-// three 64-byte steps and its last byte, which are all of them only for a
-// Packet of 129 to 192 bytes.
+// TestClaimCoversPacket: batch.claim and addCarriers fetch the lines at
+// the first three 64-byte steps and the last byte of a Packet and a
+// Carriers, which are all of their lines only for 129 to 192 bytes.
 func TestClaimCoversPacket(t *testing.T) {
-	if packetSize <= 128 || packetSize > 192 {
-		t.Errorf("Packet is %d bytes: batch.claim fetches the lines of 129 to 192", packetSize)
+	for _, c := range []struct {
+		name string
+		size uintptr
+	}{{"Packet", packetSize}, {"Carriers", carriersSize}} {
+		if c.size <= 128 || c.size > 192 {
+			t.Errorf("%s is %d bytes: the claims fetch the lines of 129 to 192", c.name, c.size)
+		}
 	}
 }
 

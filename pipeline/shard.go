@@ -124,8 +124,14 @@ type batch struct {
 // handed-off batch's lines (claim).
 const claimAhead = 8
 
-// packetSize is the bytes of a batch's slot that claim fetches.
-const packetSize = unsafe.Sizeof(capture.Packet{})
+// The bytes of a batch's packet and of a tunnelled packet's carriers:
+// claim and addCarriers fetch the lines of 129 to 192 bytes, three or
+// four by where they start, those of their first three 64-byte steps and
+// of their last byte (TestClaimCoversPacket).
+const (
+	packetSize   = unsafe.Sizeof(capture.Packet{})
+	carriersSize = unsafe.Sizeof(capture.Carriers{})
+)
 
 // add copies pk into the batch without its payload (it points into the
 // source's buffer, and no per-flow stage reads it), with its carriers
@@ -146,10 +152,16 @@ func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
 	return b.n == batchSize
 }
 
-// addCarriers copies c into the batch's carriers as q's.
+// addCarriers copies c into the batch's carriers as q's, claiming a
+// handed-off batch's carriers ahead as claim does its packets.
 func (b *batch) addCarriers(q *capture.Packet, c *capture.Carriers) {
 	if b.car == nil {
 		b.car = new([batchSize]capture.Carriers)
+	}
+	if b.handoff && b.nc+claimAhead < batchSize {
+		a := unsafe.Pointer(&b.car[b.nc+claimAhead])
+		memhint.PrefetchW2(a, unsafe.Add(a, 64))
+		memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Add(a, carriersSize-1))
 	}
 	d := &b.car[b.nc]
 	*d = *c
@@ -172,11 +184,9 @@ func (b *batch) claim(j int) {
 	if j >= batchSize {
 		return
 	}
-	// A Packet (packetSize, 129 to 192 bytes: TestClaimCoversPacket)
-	// spans three or four lines, by where it starts: those of its first
-	// three 64-byte steps and of its last byte are claimed. fp and seq
-	// hold eight slots a line. A tunnelled packet's carriers (car) are
-	// not claimed: only tunnelled packets write them.
+	// The packet's lines (packetSize); fp and seq hold eight slots a
+	// line; a tunnelled packet's carriers are claimed as they are copied
+	// (addCarriers).
 	a := unsafe.Pointer(&b.pkts[j])
 	memhint.PrefetchW2(a, unsafe.Add(a, 64))
 	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Add(a, packetSize-1))
