@@ -22,16 +22,9 @@ const (
 
 // tunnelSave is what entering a UDP tunnel changes in a Packet, kept so
 // that a datagram whose payload turns out to carry no IP packet is again
-// the UDP flow it is.
+// the UDP flow it is. The carriers are kept only when there are any.
 type tunnelSave struct {
-	outerKey  Key
-	outerHash uint64
-	outerRev  bool
-	outerLen  uint32
-	mostLen   uint32
-	mostKey   Key
-	mostHash  uint64
-	mostRev   bool
+	car       Carriers
 	tunnels   uint8
 	kind      TunnelKind
 	etherType uint16
@@ -43,15 +36,17 @@ type tunnelSave struct {
 }
 
 func (s *tunnelSave) save(p *Packet) {
-	s.outerKey, s.outerHash, s.outerRev, s.outerLen, s.mostLen = p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen, p.OutermostLen
-	s.mostKey, s.mostHash, s.mostRev = p.OutermostKey, p.OutermostHash, p.OutermostReversed
+	if p.Tunnels > 0 {
+		s.car = *p.Carriers
+	}
 	s.tunnels, s.kind = p.Tunnels, p.Tunnel
 	s.etherType, s.vlans, s.ttl, s.ipID, s.ipLen, s.frag = p.EtherType, p.VLANs, p.TTL, p.IPID, p.IPLen, p.Fragment
 }
 
 func (s *tunnelSave) restore(p *Packet) {
-	p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen, p.OutermostLen = s.outerKey, s.outerHash, s.outerRev, s.outerLen, s.mostLen
-	p.OutermostKey, p.OutermostHash, p.OutermostReversed = s.mostKey, s.mostHash, s.mostRev
+	if s.tunnels > 0 {
+		*p.Carriers = s.car
+	}
 	p.Tunnels, p.Tunnel = s.tunnels, s.kind
 	p.EtherType, p.VLANs, p.TTL, p.IPID, p.IPLen, p.Fragment = s.etherType, s.vlans, s.ttl, s.ipID, s.ipLen, s.frag
 	p.HasTCP, p.Flags, p.Seq, p.Ack, p.Window = false, 0, 0, 0, 0
@@ -59,16 +54,22 @@ func (s *tunnelSave) restore(p *Packet) {
 
 // enter records one more tunnel: its kind and the flow carrying it. The
 // inner packet's IP fields replace the outer's, so a fragmented carrier
-// does not mark its inner packet a fragment.
+// does not mark its inner packet a fragment. The Packet's Carriers are
+// made here the first time it holds a tunnelled packet, so an
+// untunnelled packet never touches them.
 func (o *DecodeOptions) enter(p *Packet, kind TunnelKind, src, dst []byte, sport, dport uint16, proto uint8) Reason {
-	if p.Tunnels == 1 {
-		p.OutermostKey, p.OutermostHash, p.OutermostReversed = p.OuterKey, p.OuterHash, p.OuterReversed
-		p.OutermostLen = p.OuterLen
+	c := p.Carriers
+	if c == nil {
+		c = new(Carriers)
+		p.Carriers = c
 	}
-	p.OuterLen = 0
+	if p.Tunnels == 1 {
+		c.Outermost = c.Outer
+	}
+	c.Outer.Len = 0
 	p.Tunnels++
 	p.Tunnel = kind
-	p.OuterReversed = fillKey(&p.OuterKey, &p.OuterHash, src, dst, sport, dport, proto)
+	c.Outer.Reversed = fillKey(&c.Outer.Key, &c.Outer.Hash, src, dst, sport, dport, proto)
 	p.Fragment, p.IPID = NotFragment, 0
 	maxDepth := o.MaxTunnelDepth
 	if maxDepth <= 0 {
@@ -102,9 +103,9 @@ func (o *DecodeOptions) decodeIPTunnel(p *Packet, src, dst []byte, proto uint8, 
 // udpTunnel says which tunnel a UDP datagram carries, if any: the one
 // its destination port names, else its source port's, else Teredo or
 // AYIYA when detection finds them in the payload b. It runs for every UDP
-// datagram: the compiled port set answers for a datagram on no tunnel
-// port, and decodeUDPTunnel's frame (which saves the packet) stays off
-// that path.
+// datagram: the compiled port table answers with a bit for each port,
+// and decodeUDPTunnel's frame (which saves the packet) stays off that
+// path.
 func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
 	if t := o.ports; t == nil || t.has(dport) || t.has(sport) {
 		if k := o.udpTunnelByPort(sport, dport); k != TunnelNone {
@@ -120,8 +121,13 @@ func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
 	return TunnelNone
 }
 
-// udpTunnelByPort is the tunnel of the lists that hold dport, else sport.
+// udpTunnelByPort is the tunnel of the lists that hold dport, else
+// sport: the compiled table's, or for options that were not compiled,
+// the lists' own.
 func (o *DecodeOptions) udpTunnelByPort(sport, dport uint16) TunnelKind {
+	if t := o.ports; t != nil {
+		return t.byPort(sport, dport)
+	}
 	bySrc := TunnelNone
 	lists := o.portLists()
 	for i := range lists {
@@ -176,7 +182,7 @@ func (o *DecodeOptions) decodeUDPTunnel(p *Packet, kind TunnelKind, src, dst []b
 	if r2 := o.enter(p, kind, src, dst, sport, dport, ProtoUDP); r2 != ReasonNone {
 		return r2, true
 	}
-	p.OuterLen = uint32(n)
+	p.Carriers.Outer.Len = uint32(n)
 	if r != ReasonNone {
 		return r, true
 	}

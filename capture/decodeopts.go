@@ -37,26 +37,53 @@ type DecodeOptions struct {
 	// header, are not checked (see verifyTransport).
 	VerifyChecksums bool
 
-	// ports, when set (compiled), has a bit for every port of the lists,
-	// so that a UDP datagram on no tunnel port costs two loads; without
-	// it the lists are read. The sources set it on their copy.
-	ports *portBits
+	// ports, when set (compiled), is the port lists as a table, so that
+	// a UDP datagram's tunnel is a load for each port instead of a walk
+	// of the lists; without it the lists are walked. The sources set it
+	// on their copy, once, when they are given the options.
+	ports *portTable
 }
 
-// portBits is a set of UDP ports, a bit each.
-type portBits [1 << 16 / 64]uint64
+// portTable is the port lists compiled: a bit a port, which every UDP
+// datagram tests for both its ports (8 KiB, so it stays in cache
+// whatever ports the traffic uses), and for the ports that have it set,
+// the tunnel they name, read only for a datagram on a tunnel port.
+type portTable struct {
+	bits [1 << 16 / 64]uint64
+	// kinds holds in its low four bits the tunnel of the first list that
+	// holds the port, which a destination port names, and in its high
+	// four the last list's, which a source port names, as the lists are
+	// read (udpTunnelByPort): they differ only for a port in two lists,
+	// which Validate refuses.
+	kinds [1 << 16]uint8
+}
 
-func (t *portBits) has(port uint16) bool { return t[port>>6]&(1<<(port&63)) != 0 }
+func (t *portTable) has(port uint16) bool { return t.bits[port>>6]&(1<<(port&63)) != 0 }
+
+// byPort is the tunnel a datagram's ports name, TunnelNone for none.
+func (t *portTable) byPort(sport, dport uint16) TunnelKind {
+	switch {
+	case t.has(dport):
+		return TunnelKind(t.kinds[dport] & 0x0F)
+	case t.has(sport):
+		return TunnelKind(t.kinds[sport] >> 4)
+	}
+	return TunnelNone
+}
 
 // Compiled returns a copy of o with its port set made, which a source decodes
 // with (DecodeOptions.Decode reads the lists without it). The lists must not
 // change afterwards.
 func (o *DecodeOptions) Compiled() *DecodeOptions {
 	c := *o
-	t := new(portBits)
+	t := new(portTable)
 	for _, l := range c.portLists() {
 		for _, port := range l.ports {
-			t[port>>6] |= 1 << (port & 63)
+			if !t.has(port) {
+				t.bits[port>>6] |= 1 << (port & 63)
+				t.kinds[port] = uint8(l.kind)
+			}
+			t.kinds[port] = t.kinds[port]&0x0F | uint8(l.kind)<<4
 		}
 	}
 	c.ports = t
@@ -157,8 +184,8 @@ func (o *DecodeOptions) portLists() [6]namedPorts {
 // and without allocating. wireLen is the frame's length on the wire and ts
 // its capture time. It returns ReasonNone when p holds a flow packet, or
 // why not; p's contents are unspecified then, except the tunnel fields
-// (Tunnels > 0: the outer flow is known). Decode never panics, whatever
-// the bytes.
+// (Tunnels > 0: the Carriers, the outer flows, are known). Decode never
+// panics, whatever the bytes.
 func (o *DecodeOptions) Decode(p *Packet, link uint16, data []byte, wireLen int, ts time.Time) Reason {
 	p.reset(ts, link, wireLen, len(data))
 	p.verify = o.VerifyChecksums

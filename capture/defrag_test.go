@@ -3,21 +3,10 @@ package capture
 import (
 	"bytes"
 	"testing"
-	"unsafe"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
-
-// TestPacketSize pins the packet's size: the pipeline copies packets into
-// its batches, so a larger one costs every packet. What Decode notes of a
-// fragment sits in padding; the tunnels' carriers (two keys, their hashes
-// and lengths) took it from 168 to 328 bytes.
-func TestPacketSize(t *testing.T) {
-	if n := unsafe.Sizeof(Packet{}); n != 328 {
-		t.Errorf("Packet is %d bytes, want 328", n)
-	}
-}
 
 // TestFragmentIP: a fragment's IP packet and the offset of its data are
 // found in the frame it was decoded from, through VLAN tags and IPv6

@@ -99,36 +99,42 @@
 // # What Zeek logs for the outer side
 //
 // Packet.Tunnels counts the tunnels passed, Packet.Tunnel is the
-// innermost's kind, and Packet.OuterKey/OuterHash/OuterReversed are the
-// flow that carried the innermost tunnel (its IP addresses with the UDP
-// ports for the UDP tunnels, or ports 0 and protocol 4, 41 or 47);
-// OutermostKey/OutermostHash/OutermostReversed the flow of the outermost
-// tunnel when there are two or more. They are set whatever the Reason.
+// innermost's kind, and Packet.Carriers the flows that carried it:
+// Carriers.Outer (key, hash, direction and UDP payload length) the flow
+// of the innermost tunnel (its IP addresses with the UDP ports for the
+// UDP tunnels, or ports 0 and protocol 4, 41 or 47), Carriers.Outermost
+// the flow of the outermost tunnel when there are two or more. They are
+// set whatever the Reason. The carriers live outside the Packet, which
+// the pipeline copies for every packet: the decoder writes them, only for
+// a tunnelled packet, into a Carriers the Packet keeps from one packet to
+// the next, so they are valid until the Packet is decoded into again.
 // Zeek's conn.log, whose baselines the tests compare with, has:
 //
 //   - for a UDP tunnel (VXLAN, Geneve, GTP, Teredo, AYIYA, GRE in UDP)
 //     the carrying UDP flow as a connection of its own, counting every
-//     packet of the tunnel (OuterKey, and OutermostKey when nested);
+//     packet of the tunnel (Carriers.Outer, and Carriers.Outermost when
+//     nested);
 //   - for GRE and IP in IP no connection for the carrier: it is in
 //     tunnel.log only;
 //   - in the inner connection's tunnel_parents the uid of the innermost
 //     encapsulation: the carrying UDP connection's for VXLAN, Geneve,
 //     GTP, Teredo and AYIYA; for GRE (also in UDP) and IP in IP, a tunnel
 //     uid per outer address pair and tunnel type, which is not a
-//     connection's (OuterKey's addresses and Tunnel name it).
+//     connection's (Carriers.Outer's addresses and Tunnel name it).
 //     It is the set of such uids over the connection's packets (an ICMP
 //     flow reaching a Teredo host through two relays has two), and a
 //     carrying connection inside another tunnel has that tunnel's as its
 //     own (VXLAN in Geneve: the VXLAN flow's parent is the Geneve flow).
 //
 // Decode and a classic pcap Reader's Next allocate nothing per packet,
-// tunnels included, read from a buffer or a mapping (TestDecodeNoAllocs,
-// TestDecodeTunnelsNoAllocs, TestMappedNextNoAllocs, BenchmarkReaderNext);
-// a Source is used by one goroutine. A packet's Payload is a slice of the
-// frame, valid until the next Next: the mapped reader drops the pages
-// behind it as it goes, and nothing downstream keeps a frame's bytes (the
-// pipeline copies packets into its batches without their payload, the
-// defragmenter copies what it holds). The eBPF
+// tunnels included (a Packet's Carriers are made once, at the first
+// tunnelled packet decoded into it), read from a buffer or a mapping
+// (TestDecodeNoAllocs, TestDecodeTunnelsNoAllocs, TestMappedNextNoAllocs,
+// BenchmarkReaderNext); a Source is used by one goroutine. A packet's
+// Payload is a slice of the frame, valid until the next Next: the mapped
+// reader drops the pages behind it as it goes, and nothing downstream
+// keeps a frame's bytes (the pipeline copies packets into its batches
+// without their payload, the defragmenter copies what it holds). The eBPF
 // program parses as Decode does without the tunnels and the PBB, VN-tag
 // and FabricPath headers: its packets are keyed on the outer header.
 package capture

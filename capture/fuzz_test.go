@@ -75,8 +75,8 @@ func FuzzDecode(f *testing.F) {
 		if int(p.Tunnels) > DefaultMaxTunnelDepth+1 || int(p.VLANs) > (DefaultMaxTunnelDepth+1)*maxLinkHops {
 			t.Fatalf("%d tunnels, %d tags: %v", p.Tunnels, p.VLANs, reason)
 		}
-		if p.Tunnels > 0 && (!p.OuterKey.IsValid() || p.OuterHash != p.OuterKey.Hash()) {
-			t.Fatalf("outer key %v hash %x", p.OuterKey, p.OuterHash)
+		if c := p.Carriers; p.Tunnels > 0 && (!c.Outer.Key.IsValid() || c.Outer.Hash != c.Outer.Key.Hash()) {
+			t.Fatalf("outer key %v hash %x", c.Outer.Key, c.Outer.Hash)
 		}
 		first := l.first
 		if first == 0 {
@@ -129,10 +129,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		if p.Tunnels == 1 {
-			outer := p.OuterKey
-			if p.OuterReversed {
-				outer = outer.Reverse()
-			}
+			outer := p.Carriers.Outer.Directed()
 			if outer.Src != src || outer.Dst != dst {
 				t.Fatalf("carrier %v, gopacket %v -> %v\n%v", outer, src, dst, gp)
 			}

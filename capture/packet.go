@@ -56,6 +56,16 @@ type Packet struct {
 	// fragData is, for a fragment, the offset of its data from the start
 	// of its IP header (FragmentIP); it sits in Reversed's padding.
 	fragData uint16
+	// Tunnels is how many tunnels the packet was decapsulated from (0:
+	// none; Key and the fields below are then the innermost packet's), and
+	// Tunnel, when Tunnels > 0, the innermost tunnel's kind. They sit in
+	// Reversed's padding, with CarrierOnly.
+	Tunnels uint8
+	Tunnel  TunnelKind
+	// CarrierOnly says the packet is a datagram of a UDP tunnel (not
+	// Teredo's) that carries no packet: its UDP flow is a carrier's, which
+	// the pipeline keeps with the flows it carries.
+	CarrierOnly bool
 	// Hash is Key.Hash(): one 64-bit hash per packet, reused by every stage.
 	Hash uint64
 
@@ -80,34 +90,15 @@ type Packet struct {
 	// header starts from the end (FragmentIP); in CapLen's padding.
 	ipTail uint32
 
-	// Tunnels is how many tunnels the packet was decapsulated from (0:
-	// none; Key and the fields above are then the innermost packet's).
-	// Tunnel, OuterKey, OuterHash and OuterReversed are set only when
-	// Tunnels > 0: the innermost tunnel's kind, and the canonical key, hash
-	// and direction of the flow that carried it, from the innermost
-	// encapsulating IP header (and UDP header, for the UDP tunnels; ports 0
-	// and the IP protocol, 4, 41 or 47, for the others). They are set
-	// whatever the Reason, so the outer flow of an inner packet that does
-	// not decode can still be counted.
-	Tunnels       uint8
-	Tunnel        TunnelKind
-	OuterReversed bool
-	OuterHash     uint64
-	OuterKey      Key
-	// OutermostKey, OutermostHash and OutermostReversed are, when
-	// Tunnels > 1, the flow that carried the outermost tunnel: with
-	// OuterKey, every carrier of a packet two tunnels deep (a third's in
-	// between is not kept).
-	OutermostReversed bool
-	OutermostHash     uint64
-	OutermostKey      Key
-	// CarrierOnly says the packet is a datagram of a UDP tunnel (not
-	// Teredo's) that carries no packet: its UDP flow is a carrier's, which
-	// the pipeline keeps with the flows it carries.
-	CarrierOnly bool
-	// OuterLen and OutermostLen are the UDP payload lengths of those
-	// carriers (0 for the IP-level tunnels): the bytes their flows count.
-	OuterLen, OutermostLen uint32
+	// Carriers, when Tunnels > 0, are the flows that carried the packet
+	// (see Carriers); otherwise they mean nothing and may point at an
+	// earlier packet's. They are kept out of the Packet, which every
+	// stage copies, because only tunnelled packets have them: the decoder
+	// writes them into a Carriers of the Packet's own, made the first time
+	// the Packet holds a tunnelled packet and reused after, so like
+	// Payload they are valid until the Packet is decoded into again. A
+	// copy kept longer copies them too (the pipeline's batches do).
+	Carriers *Carriers
 
 	// Payload is the captured part of the transport payload (may be shorter
 	// than PayloadLen on truncated captures).

@@ -50,22 +50,23 @@ var (
 // add up the files read so far.
 type Files struct {
 	names []string
-	next  int     // index of the file after cur
-	cur   *Reader // nil once every file is read
-	done  Stats   // files already read
-	sum   Stats   // done + cur's, what Stats returns
-	dec   *DecodeOptions
+	next  int            // index of the file after cur
+	cur   *Reader        // nil once every file is read
+	done  Stats          // files already read
+	sum   Stats          // done + cur's, what Stats returns
+	dec   *DecodeOptions // compiled, every file's (nil: the defaults)
 	// defrag is every file's: a datagram's fragments may span two
 	// files of one capture cut in pieces.
 	defrag Defragmenter
 	filter *Filter // every file's
 }
 
-// SetDecodeOptions has every file's packets from now on decoded with o.
+// SetDecodeOptions has every file's packets from now on decoded with o,
+// compiled once for all of them.
 func (f *Files) SetDecodeOptions(o DecodeOptions) {
-	f.dec = &o
+	f.dec = o.Compiled()
 	if f.cur != nil {
-		f.cur.SetDecodeOptions(o)
+		f.cur.dec = f.dec
 	}
 }
 
@@ -100,7 +101,7 @@ func (f *Files) Next(p *Packet) error {
 				return err
 			}
 			if f.dec != nil {
-				r.SetDecodeOptions(*f.dec)
+				r.dec = f.dec
 			}
 			if f.defrag != nil {
 				r.SetDefragmenter(f.defrag)

@@ -134,15 +134,13 @@ func TestDecodeTunnels(t *testing.T) {
 			if p.Tunnels == 0 || p.Tunnel != c.kind {
 				t.Fatalf("tunnels %d kind %v, want %v", p.Tunnels, p.Tunnel, c.kind)
 			}
-			outer := p.OuterKey
-			if p.OuterReversed {
-				outer = outer.Reverse()
-			}
-			if outer.Proto != c.outer || outer.SrcPort != c.sport || p.OuterHash != p.OuterKey.Hash() {
-				t.Fatalf("outer %v (hash %x), want protocol %d from port %d", outer, p.OuterHash, c.outer, c.sport)
+			car := &p.Carriers.Outer
+			outer := car.Directed()
+			if outer.Proto != c.outer || outer.SrcPort != c.sport || car.Hash != car.Key.Hash() {
+				t.Fatalf("outer %v (hash %x), want protocol %d from port %d", outer, car.Hash, c.outer, c.sport)
 			}
 			if c.name == "gre in gre" {
-				most := p.OutermostKey
+				most := p.Carriers.Outermost.Key
 				if p.Tunnels != 2 || most.Src != outerA || most.Dst != outerB || outer.Src != netip.MustParseAddr("198.51.100.1") {
 					t.Fatalf("nested: %d tunnels, outermost %v, outer %v", p.Tunnels, most, outer)
 				}
@@ -257,8 +255,10 @@ func TestDecodeTunnelMalformed(t *testing.T) {
 			t.Errorf("%s: reason %v, want %v", c.name, r, c.want)
 			continue
 		}
-		if p.Tunnels == 0 || !p.OuterKey.IsValid() || p.OuterHash != p.OuterKey.Hash() {
-			t.Errorf("%s: %d tunnels, outer %v: the carrier is not known", c.name, p.Tunnels, p.OuterKey)
+		if p.Tunnels == 0 {
+			t.Errorf("%s: no tunnel: the carrier is not known", c.name)
+		} else if car := &p.Carriers.Outer; !car.Key.IsValid() || car.Hash != car.Key.Hash() {
+			t.Errorf("%s: %d tunnels, outer %v: the carrier is not known", c.name, p.Tunnels, car.Key)
 		}
 	}
 }
@@ -298,6 +298,35 @@ func TestDecodeOptionsPorts(t *testing.T) {
 	d := DefaultDecodeOptions()
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPortTableMatchesLists: the compiled port table names the tunnel
+// the lists name (udpTunnelByPort) for every destination and every source
+// port, with no lists, Zeek's, and ports in two lists, which Validate
+// refuses but the decoder still reads as the lists do.
+func TestPortTableMatchesLists(t *testing.T) {
+	if tunnelGREOverUDP > 0x0F {
+		t.Fatalf("tunnel kind %d does not fit portTable.kinds' four bits", tunnelGREOverUDP)
+	}
+	for _, o := range []DecodeOptions{
+		{},
+		DefaultDecodeOptions(),
+		{VXLANPorts: []uint16{4789, 8472}, GenevePorts: []uint16{4789, 6081}, GREOverUDPPorts: []uint16{6081, 65535}},
+		{GTPPorts: []uint16{1, PortGTPU, PortGTPC}, TeredoPorts: []uint16{PortTeredo, PortGTPU}, AYIYAPorts: []uint16{PortAYIYA}},
+	} {
+		c := o.Compiled()
+		check := func(sport, dport uint16) {
+			if got, want := c.udpTunnelByPort(sport, dport), o.udpTunnelByPort(sport, dport); got != want {
+				t.Fatalf("%+v: ports %d -> %d: table %v, lists %v", o, sport, dport, got, want)
+			}
+		}
+		for _, other := range append(o.UDPTunnelPorts(), 0, 53, 40000) {
+			for port := range 1 << 16 {
+				check(other, uint16(port))
+				check(uint16(port), other)
+			}
+		}
 	}
 }
 

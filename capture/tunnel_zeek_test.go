@@ -97,16 +97,18 @@ func replayConns(t *testing.T, path string, o *DecodeOptions) (map[Key]bool, map
 				t.Errorf("%s: hash of %v is not its key's", path, p.Key)
 			}
 		}
-		if p.Tunnels > 0 && p.OuterKey.Proto == ProtoUDP {
-			got[p.OuterKey] = true
-			if p.OuterHash != p.OuterKey.Hash() {
-				t.Errorf("%s: outer hash of %v is not its key's", path, p.OuterKey)
+		if p.Tunnels > 0 && p.Carriers.Outer.Key.Proto == ProtoUDP {
+			c := &p.Carriers.Outer
+			got[c.Key] = true
+			if c.Hash != c.Key.Hash() {
+				t.Errorf("%s: outer hash of %v is not its key's", path, c.Key)
 			}
 		}
-		if p.Tunnels > 1 && p.OutermostKey.Proto == ProtoUDP {
-			got[p.OutermostKey] = true
-			if p.OutermostHash != p.OutermostKey.Hash() {
-				t.Errorf("%s: outermost hash of %v is not its key's", path, p.OutermostKey)
+		if p.Tunnels > 1 && p.Carriers.Outermost.Key.Proto == ProtoUDP {
+			c := &p.Carriers.Outermost
+			got[c.Key] = true
+			if c.Hash != c.Key.Hash() {
+				t.Errorf("%s: outermost hash of %v is not its key's", path, c.Key)
 			}
 		}
 	}

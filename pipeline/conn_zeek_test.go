@@ -277,7 +277,7 @@ func matchRecord(recs []connlog.Record, used []bool, r zeekRow) (rec *connlog.Re
 }
 
 // tunnelCarriers are the UDP flows of a capture that carry a tunnel
-// (capture.Packet.OuterKey), as the 5-tuples carrierKey spells.
+// (capture.Carriers), as the 5-tuples carrierKey spells.
 func tunnelCarriers(t *testing.T, path string) map[string]bool {
 	src, err := capture.Open(path)
 	if err != nil {
@@ -287,11 +287,11 @@ func tunnelCarriers(t *testing.T, path string) map[string]bool {
 	out := map[string]bool{}
 	var p capture.Packet
 	for src.Next(&p) == nil {
-		if p.Tunnels > 0 && p.OuterKey.Proto == capture.ProtoUDP {
-			out[p.OuterKey.String()] = true
+		if p.Tunnels > 0 && p.Carriers.Outer.Key.Proto == capture.ProtoUDP {
+			out[p.Carriers.Outer.Key.String()] = true
 		}
-		if p.Tunnels > 1 && p.OutermostKey.Proto == capture.ProtoUDP {
-			out[p.OutermostKey.String()] = true
+		if p.Tunnels > 1 && p.Carriers.Outermost.Key.Proto == capture.ProtoUDP {
+			out[p.Carriers.Outermost.Key.String()] = true
 		}
 	}
 	return out

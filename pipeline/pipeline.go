@@ -256,9 +256,9 @@ func shardHash(pk *capture.Packet) uint64 {
 	case pk.Tunnels == 0 || pk.Tunnel == capture.TunnelTeredo:
 		return pk.Hash
 	case pk.Tunnels > 1:
-		k.Src, k.Dst = pk.OutermostKey.Src, pk.OutermostKey.Dst
+		k.Src, k.Dst = pk.Carriers.Outermost.Key.Src, pk.Carriers.Outermost.Key.Dst
 	default:
-		k.Src, k.Dst = pk.OuterKey.Src, pk.OuterKey.Dst
+		k.Src, k.Dst = pk.Carriers.Outer.Key.Src, pk.Carriers.Outer.Key.Dst
 	}
 	return k.Hash()
 }
@@ -266,8 +266,8 @@ func shardHash(pk *capture.Packet) uint64 {
 // Packet runs one decoded packet through the stages. Here it only gets its
 // dedup fingerprint, the one step that reads the payload; the packet is
 // then copied into its shard's batch (without its payload, which points
-// into the reader's buffer and which no per-flow stage reads) with the
-// fingerprint beside it. A full batch goes to the shard, which drops the
+// into the reader's buffer and which no per-flow stage reads; a tunnelled
+// packet's carriers into the batch's own) with the fingerprint beside it. A full batch goes to the shard, which drops the
 // duplicates and runs the per-flow stages on the batch with their memory
 // prefetched ahead (shard.run): with one worker on this goroutine, with
 // more on the shards' own.

@@ -108,7 +108,14 @@ type batch struct {
 	pkts [batchSize]capture.Packet
 	seq  [batchSize]uint64 // each packet's number in the pipeline (recordlog.go)
 	fp   [batchSize]uint64 // each packet's dedup fingerprint (0 without dedup)
-	n    int
+	// car holds the carriers of the batch's tunnelled packets, nc of them
+	// in the order the packets came, each packet's Carriers pointing at its
+	// own: the source's are overwritten by its next packet while the batch
+	// waits or runs on a worker. Only tunnelled packets have carriers, so
+	// they stay out of pkts, which every packet is copied into; car is made
+	// the first time a tunnelled packet comes.
+	car   *[batchSize]capture.Carriers
+	n, nc int
 	// handoff is set for a worker shard's batches, filled on the reader's
 	// core and run on the worker's: see claim.
 	handoff bool
@@ -118,20 +125,53 @@ type batch struct {
 // handed-off batch's lines (claim).
 const claimAhead = 8
 
+// The bytes of a batch's packet and of a tunnelled packet's carriers:
+// claim and addCarriers fetch the lines of 129 to 192 bytes, three or
+// four by where they start, those of their first three 64-byte steps and
+// of their last byte (TestClaimCoversPacket).
+const (
+	packetSize   = unsafe.Sizeof(capture.Packet{})
+	carriersSize = unsafe.Sizeof(capture.Carriers{})
+)
+
 // add copies pk into the batch without its payload (it points into the
-// source's buffer, and no per-flow stage reads it), with its dedup
-// fingerprint and its number in the pipeline; it reports whether the
-// batch is full.
+// source's buffer, and no per-flow stage reads it), with its carriers
+// when it was tunnelled, its dedup fingerprint and its number in the
+// pipeline; it reports whether the batch is full.
 func (b *batch) add(pk *capture.Packet, fp, seq uint64) bool {
 	if b.handoff {
 		b.claim(b.n + claimAhead)
 	}
-	b.pkts[b.n] = *pk
-	b.pkts[b.n].Payload = nil
+	q := &b.pkts[b.n]
+	*q = *pk
+	q.Payload, q.Carriers = nil, nil
+	if pk.Tunnels > 0 {
+		b.addCarriers(q, pk.Carriers)
+	}
 	b.fp[b.n], b.seq[b.n] = fp, seq
 	b.n++
 	return b.n == batchSize
 }
+
+// addCarriers copies c into the batch's carriers as q's, claiming a
+// handed-off batch's carriers ahead as claim does its packets.
+func (b *batch) addCarriers(q *capture.Packet, c *capture.Carriers) {
+	if b.car == nil {
+		b.car = new([batchSize]capture.Carriers)
+	}
+	if b.handoff && b.nc+claimAhead < batchSize {
+		a := unsafe.Pointer(&b.car[b.nc+claimAhead])
+		memhint.PrefetchW2(a, unsafe.Add(a, 64))
+		memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Add(a, carriersSize-1))
+	}
+	d := &b.car[b.nc]
+	*d = *c
+	q.Carriers = d
+	b.nc++
+}
+
+// empty drops the batch's packets.
+func (b *batch) empty() { b.n, b.nc = 0, 0 }
 
 // claim fetches slot j's lines for writing. A handed-off batch's lines
 // were last read on the worker's core: each store of the copy into them
@@ -145,12 +185,12 @@ func (b *batch) claim(j int) {
 	if j >= batchSize {
 		return
 	}
-	// A Packet (328 bytes) spans six lines: each is claimed; fp and seq
-	// hold eight slots a line.
+	// The packet's lines (packetSize); fp and seq hold eight slots a
+	// line; a tunnelled packet's carriers are claimed as they are copied
+	// (addCarriers).
 	a := unsafe.Pointer(&b.pkts[j])
 	memhint.PrefetchW2(a, unsafe.Add(a, 64))
-	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Add(a, 192))
-	memhint.PrefetchW2(unsafe.Add(a, 256), unsafe.Add(a, 320))
+	memhint.PrefetchW2(unsafe.Add(a, 128), unsafe.Add(a, packetSize-1))
 	memhint.PrefetchW2(unsafe.Pointer(&b.fp[j]), unsafe.Pointer(&b.fp[j]))
 	if j%8 == 0 {
 		memhint.PrefetchW2(unsafe.Pointer(&b.seq[j]), unsafe.Pointer(&b.seq[j]))
@@ -260,31 +300,33 @@ func (s *shard) packet(p *capture.Packet) {
 // (the ACSM, the flow table, the flow counter), not shown to the
 // consumers, which see the packet they carried.
 func (s *shard) carriers(p *capture.Packet) {
+	cs := p.Carriers
 	if p.Tunnel == capture.TunnelTeredo {
 		// Not counted: its packets are sharded by their own flow
 		// (shardHash), so a relay's carrier would be split.
-		s.flows.SetParent(tunnelUID(p.OuterHash))
+		s.flows.SetParent(tunnelUID(cs.Outer.Hash))
 		return
 	}
 	if p.Tunnels > 1 {
-		if p.OutermostKey.Proto == capture.ProtoUDP {
-			s.flows.SetParent(s.carrier(p, &p.OutermostKey, p.OutermostHash, p.OutermostReversed, p.OutermostLen))
+		if cs.Outermost.Key.Proto == capture.ProtoUDP {
+			s.flows.SetParent(s.carrier(p, &cs.Outermost))
 		} else {
-			s.flows.SetParent(tunnelUID(p.OutermostHash))
+			s.flows.SetParent(tunnelUID(cs.Outermost.Hash))
 		}
 	}
-	if p.OuterKey.Proto == capture.ProtoUDP {
-		s.flows.SetParent(s.carrier(p, &p.OuterKey, p.OuterHash, p.OuterReversed, p.OuterLen))
+	if cs.Outer.Key.Proto == capture.ProtoUDP {
+		s.flows.SetParent(s.carrier(p, &cs.Outer))
 	} else {
-		s.flows.SetParent(tunnelUID(p.OuterHash))
+		s.flows.SetParent(tunnelUID(cs.Outer.Hash))
 	}
 }
 
-// carrier counts p as a packet of the UDP flow k that carried it (n
-// bytes of UDP payload) and returns that flow's uid seed.
-func (s *shard) carrier(p *capture.Packet, k *capture.Key, h uint64, rev bool, n uint32) uint64 {
+// carrier counts p as a packet of the UDP flow that carried it, cr, and
+// returns that flow's uid seed.
+func (s *shard) carrier(p *capture.Packet, cr *capture.Carrier) uint64 {
 	c := &s.car
-	c.Timestamp, c.Key, c.Hash, c.Reversed = p.Timestamp, *k, h, rev
+	k, n := &cr.Key, cr.Len
+	c.Timestamp, c.Key, c.Hash, c.Reversed = p.Timestamp, *k, cr.Hash, cr.Reversed
 	c.LinkType, c.VLANs, c.WireLen, c.CapLen = p.LinkType, p.VLANs, p.WireLen, p.CapLen
 	c.EtherType = 0x86DD
 	ipHeader := uint32(40)
@@ -378,7 +420,7 @@ func (s *shard) run(b *batch) {
 		}
 		s.packet(&b.pkts[i])
 	}
-	b.n = 0
+	b.empty()
 }
 
 // prefetch starts loading what the stages will read for p, whose dedup

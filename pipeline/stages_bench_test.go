@@ -335,7 +335,7 @@ func stagesPass(b *testing.B, name, flowsOut string, counter, records bool, clk 
 		clk.mark(&st.rules)
 
 		writeRecords()
-		bt.n = 0
+		bt.empty()
 		clk.mark(&st.records)
 	}
 

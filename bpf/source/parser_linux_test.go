@@ -105,7 +105,7 @@ func detectedOffPort(data []byte) bool {
 		return false
 	}
 	for _, port := range d.UDPTunnelPorts() {
-		if p.OuterKey.SrcPort == port || p.OuterKey.DstPort == port {
+		if k := &p.Carriers.Outer.Key; k.SrcPort == port || k.DstPort == port {
 			return false
 		}
 	}
