@@ -28,7 +28,7 @@ type recordSink struct {
 // out is what a flow table writes to s through.
 func (s *recordSink) out() *recordOut {
 	if s.o == nil {
-		s.o = newRecordOut(newSinkSet([]record.Named{{Name: "test", Sink: s}}, nil))
+		s.o = newRecordOut(newSinkSet([]record.Named{{Name: "test", Sink: s}}, nil, nil))
 	}
 	return s.o
 }
