@@ -61,4 +61,3 @@ func (t *logTarget) deliver(ctx context.Context, batch []Alert) (int, error) {
 }
 
 func (t *logTarget) close() error { return nil }
-

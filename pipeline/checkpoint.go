@@ -189,7 +189,7 @@ func (p *Pipeline) checkpointOnce(c *checkpoint, feeders []*feeder, opt LiveOpti
 func (s *snapshotStats) result(err error, path string) {
 	if err != nil {
 		s.failed.Add(1)
-		s.health.Fail(fmt.Errorf("snapshot %s: %w", path, err))
+		s.health.Fail(fmt.Errorf("%s: %w", path, err))
 		return
 	}
 	s.written.Add(1)
