@@ -335,7 +335,7 @@ func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, l
 		}
 		log.Warn("snapshot refused, starting empty", "file", path, "kept", kept, "err", err)
 	default:
-		log.Info("snapshot restored", "file", path, "age", time.Since(r.Saved).Round(time.Second), "open_flows", r.OpenFlows)
+		log.Info("snapshot restored", "file", path, "age", time.Since(r.Saved).Round(time.Second).String(), "open_flows", r.OpenFlows)
 		return r.Mark
 	}
 	return nil

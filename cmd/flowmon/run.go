@@ -241,6 +241,6 @@ func closeInto(close func() error, rerr *error) {
 func stopWatchdog(ctx context.Context, timeout time.Duration, log *slog.Logger) {
 	<-ctx.Done()
 	time.Sleep(timeout)
-	log.Error("stop took longer than the stop timeout; exiting without finishing", "stop_timeout", timeout)
+	log.Error("stop took longer than the stop timeout; exiting without finishing", "stop_timeout", timeout.String())
 	os.Exit(1)
 }

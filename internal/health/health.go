@@ -63,7 +63,7 @@ func (c *Component) OK() {
 	if c.err == nil {
 		return
 	}
-	c.log.Info("component recovered", "component", c.name, "after", c.now().Sub(c.since).Round(time.Millisecond), "err", c.err)
+	c.log.Info("component recovered", "component", c.name, "after", c.now().Sub(c.since).Round(time.Millisecond).String(), "err", c.err)
 	c.err = nil
 }
 
