@@ -33,8 +33,9 @@ import (
 // A part that fails while the agent runs makes /healthz answer 503
 // naming its component, and 200 again once it works. Each case builds
 // the part with its component in hr, and returns the component's name
-// and what makes the part fail and work again, as the world would: a
-// collector's port closed, a webhook answering 500, a directory gone.
+// and what makes the part fail (nil: it fails from the start) and work
+// again, as the world would: a collector's port closed, a webhook
+// answering 500, a directory gone.
 type healthCase struct {
 	name  string
 	start func(t *testing.T, hr *health.Registry) (component string, fail, recover func())
@@ -45,6 +46,7 @@ const failBound = 10 * time.Second
 
 func TestHealthzNamesEachFailingPart(t *testing.T) {
 	for _, tc := range []healthCase{
+		{"ipfix tcp refusing from the start", ipfixTCPRefusingCase},
 		{"ipfix tcp", ipfixTCPCase},
 		{"ipfix udp", ipfixUDPCase},
 		{"alert sink", alertSinkCase},
@@ -57,8 +59,10 @@ func TestHealthzNamesEachFailingPart(t *testing.T) {
 			hr := health.NewRegistry()
 			name, fail, recover := tc.start(t, hr)
 			get := serveHealth(t, hr)
-			waitHealthz(t, get, http.StatusOK, "ok", failBound)
-			fail()
+			if fail != nil {
+				waitHealthz(t, get, http.StatusOK, "ok", failBound)
+				fail()
+			}
 			body := waitHealthz(t, get, http.StatusServiceUnavailable, name+" failing since", failBound)
 			_, metrics := get("/metrics")
 			if !strings.Contains(metrics, `flowmon_component_up{component="`+name+`"} 0`) ||
@@ -97,8 +101,30 @@ func closedPort(t *testing.T, network string) string {
 	return l.Addr().String()
 }
 
-// ipfixTCPCase: a TCP collector that refuses connections (its listener
-// closed), then listens again.
+// ipfixTCPRefusingCase: a TCP collector that refuses connections from
+// the start (listened on, then closed), no record written, then
+// listening.
+func ipfixTCPRefusingCase(t *testing.T, hr *health.Registry) (string, func(), func()) {
+	addr := closedPort(t, "tcp")
+	cfg := pipeline.Config{Health: hr}
+	closeIPFIX, err := openIPFIX(&ipfix.Options{Collectors: []string{addr}, Transport: ipfix.TransportTCP}, nil, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeIPFIX() })
+	recover := func() {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go acceptAll(l)
+	}
+	return "ipfix:" + addr, nil, recover
+}
+
+// ipfixTCPCase: a TCP collector that goes away under traffic (its
+// listener and connection closed), then listens again.
 func ipfixTCPCase(t *testing.T, hr *health.Registry) (string, func(), func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
