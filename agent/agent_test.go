@@ -51,13 +51,13 @@ func TestMetricsRegisterThemselves(t *testing.T) {
 
 	cfg := pipeline.DefaultConfig()
 	cfg.Workers = 2
-	al, err := newAlerting(rulesFile, "", "", io.Discard, io.Discard)
+	al, err := newAlerting(rulesFile, "", "", io.Discard, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer al.close()
 	lk, err := openLookups([]config.Watchlist{{Name: "servers", File: listFile}}, "",
-		config.History{Dir: filepath.Join(dir, "history")}, al, &cfg, io.Discard)
+		config.History{Dir: filepath.Join(dir, "history")}, al, &cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestMetricsRegisterThemselves(t *testing.T) {
 func TestReplayCountsAlerts(t *testing.T) {
 	cfg := pipeline.DefaultConfig()
 	r, err := OpenReplay(ReplayOptions{Pipeline: cfg, AlertsOut: filepath.Join(t.TempDir(), "alerts.json"),
-		Stdout: io.Discard, Log: io.Discard})
+		Stdout: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

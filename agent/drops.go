@@ -2,22 +2,23 @@ package agent
 
 import (
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // dropWatch holds the kernel's drops against a share of the packets over
 // the last minute: the counters since start would hide a burst of drops
-// an hour in, and the rate of one interval would flap.
+// an hour in, and the rate of one interval would flap. Its component,
+// "kernel-drops", fails while the share is over the limit.
 type dropWatch struct {
-	read  func() (capture.KernelStats, bool)
-	limit float64
-	log   io.Writer
+	read   func() (capture.KernelStats, bool)
+	limit  float64
+	health *health.Component
 
 	mu      sync.Mutex
 	samples [dropSamples]capture.KernelStats // a ring, every dropEvery
@@ -31,8 +32,8 @@ const (
 	dropSamples = int(time.Minute/dropEvery) + 1
 )
 
-func newDropWatch(read func() (capture.KernelStats, bool), limit float64, log io.Writer) *dropWatch {
-	return &dropWatch{read: read, limit: limit, log: log}
+func newDropWatch(read func() (capture.KernelStats, bool), limit float64, c *health.Component) *dropWatch {
+	return &dropWatch{read: read, limit: limit, health: c}
 }
 
 // run samples until stop is closed.
@@ -50,8 +51,8 @@ func (d *dropWatch) run(stop <-chan struct{}) {
 	}
 }
 
-// sample reads the kernel's counts and says when the share crosses the
-// limit, either way.
+// sample reads the kernel's counts and reports the share against the
+// limit to the component.
 func (d *dropWatch) sample() {
 	ks, ok := d.read()
 	if !ok {
@@ -67,25 +68,12 @@ func (d *dropWatch) sample() {
 	if pk > 0 {
 		d.share = float64(dr) / float64(pk)
 	}
-	switch over := d.share > d.limit; {
-	case over && !d.over:
-		fmt.Fprintf(d.log, "flowmon run: the kernel dropped %.1f%% of the packets over the last minute (%d of %d; health.max-drop-share %g): the capture does not keep up\n",
-			100*d.share, dr, pk, d.limit)
-		d.over = true
-	case !over && d.over:
-		fmt.Fprintf(d.log, "flowmon run: the kernel's drops are back under health.max-drop-share (%.1f%% over the last minute)\n", 100*d.share)
-		d.over = false
+	if d.over = d.share > d.limit; d.over {
+		d.health.Fail(fmt.Errorf("the kernel dropped %.1f%% of the packets over the last minute (%d of %d; health.max-drop-share %g): the capture does not keep up",
+			100*d.share, dr, pk, d.limit))
+		return
 	}
-}
-
-// failing says why the drops fail the health check, or "".
-func (d *dropWatch) failing() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.over {
-		return ""
-	}
-	return fmt.Sprintf("the kernel dropped %.1f%% of the packets over the last minute (health.max-drop-share %g)", 100*d.share, d.limit)
+	d.health.OK()
 }
 
 var descDropShare = prometheus.NewDesc("flowmon_capture_kernel_drop_share",

@@ -2,12 +2,14 @@ package agent
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // TestDropWatch: the kernel's drops fail the health check while their
@@ -17,7 +19,8 @@ import (
 func TestDropWatch(t *testing.T) {
 	var ks capture.KernelStats
 	var log bytes.Buffer
-	d := newDropWatch(func() (capture.KernelStats, bool) { return ks, true }, 0.25, &log)
+	c := health.New("kernel-drops", slog.New(slog.NewTextHandler(&log, nil)))
+	d := newDropWatch(func() (capture.KernelStats, bool) { return ks, true }, 0.25, c)
 	step := func(packets, drops uint64) {
 		ks.Packets += packets
 		ks.Drops += drops
@@ -27,12 +30,12 @@ func TestDropWatch(t *testing.T) {
 	for range dropSamples {
 		step(1000, 100) // 10%
 	}
-	if f := d.failing(); f != "" || log.Len() != 0 {
-		t.Fatalf("10%% dropped: %q, %q", f, log.String())
+	if err := c.Err(); err != nil || log.Len() != 0 {
+		t.Fatalf("10%% dropped: %v, %q", err, log.String())
 	}
 	step(1000, 5000) // a burst: over a quarter of the minute's packets
-	if f := d.failing(); !strings.Contains(f, "health.max-drop-share 0.25") {
-		t.Fatalf("a burst of drops: failing %q (share %v)", f, d.share)
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "health.max-drop-share 0.25") {
+		t.Fatalf("a burst of drops: failing %v (share %v)", err, d.share)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(d)
@@ -41,14 +44,14 @@ func TestDropWatch(t *testing.T) {
 		t.Errorf("flowmon_capture_kernel_drop_share: %v %v", mfs, err)
 	}
 	step(1000, 2000)
-	if n := strings.Count(log.String(), "the capture does not keep up"); n != 1 {
+	if n := strings.Count(log.String(), `msg="component failing" component=kernel-drops`); n != 1 {
 		t.Errorf("said %d times:\n%s", n, log.String())
 	}
 	// A minute of a clean link: the burst leaves the window.
 	for range dropSamples {
 		step(1000, 0)
 	}
-	if f := d.failing(); f != "" || !strings.Contains(log.String(), "back under health.max-drop-share") {
-		t.Errorf("a minute after the burst: failing %q\n%s", f, log.String())
+	if err := c.Err(); err != nil || !strings.Contains(log.String(), `msg="component recovered" component=kernel-drops`) {
+		t.Errorf("a minute after the burst: failing %v\n%s", err, log.String())
 	}
 }

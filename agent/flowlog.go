@@ -37,17 +37,17 @@ type lateWriter struct{ w io.Writer }
 func (l *lateWriter) Write(p []byte) (int, error) { return l.w.Write(p) }
 
 // openFlowLog opens the flow log name (- for stdout; "" for none), a
-// conn.log JSON lines sink in cfg whose failures are logged to log. A
+// conn.log JSON lines sink in cfg, whose failures cfg.Logger hears. A
 // replay (rot nil) writes a new file; the live agent's (rot set) file is
 // opened by liveLog.openAt.
-func openFlowLog(name string, rot *rotfile.Options, stdout, log io.Writer, cfg *pipeline.Config) (flowLog, error) {
+func openFlowLog(name string, rot *rotfile.Options, stdout io.Writer, cfg *pipeline.Config) (flowLog, error) {
 	if name == "" {
 		return flowLog{close: func() error { return nil }}, nil
 	}
 	var fl flowLog
 	var w io.Writer
 	if rot != nil && name != "-" {
-		l := &liveLog{name: name, opt: *rot, log: sinkLogger(cfg, log)}
+		l := &liveLog{name: name, opt: *rot, log: orDiscard(cfg.Logger)}
 		w, fl = &l.w, flowLog{live: l, close: l.close}
 	} else {
 		out, err := outfile.Create(name, stdout)
@@ -57,7 +57,6 @@ func openFlowLog(name string, rot *rotfile.Options, stdout, log io.Writer, cfg *
 		w, fl = out, flowLog{close: out.Close}
 	}
 	cfg.Sinks = append(cfg.Sinks, record.Named{Name: "connlog", Sink: connlog.NewWriter(w)})
-	sinkLogger(cfg, log)
 	return fl, nil
 }
 
@@ -112,13 +111,12 @@ func (l *liveLog) close() error {
 	return l.f.Close()
 }
 
-// sinkLogger returns the logger the record sinks' failures go to, made
-// on log if cfg has none yet.
-func sinkLogger(cfg *pipeline.Config, log io.Writer) *slog.Logger {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
+// orDiscard is log, or a logger that says nothing for nil.
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	return cfg.Logger
+	return log
 }
 
 // closer runs what closes an agent's parts, last opened first, and

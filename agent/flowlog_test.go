@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -30,12 +31,12 @@ func TestFlowLogAppendsForTheLiveAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		var log bytes.Buffer
-		var cfg pipeline.Config
+		cfg := pipeline.Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}
 		o := &rot
 		if !live {
 			o = nil
 		}
-		fl, err := openFlowLog(name, o, io.Discard, &log, &cfg)
+		fl, err := openFlowLog(name, o, io.Discard, &cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func TestFlowLogRotates(t *testing.T) {
 	}
 	rot := c.FlowLogRotation.Options()
 	var cfg pipeline.Config
-	fl, err := openFlowLog(c.FlowLog, &rot, io.Discard, io.Discard, &cfg)
+	fl, err := openFlowLog(c.FlowLog, &rot, io.Discard, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +131,8 @@ func TestFlowLogRotates(t *testing.T) {
 	}
 	// The restart that restores the snapshot holding the mark.
 	var log bytes.Buffer
-	var cfg2 pipeline.Config
-	fl2, err := openFlowLog(c.FlowLog, &rot, io.Discard, &log, &cfg2)
+	cfg2 := pipeline.Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	fl2, err := openFlowLog(c.FlowLog, &rot, io.Discard, &cfg2)
 	if err != nil {
 		t.Fatal(err)
 	}

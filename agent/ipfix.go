@@ -9,12 +9,16 @@ import (
 )
 
 // openIPFIX starts an IPFIX exporter to o's collectors (nil o: none) as
-// a record sink in cfg, its metrics on reg, and returns what closes it.
+// a record sink in cfg, its metrics on reg, its collectors' failures
+// logged to cfg.Logger and their components in cfg.Health, and returns
+// what closes it.
 func openIPFIX(o *ipfix.Options, reg prometheus.Registerer, cfg *pipeline.Config) (func() error, error) {
 	if o == nil || len(o.Collectors) == 0 {
 		return func() error { return nil }, nil
 	}
-	x, err := ipfix.New(*o, reg)
+	xo := *o
+	xo.Logger, xo.Health = cfg.Logger, cfg.Health
+	x, err := ipfix.New(xo, reg)
 	if err != nil {
 		return nil, err
 	}

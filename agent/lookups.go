@@ -3,7 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +17,7 @@ import (
 // openWatchlists opens the lists; with dir, each list's filter persists
 // in dir/NAME.wl (reopened at the next start without rebuilding), else
 // it lives in memory. Bad lines are reported on log and skipped.
-func openWatchlists(specs []config.Watchlist, dir string, log io.Writer) (*watchlist.Set, error) {
+func openWatchlists(specs []config.Watchlist, dir string, log *slog.Logger) (*watchlist.Set, error) {
 	var lists []*watchlist.List
 	closeAll := func() {
 		for _, l := range lists {
@@ -41,20 +41,21 @@ func openWatchlists(specs []config.Watchlist, dir string, log io.Writer) (*watch
 }
 
 // openWatchlist opens one list, as openWatchlists does.
-func openWatchlist(spec watchlist.Spec, dir string, log io.Writer) (*watchlist.List, error) {
+func openWatchlist(spec watchlist.Spec, dir string, log *slog.Logger) (*watchlist.List, error) {
+	log = orDiscard(log)
 	state := ""
 	if dir != "" {
 		state = filepath.Join(dir, spec.Name+".wl")
 	}
 	l, opened, lineErrs, err := watchlist.Open(spec.Name, spec.File, state, watchlist.DefaultOptions)
 	for _, e := range lineErrs {
-		fmt.Fprintf(log, "flowmon: watchlist %s: skipped %v\n", spec.Name, e)
+		log.Warn("watchlist line skipped", "watchlist", spec.Name, "err", e)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if opened != "" {
-		fmt.Fprintf(log, "flowmon: watchlist %s: %s (%d entries)\n", spec.Name, opened, l.Len())
+		log.Info("watchlist opened", "watchlist", spec.Name, "how", opened, "entries", l.Len())
 	}
 	return l, nil
 }
@@ -95,7 +96,7 @@ type lookups struct {
 // history (in h.Dir when set), checks that the rules name only lists
 // there are, and gives both to the pipeline cfg, which hands them to its
 // consumers (pipeline.Lookups).
-func openLookups(lists []config.Watchlist, wlDir string, h config.History, al *alerting, cfg *pipeline.Config, log io.Writer) (*lookups, error) {
+func openLookups(lists []config.Watchlist, wlDir string, h config.History, al *alerting, cfg *pipeline.Config, log *slog.Logger) (*lookups, error) {
 	wl, err := openWatchlists(lists, wlDir, log)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -22,7 +22,7 @@ import (
 // goroutine, saying what went wrong. It asks for SIGHUP before it
 // returns, so that a SIGHUP sent once the agent says it is capturing is
 // not missed (asked for on the goroutine, it could come first).
-func reloadOnHUP(ctx context.Context, what string, reload func() error, log io.Writer) {
+func reloadOnHUP(ctx context.Context, what string, reload func() error, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -33,9 +33,9 @@ func reloadOnHUP(ctx context.Context, what string, reload func() error, log io.W
 				return
 			case <-hup:
 				if err := reload(); err != nil {
-					fmt.Fprintf(log, "flowmon run: SIGHUP: %s: %v\n", what, err)
+					log.Error("SIGHUP: reload failed", "what", what, "err", err)
 				} else {
-					fmt.Fprintf(log, "flowmon run: SIGHUP: %s reloaded\n", what)
+					log.Info("SIGHUP: reloaded", "what", what)
 				}
 			}
 		}
@@ -67,7 +67,7 @@ func watchlistSpecs(lists []config.Watchlist) []watchlist.Spec {
 // names is open (and be refused), or after a list an old rule names is
 // to close. A list a rule still names stays, with the rest of the change
 // (the error says which rule), until a SIGHUP finds the rule gone.
-func configReloader(file string, load func() (config.Config, error), running config.Config, al *alerting, wl *watchlist.Set, log io.Writer) func() error {
+func configReloader(file string, load func() (config.Config, error), running config.Config, al *alerting, wl *watchlist.Set, log *slog.Logger) func() error {
 	var accept func(*watchlist.Set) error
 	if al != nil {
 		accept = func(next *watchlist.Set) error { return al.eng.CheckWatchlists(next) }

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/ipfix"
@@ -37,7 +38,7 @@ type ReplayOptions struct {
 	// POST /-/reload.
 	Rules string
 	// AlertsOut receives the alerts as JSON lines (- for Stdout); ""
-	// writes them to Log as readable lines.
+	// writes them to Stderr as readable lines.
 	AlertsOut string
 	// Alerting is an alert sinks file (alerts.ParseConfig), "" for none.
 	Alerting string
@@ -60,7 +61,10 @@ type ReplayOptions struct {
 	// their alert sinks the rules'.
 	Observers Observers
 	Stdout    io.Writer // where outputs named "-" go
-	Log       io.Writer // where the replay says what it does (stderr)
+	Stderr    io.Writer // where the alerts go without AlertsOut
+	// Logger is where the replay and its parts say what they do, what
+	// fails and what recovers (nil: nowhere).
+	Logger *slog.Logger
 }
 
 // Observers are what watches a replay beside its outputs.
@@ -90,7 +94,9 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 			r.closers.close()
 		}
 	}()
-	flows, err := openFlowLog(opt.FlowsOut, nil, opt.Stdout, opt.Log, &r.cfg)
+	log, hr := orDiscard(opt.Logger), health.NewRegistry()
+	r.cfg.Logger, r.cfg.Health = log, hr
+	flows, err := openFlowLog(opt.FlowsOut, nil, opt.Stdout, &r.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +117,15 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		}
 		r.closers.add(undelivered(closeIPFIX))
 	}
-	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Log, opt.Observers.AlertSinks...)
+	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Stderr, log, opt.Observers.AlertSinks...)
 	if err != nil {
 		return nil, err
 	}
 	r.al = al
-	lk, err := openLookups(opt.Watchlists, "", opt.History, al, &r.cfg, opt.Log)
+	if al != nil {
+		hr.Add(al.eng.Manager().Health()...)
+	}
+	lk, err := openLookups(opt.Watchlists, "", opt.History, al, &r.cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +143,11 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 		if r.pl, err = pipeline.NewPipeline(r.cfg); err != nil {
 			return nil, err
 		}
-		srv, err := serveMetrics(opt.Listen, opt.Web, reg, r.pl, al, lk, reload, nil, opt.Log)
+		srv, err := serveMetrics(opt.Listen, opt.Web, reg, hr, r.pl, al, lk, reload, nil, log)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(opt.Log, "serving %s://%s/metrics and /api/v1/ccf\n", opt.Web.Scheme(), srv.addr)
+		log.Info("serving metrics", "url", opt.Web.Scheme()+"://"+srv.addr.String()+"/metrics")
 		r.closers.add(srv.close)
 	}
 	return r, nil

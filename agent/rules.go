@@ -26,7 +26,7 @@ type alerting struct {
 	eng      *rules.Engine
 	mu       sync.Mutex // guards path: a config reload may change it
 	path     string     // the rules file; "" for the embedded defaults
-	log      io.Writer
+	log      *slog.Logger
 	closeOut func() error
 	stop     chan struct{}
 	done     chan struct{}
@@ -46,9 +46,10 @@ const replayAlertQueue = 1 << 16
 
 // newAlerting loads the rules (rulesFile: a file, "" for the embedded
 // defaults, "none" for none: nil, nil) and opens the sinks: alerts go to
-// alertsOut as JSON lines when set (- for stdout), else to log as
-// readable lines, to every sink of the alerting file, and to extra.
-func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Writer, extra ...alerts.Sink) (*alerting, error) {
+// alertsOut as JSON lines when set (- for stdout), else to stderr as
+// readable lines, or with no stderr to log (alerts.NewLogSink), to every
+// sink of the alerting file, whose failures log hears, and to extra.
+func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, stderr io.Writer, log *slog.Logger, extra ...alerts.Sink) (*alerting, error) {
 	if rulesFile == "none" {
 		return nil, nil
 	}
@@ -62,6 +63,7 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Write
 	if err != nil {
 		return nil, fmt.Errorf("load rules: %w", err)
 	}
+	log = orDiscard(log)
 	a := &alerting{path: rulesFile, log: log, closeOut: func() error { return nil }}
 	var sinks []alerts.Sink
 	if alertsOut != "" {
@@ -71,8 +73,10 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Write
 		}
 		a.closeOut = out.Close
 		sinks = append(sinks, alerts.NewWriterSinkQueue("alerts-out", out, alerts.FormatJSON, replayAlertQueue))
+	} else if stderr != nil {
+		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", stderr, alerts.FormatText, replayAlertQueue))
 	} else {
-		sinks = append(sinks, alerts.NewWriterSinkQueue("stderr", log, alerts.FormatText, replayAlertQueue))
+		sinks = append(sinks, alerts.NewLogSink("stderr", log, replayAlertQueue))
 	}
 	if alertingFile != "" {
 		data, err := os.ReadFile(alertingFile)
@@ -85,7 +89,7 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, log io.Write
 		}
 		// A sink that starts failing, drops alerts or delivers again says
 		// so, naming itself, when it happens.
-		cfg.Logger = slog.New(slog.NewTextHandler(log, nil))
+		cfg.Logger = log
 		more, err := cfg.Open()
 		if err != nil {
 			return nil, err
@@ -165,10 +169,10 @@ func (a *alerting) load(path, why string) error {
 		return errors.New("the embedded default rules have no file to reload (give --rules FILE)")
 	}
 	if err := a.eng.Reload(path); err != nil {
-		fmt.Fprintf(a.log, "flowmon: %s: rules not reloaded, the old ones stay:\n%v\n", why, err)
+		a.log.Error("rules not reloaded, the old ones stay", "why", why, "file", path, "err", err)
 		return err
 	}
-	fmt.Fprintf(a.log, "flowmon: %s: reloaded %s (%d rules)\n", why, path, a.eng.Set().Len())
+	a.log.Info("rules reloaded", "why", why, "file", path, "rules", a.eng.Set().Len())
 	return nil
 }
 

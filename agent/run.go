@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/internal/lockfile"
 	"github.com/flowmon/flowmon/internal/snapshot"
 	"github.com/flowmon/flowmon/pipeline"
@@ -26,8 +28,10 @@ type Options struct {
 	Reload func() (config.Config, error)
 	// Stdout is where outputs named "-" go (the flow log, alerts).
 	Stdout io.Writer
-	// Log is where the agent says what it does (stderr).
-	Log io.Writer
+	// Logger is where the agent and every part of it say what they do,
+	// what fails and what recovers (nil: nowhere), and where its alerts
+	// go when no other output is named (alerts.NewLogSink).
+	Logger *slog.Logger
 }
 
 // Agent is the live agent (flowmon run): its sources open, the pipeline
@@ -40,6 +44,8 @@ type Agent struct {
 	lk       *lookups
 	pl       *pipeline.Pipeline
 	srv      *metricsServer
+	log      *slog.Logger
+	health   *health.Registry // what /healthz reads
 	ready    atomic.Bool
 	progress pipeline.Progress
 	closers  closer
@@ -58,7 +64,8 @@ type Agent struct {
 // becomes cfg.User. The sockets capture
 // into their rings from here on; Run reads them.
 func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
-	a := &Agent{cfg: cfg, opt: opt}
+	a := &Agent{cfg: cfg, opt: opt, log: orDiscard(opt.Logger), health: health.NewRegistry()}
+	log := a.log
 	defer func() {
 		if rerr != nil {
 			a.closers.close()
@@ -76,8 +83,11 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err != nil {
 		return nil, err
 	}
+	// Where the record sinks, the sources and the snapshot say when they
+	// fail and recover, and whose components /healthz reads.
+	ecfg.Logger, ecfg.Health = log, a.health
 	rot := cfg.FlowLogRotation.Options()
-	flows, err := openFlowLog(cfg.FlowLog, &rot, opt.Stdout, opt.Log, &ecfg)
+	flows, err := openFlowLog(cfg.FlowLog, &rot, opt.Stdout, &ecfg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,10 +115,11 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		}
 		return nil
 	})
-	if a.al, err = newAlerting(cfg.Rules, "", cfg.Alerting, opt.Stdout, opt.Log); err != nil {
+	if a.al, err = newAlerting(cfg.Rules, "", cfg.Alerting, opt.Stdout, nil, log); err != nil {
 		return nil, err
 	}
 	if a.al != nil {
+		a.health.Add(a.al.eng.Manager().Health()...)
 		a.al.closeWait = sinkGrace(cfg.StopTimeout)
 		a.al.attach(&ecfg)
 		// Changes of the file reload the rules, and SIGHUP does, through
@@ -116,17 +127,16 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		a.al.watch(opt.ConfigFile == "")
 		a.closers.add(undelivered(a.al.close))
 	}
-	if a.lk, err = openLookups(cfg.Watchlists.Lists, cfg.Watchlists.Dir, cfg.History, a.al, &ecfg, opt.Log); err != nil {
+	if a.lk, err = openLookups(cfg.Watchlists.Lists, cfg.Watchlists.Dir, cfg.History, a.al, &ecfg, log); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.lk.close)
-	sinkLogger(&ecfg, opt.Log) // where a source's stop and recovery are logged too
 	if a.pl, err = pipeline.NewLivePipeline(ecfg, a.srcs); err != nil {
 		return nil, err
 	}
 	var mark []byte
 	if p := cfg.Snapshot.Path; p != "" {
-		mark = restoreSnapshot(a.pl, p, cfg.Snapshot.MaxAge, opt.Log)
+		mark = restoreSnapshot(a.pl, p, cfg.Snapshot.MaxAge, log)
 	}
 	if a.flowLog != nil {
 		if err := a.flowLog.openAt(mark); err != nil {
@@ -141,18 +151,20 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 	if err := reg.Register(a.reloads); err != nil {
 		return nil, fmt.Errorf("register reload metrics: %w", err)
 	}
-	a.drops = newDropWatch(a.pl.KernelStats, cfg.Health.MaxDropShare, opt.Log)
+	drops := health.New("kernel-drops", log)
+	a.health.Add(drops)
+	a.drops = newDropWatch(a.pl.KernelStats, cfg.Health.MaxDropShare, drops)
 	if err := reg.Register(a.drops); err != nil {
 		return nil, fmt.Errorf("register drop metrics: %w", err)
 	}
 	// Ready means capturing: not while every source's interface is down
 	// or gone (/healthz says which).
 	ready := func() bool { return a.ready.Load() && a.pl.Capturing() }
-	if a.srv, err = serveMetrics(cfg.Listen, cfg.Web, reg, a.pl, a.al, a.lk, reload, ready, opt.Log, a.drops.failing); err != nil {
+	if a.srv, err = serveMetrics(cfg.Listen, cfg.Web, reg, a.health, a.pl, a.al, a.lk, reload, ready, log); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.srv.close)
-	if err := dropPrivileges(cfg.User, reopenCaps(cfg.Source), opt.Log); err != nil {
+	if err := dropPrivileges(cfg.User, reopenCaps(cfg.Source), log); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -167,9 +179,9 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	cfg := a.cfg
 	switch {
 	case a.opt.ConfigFile != "": // the config's reload rereads the watchlists too
-		reloadOnHUP(ctx, "config", a.reloads.wrap(configReloader(a.opt.ConfigFile, a.opt.Reload, cfg, a.al, a.lk.wl, a.opt.Log)), a.opt.Log)
+		reloadOnHUP(ctx, "config", a.reloads.wrap(configReloader(a.opt.ConfigFile, a.opt.Reload, cfg, a.al, a.lk.wl, a.log)), a.log)
 	case len(cfg.Watchlists.Lists) > 0:
-		reloadOnHUP(ctx, "watchlists", a.reloads.wrap(a.lk.wl.Reload), a.opt.Log)
+		reloadOnHUP(ctx, "watchlists", a.reloads.wrap(a.lk.wl.Reload), a.log)
 	}
 	opt := pipeline.LiveOptions{Snapshot: cfg.Snapshot.Path, SnapshotEvery: cfg.Snapshot.Interval, Progress: &a.progress}
 	if a.flowLog != nil {
@@ -194,8 +206,8 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	if at := attachedAt(a.srcs); at != "" {
 		source += " at " + at
 	}
-	fmt.Fprintf(a.opt.Log, "flowmon run: capturing on %s (%s, %d workers); serving %s://%s/metrics\n",
-		cfg.Interface, source, len(a.srcs), cfg.Web.Scheme(), a.srv.addr)
+	a.log.Info("capturing on the interface", "interface", cfg.Interface, "source", source, "workers", len(a.srcs),
+		"metrics", cfg.Web.Scheme()+"://"+a.srv.addr.String()+"/metrics")
 	s, err := pipeline.RunLive(ctx, a.pl, opt)
 	a.ready.Store(false)
 	if s != nil {
@@ -309,11 +321,11 @@ func ifaceIndex(name string) uint32 {
 // when none was taken over. A refused snapshot is renamed aside
 // (snapshot.Reject), so that the run's first snapshot does not write over
 // what an operator may want to look into.
-func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, log io.Writer) []byte {
+func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, log *slog.Logger) []byte {
 	r, err := pl.RestoreSnapshot(path, maxAge, time.Now())
 	switch {
 	case errors.Is(err, pipeline.ErrNoSnapshot):
-		fmt.Fprintf(log, "flowmon run: no snapshot at %s yet: starting empty\n", path)
+		log.Info("no snapshot yet: starting empty", "file", path)
 	case err != nil:
 		kept, rerr := snapshot.Reject(path)
 		if rerr != nil {
@@ -321,10 +333,9 @@ func restoreSnapshot(pl *pipeline.Pipeline, path string, maxAge time.Duration, l
 		} else {
 			kept = "kept as " + kept
 		}
-		fmt.Fprintf(log, "flowmon run: snapshot refused, starting empty (%s): %v\n", kept, err)
+		log.Warn("snapshot refused, starting empty", "file", path, "kept", kept, "err", err)
 	default:
-		fmt.Fprintf(log, "flowmon run: restored %s, saved %s ago: %d open flows taken over\n",
-			path, time.Since(r.Saved).Round(time.Second), r.OpenFlows)
+		log.Info("snapshot restored", "file", path, "age", time.Since(r.Saved).Round(time.Second).String(), "open_flows", r.OpenFlows)
 		return r.Mark
 	}
 	return nil

@@ -3,19 +3,17 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/flowmon/flowmon/agent/config"
-	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
 )
@@ -31,14 +29,14 @@ type metricsServer struct {
 // serveMetrics listens on addr and serves pl until close; with reload,
 // POST /-/reload calls it (the rules' reload: 200, or 400 and why). With
 // ready, GET /healthz and /-/ready answer 503 until it reports true (the
-// live agent: once capture runs), and /healthz also while a capture
-// source's interface is down or gone, a record or alert sink or the web
-// config file is failing, or a check of checks says why not (unhealthy,
-// webHealth), naming them; without
-// ready, neither is served. /metrics has what is registered on reg
-// already (the record sinks' exporters), the pipeline's metrics and
-// those the rules and alerts (al, nil without rules), the watchlists and
-// the flow history (lk) register; the watchlists' API (watchlist.Path)
+// live agent: once capture runs), and /healthz also while a component of
+// hr fails (a capture source, a record or alert sink, an IPFIX
+// collector, the periodic snapshot, the kernel's drops, the web config
+// file, which serveMetrics adds), naming each; without ready, neither is
+// served. /metrics has what is registered on reg already (the record
+// sinks' exporters), hr's components, the pipeline's metrics and those
+// the rules and alerts (al, nil without rules), the watchlists and the
+// flow history (lk) register; the watchlists' API (watchlist.Path)
 // serves lk's lists.
 //
 // The server is secured as wc says, by exporter-toolkit as Prometheus's
@@ -47,7 +45,7 @@ type metricsServer struct {
 // and HEAD (POST /-/reload, the watchlists' POST) answers 403 unless
 // wc.EnableLifecycle. Failures of the web config file while serving are
 // logged to log.
-func serveMetrics(addr string, wc config.Web, reg *prometheus.Registry, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool, log io.Writer, checks ...func() string) (*metricsServer, error) {
+func serveMetrics(addr string, wc config.Web, reg *prometheus.Registry, hr *health.Registry, pl *pipeline.Pipeline, al *alerting, lk *lookups, reload func() error, ready func() bool, log *slog.Logger) (*metricsServer, error) {
 	if err := wc.Check(addr); err != nil {
 		return nil, err
 	}
@@ -59,9 +57,12 @@ func serveMetrics(addr string, wc config.Web, reg *prometheus.Registry, pl *pipe
 	if err := lk.register(reg); err != nil {
 		return nil, err
 	}
-	wh := newWebHealth(wc.ConfigFile, slog.New(slog.NewTextHandler(log, nil)))
-	if err := reg.Register(wh); err != nil {
-		return nil, fmt.Errorf("register web metrics: %w", err)
+	wh := newWebHealth(wc.ConfigFile, log)
+	if wc.ConfigFile != "" {
+		hr.Add(wh.health)
+	}
+	if err := reg.Register(hr); err != nil {
+		return nil, fmt.Errorf("register health metrics: %w", err)
 	}
 	ph, err := pipeline.Handler(pl, reg)
 	if err != nil {
@@ -78,13 +79,12 @@ func serveMetrics(addr string, wc config.Web, reg *prometheus.Registry, pl *pipe
 			}
 			w.Write([]byte("ok\n"))
 		})
-		checks = append([]func() string{wh.failing}, checks...)
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			if !ready() {
-				http.Error(w, strings.Join(append([]string{"not capturing"}, unhealthy(pl, al, checks)...), "\n"), http.StatusServiceUnavailable)
+				http.Error(w, strings.Join(append([]string{"not capturing"}, unhealthy(hr)...), "\n"), http.StatusServiceUnavailable)
 				return
 			}
-			if bad := unhealthy(pl, al, checks); len(bad) > 0 {
+			if bad := unhealthy(hr); len(bad) > 0 {
 				http.Error(w, strings.Join(bad, "\n"), http.StatusServiceUnavailable)
 				return
 			}
@@ -108,7 +108,11 @@ func serveMetrics(addr string, wc config.Web, reg *prometheus.Registry, pl *pipe
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	m := &metricsServer{addr: ln.Addr(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, done: make(chan error, 1), web: wh}
+	// The server's own complaints (a TLS handshake that fails) go to the
+	// log too, in its format.
+	errLog := slog.NewLogLogger(orDiscard(log).Handler(), slog.LevelWarn)
+	m := &metricsServer{addr: ln.Addr(), srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog},
+		done: make(chan error, 1), web: wh}
 	path := wc.ConfigFile
 	// The toolkit logs each request's failure to read its file; webHealth
 	// says when the file starts and stops failing instead.
@@ -137,46 +141,12 @@ func readOnly(h http.Handler) http.Handler {
 	})
 }
 
-// unhealthy says what of the agent is failing now: each capture source
-// whose interface is down or gone, each record sink whose last call
-// failed, each alert sink failing, a failing periodic snapshot, and what
-// checks say (each failure was logged when it began, and is counted).
-func unhealthy(pl *pipeline.Pipeline, al *alerting, checks []func() string) []string {
+// unhealthy says which components of hr fail now, one line each (each
+// failure was logged when it began, and is counted).
+func unhealthy(hr *health.Registry) []string {
 	var bad []string
-	for _, h := range pl.Sources() {
-		if h.State == capture.IfaceUp {
-			continue
-		}
-		line := fmt.Sprintf("capture source %d on %s stopped: interface %s since %s (%s)", h.Index, h.Iface, h.State,
-			h.Since.UTC().Format(time.RFC3339), time.Since(h.Since).Round(time.Second))
-		if h.ReopenErr != "" {
-			line += "; last reopen: " + h.ReopenErr
-		}
-		bad = append(bad, line)
-	}
-	for _, h := range pl.Sinks() {
-		if h.Failing {
-			line := fmt.Sprintf("flow record sink %s failing (%d failed calls, %d records lost)", h.Name, h.Errors, h.Failed+h.Dropped)
-			if h.LastErr != nil {
-				line += ": " + h.LastErr.Error()
-			}
-			bad = append(bad, line)
-		}
-	}
-	if al != nil {
-		for _, s := range al.eng.Manager().Sinks() {
-			if st := s.Stats(); st.Failing != nil {
-				bad = append(bad, fmt.Sprintf("alert sink %s failing (%d failed attempts, %d alerts queued): %v", s.Name(), st.Failed, st.Queued, st.Failing))
-			}
-		}
-	}
-	if err := pl.SnapshotFailing(); err != nil {
-		bad = append(bad, fmt.Sprintf("periodic snapshot failing: %v", err))
-	}
-	for _, c := range checks {
-		if s := c(); s != "" {
-			bad = append(bad, s)
-		}
+	for _, s := range hr.Failing() {
+		bad = append(bad, s.String())
 	}
 	return bad
 }
@@ -198,28 +168,19 @@ func (m *metricsServer) close() error {
 // not load) fails every request from then on.
 const webHealthEvery = 5 * time.Second
 
-// webHealth watches the web config file the server reads: it logs when
-// the file starts failing (web.Validate's error) and when it serves
-// again, once each, counts the failures and exports whether it is
-// failing, and /healthz names it meanwhile.
+// webHealth watches the web config file the server reads; its
+// component, "web-config", fails from a check the file fails (the
+// server then fails every request) to the next it passes.
 type webHealth struct {
-	path  string
-	log   *slog.Logger
-	every time.Duration
-	stop  chan struct{}
-	done  chan struct{}
-
-	mu    sync.Mutex
-	err   error // the current failure, nil while the file serves
-	fails uint64
-
-	failingDesc, failsDesc *prometheus.Desc
+	path   string
+	every  time.Duration
+	stop   chan struct{}
+	done   chan struct{}
+	health *health.Component
 }
 
 func newWebHealth(path string, log *slog.Logger) *webHealth {
-	return &webHealth{path: path, log: log, every: webHealthEvery,
-		failingDesc: prometheus.NewDesc("flowmon_web_config_failing", "Whether the web config file (TLS, basic auth) fails to load now: the server then fails every request.", nil, nil),
-		failsDesc:   prometheus.NewDesc("flowmon_web_config_failures_total", "Times the web config file started failing to load.", nil, nil)}
+	return &webHealth{path: path, every: webHealthEvery, health: health.New("web-config", log)}
 }
 
 // watch checks the file every w.every until close; without a file there
@@ -244,29 +205,13 @@ func (w *webHealth) watch() {
 	}()
 }
 
-// check reads the file as the server will, and logs a change of state.
+// check reads the file as the server will (web.Validate).
 func (w *webHealth) check() {
-	err := web.Validate(w.path)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case err != nil && w.err == nil:
-		w.fails++
-		w.log.Error("web config file failing: the server fails every request until it loads", "component", "web", "file", w.path, "err", err)
-	case err == nil && w.err != nil:
-		w.log.Info("web config file loads again", "component", "web", "file", w.path)
+	if err := web.Validate(w.path); err != nil {
+		w.health.Fail(fmt.Errorf("web config file %s: %w: the server fails every request until it loads", w.path, err))
+		return
 	}
-	w.err = err
-}
-
-// failing says what fails, or "".
-func (w *webHealth) failing() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		return ""
-	}
-	return fmt.Sprintf("web config file %s failing: %v", w.path, w.err)
+	w.health.OK()
 }
 
 func (w *webHealth) close() {
@@ -274,22 +219,4 @@ func (w *webHealth) close() {
 		close(w.stop)
 		<-w.done
 	}
-}
-
-// Describe implements prometheus.Collector.
-func (w *webHealth) Describe(ch chan<- *prometheus.Desc) {
-	ch <- w.failingDesc
-	ch <- w.failsDesc
-}
-
-// Collect implements prometheus.Collector.
-func (w *webHealth) Collect(ch chan<- prometheus.Metric) {
-	w.mu.Lock()
-	failing, fails := 0.0, float64(w.fails)
-	if w.err != nil {
-		failing = 1
-	}
-	w.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(w.failingDesc, prometheus.GaugeValue, failing)
-	ch <- prometheus.MustNewConstMetric(w.failsDesc, prometheus.CounterValue, fails)
 }

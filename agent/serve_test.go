@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/internal/syncbuf"
 	"github.com/flowmon/flowmon/pipeline"
 )
@@ -77,6 +79,11 @@ type testServer struct {
 }
 
 func newTestServer(t *testing.T, addr string, wc config.Web, log io.Writer) (*testServer, error) {
+	return newTestServerHealth(t, addr, wc, log, health.NewRegistry())
+}
+
+// newTestServerHealth is newTestServer reading hr's components.
+func newTestServerHealth(t *testing.T, addr string, wc config.Web, log io.Writer, hr *health.Registry) (*testServer, error) {
 	t.Helper()
 	dir := t.TempDir()
 	list := filepath.Join(dir, "blocked.txt")
@@ -88,14 +95,14 @@ func newTestServer(t *testing.T, addr string, wc config.Web, log io.Writer) (*te
 	if err := os.WriteFile(rulesFile, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	al, err := newAlerting(rulesFile, "", "", io.Discard, io.Discard)
+	al, err := newAlerting(rulesFile, "", "", io.Discard, io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { al.close() })
 	cfg := pipeline.DefaultConfig()
 	cfg.Workers = 1
-	lk, err := openLookups([]config.Watchlist{{Name: "blocked", File: list}}, "", config.History{}, al, &cfg, io.Discard)
+	lk, err := openLookups([]config.Watchlist{{Name: "blocked", File: list}}, "", config.History{}, al, &cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +113,7 @@ func newTestServer(t *testing.T, addr string, wc config.Web, log io.Writer) (*te
 	}
 	ts := &testServer{lk: lk}
 	reload := func() error { ts.reloads++; return nil }
-	if ts.srv, err = serveMetrics(addr, wc, newRegistry(), pl, al, lk, reload, func() bool { return true }, log); err != nil {
+	if ts.srv, err = serveMetrics(addr, wc, newRegistry(), hr, pl, al, lk, reload, func() bool { return true }, slog.New(slog.NewTextHandler(log, nil))); err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { ts.srv.close() })
@@ -177,7 +184,7 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 		{"prometheus", "s3cret", http.StatusOK},
 	} {
 		code, body := do(t, secure, "GET", "https://"+host+"/metrics", tc.user, tc.pass, "")
-		if code != tc.code || (code == http.StatusOK) != strings.Contains(body, "flowmon_web_config_failing 0") {
+		if code != tc.code || (code == http.StatusOK) != strings.Contains(body, `flowmon_component_up{component="web-config"} 1`) {
 			t.Errorf("user %q password %q: %d, want %d; body %.200q", tc.user, tc.pass, code, tc.code, body)
 		}
 	}
@@ -263,23 +270,22 @@ func TestWebConfigFailing(t *testing.T) {
 	write("not-a-hash") // a's hash broken: b still gets in
 	wh.check()
 	wh.check()
-	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "web config file "+file+" failing") {
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "web-config failing since") || !strings.Contains(body, file) {
 		t.Errorf("a broken file: /healthz %d %q", code, body)
 	}
-	if _, body := get("/metrics"); !strings.Contains(body, "flowmon_web_config_failing 1") || !strings.Contains(body, "flowmon_web_config_failures_total 1") {
-		t.Errorf("a broken file: metrics\n%s", grepMetrics(body, "flowmon_web_"))
+	if _, body := get("/metrics"); !strings.Contains(body, `flowmon_component_up{component="web-config"} 0`) || !strings.Contains(body, `flowmon_component_failures_total{component="web-config"} 1`) {
+		t.Errorf("a broken file: metrics\n%s", grepMetrics(body, "flowmon_component_"))
 	}
 	write(string(good))
 	wh.check()
 	if code, body := get("/healthz"); code != http.StatusOK {
 		t.Errorf("fixed: /healthz %d %q", code, body)
 	}
-	if _, body := get("/metrics"); !strings.Contains(body, "flowmon_web_config_failing 0") || !strings.Contains(body, "flowmon_web_config_failures_total 1") {
-		t.Errorf("fixed: metrics\n%s", grepMetrics(body, "flowmon_web_"))
+	if _, body := get("/metrics"); !strings.Contains(body, `flowmon_component_up{component="web-config"} 1`) || !strings.Contains(body, `flowmon_component_failures_total{component="web-config"} 1`) {
+		t.Errorf("fixed: metrics\n%s", grepMetrics(body, "flowmon_component_"))
 	}
 	logged := log.String()
-	if strings.Count(logged, "web config file failing") != 1 || strings.Count(logged, "web config file loads again") != 1 ||
-		strings.Count(logged, "component=web") != 2 {
+	if strings.Count(logged, `msg="component failing" component=web-config`) != 1 || strings.Count(logged, `msg="component recovered" component=web-config`) != 1 {
 		t.Errorf("logged\n%s", logged)
 	}
 }

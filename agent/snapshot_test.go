@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func TestRefusedSnapshotKeptAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	if m := restoreSnapshot(pl, path, time.Hour, &log); m != nil {
+	if m := restoreSnapshot(pl, path, time.Hour, slog.New(slog.NewTextHandler(&log, nil))); m != nil {
 		t.Errorf("a refused snapshot gave the mark %x", m)
 	}
 	if l := log.String(); !strings.Contains(l, "snapshot refused") || !strings.Contains(l, "kept as "+path+".rejected") ||

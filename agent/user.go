@@ -3,7 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os/user"
 	"strconv"
 	"syscall"
@@ -32,13 +32,13 @@ func reopenCaps(source string) []int {
 // every thread of the process. A cgo build (-tags pcap) cannot change
 // every thread's capabilities: it says so on log and keeps them, and
 // with name it keeps none (setuid drops them all).
-func dropPrivileges(name string, keep []int, log io.Writer) error {
+func dropPrivileges(name string, keep []int, log *slog.Logger) error {
 	err := caps.Limit(keep...)
 	if err == nil && name != "" {
 		err = caps.KeepOnSetuid()
 	}
 	if errors.Is(err, caps.ErrAllThreads) {
-		fmt.Fprintf(log, "flowmon run: warning: %v: keeping the process's capabilities\n", err)
+		log.Warn("keeping the process's capabilities", "err", err)
 		keep = nil
 	} else if err != nil {
 		return fmt.Errorf("drop privileges: %w", err)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // Defaults of an Alertmanager sink.
@@ -73,7 +75,7 @@ func newAlertmanagerSink(name string, ao amOptions, ho httpOptions, o queueOptio
 	}
 	for _, u := range ao.urls {
 		t := &amTarget{url: strings.TrimSuffix(u, "/") + "/api/v2/alerts", h: h, generatorURL: ao.generatorURL}
-		s.targets = append(s.targets, newQueue(name+" ("+redact(u)+")", t, o))
+		s.targets = append(s.targets, newQueue(name+":"+redact(u), t, o))
 	}
 	return s, nil
 }
@@ -159,6 +161,15 @@ func (s *alertmanagerSink) Close(ctx context.Context) error {
 
 // Stats sums the Alertmanagers' queues: an alert posted to two counts two
 // Sent, and a resend counts again.
+// Health returns each Alertmanager's queue's component.
+func (s *alertmanagerSink) Health() []*health.Component {
+	var out []*health.Component
+	for _, q := range s.targets {
+		out = append(out, q.health)
+	}
+	return out
+}
+
 func (s *alertmanagerSink) Stats() SinkStats {
 	st := SinkStats{Dropped: s.dropped.Load()}
 	for _, q := range s.targets {

@@ -299,8 +299,8 @@ func TestAlertmanagerRestart(t *testing.T) {
 		t.Errorf("posted %v\nwant   %s", got, want)
 	}
 	out := logs.String()
-	if strings.Count(out, "delivery failing") != 1 || strings.Count(out, "delivers again") != 1 ||
-		!strings.Contains(out, "sink=\"am (http://"+r.addr+"/prefix)\"") {
+	if strings.Count(out, "component failing") != 1 || strings.Count(out, "component recovered") != 1 ||
+		!strings.Contains(out, "component=alerts:am:http://"+r.addr+"/prefix ") {
 		t.Errorf("log:\n%s", out)
 	}
 }

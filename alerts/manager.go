@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/filters/fbf"
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // Manager turns what the rules raise into alerts: it folds repeats inside
@@ -317,6 +318,15 @@ func (m *Manager) Stats() ManagerStats {
 
 // Sinks returns the sinks the manager delivers to.
 func (m *Manager) Sinks() []Sink { return m.sinks }
+
+// Health returns the components of every sink (Sink.Health).
+func (m *Manager) Health() []*health.Component {
+	var out []*health.Component
+	for _, s := range m.sinks {
+		out = append(out, s.Health()...)
+	}
+	return out
+}
 
 // Close closes every sink, flushing their queues until ctx ends.
 func (m *Manager) Close(ctx context.Context) error {

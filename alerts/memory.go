@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // Memory is a sink that keeps every alert it is sent, in order, for
@@ -31,6 +33,9 @@ func (m *Memory) Stats() SinkStats {
 	defer m.mu.Unlock()
 	return SinkStats{Sent: uint64(len(m.all))}
 }
+
+// Health returns nothing: a Memory never fails.
+func (m *Memory) Health() []*health.Component { return nil }
 
 // Send keeps a.
 func (m *Memory) Send(a Alert) bool {

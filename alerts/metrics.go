@@ -22,12 +22,11 @@ var (
 	descSinkFailed       = prometheus.NewDesc("flowmon_alerts_sink_failed_total", "Delivery attempts that failed (retried).", []string{"sink"}, nil)
 	descSinkDropped      = prometheus.NewDesc("flowmon_alerts_sink_dropped_total",
 		"Alerts a sink dropped (queue full, or refused for good).", []string{"sink"}, nil)
-	descSinkQueue   = prometheus.NewDesc("flowmon_alerts_sink_queue_length", "Alerts waiting in a sink's queue.", []string{"sink"}, nil)
-	descSinkFailing = prometheus.NewDesc("flowmon_alerts_sink_failing", "1 while a sink's deliveries fail (retried).", []string{"sink"}, nil)
+	descSinkQueue = prometheus.NewDesc("flowmon_alerts_sink_queue_length", "Alerts waiting in a sink's queue.", []string{"sink"}, nil)
 )
 
 // Register registers the manager's and its sinks' metrics
-// (flowmon_alerts_*) on reg, read from Stats at scrape time. A nil reg
+// (flowmon_alerts_*; whether a sink delivers is its components', Sink.Health) on reg, read from Stats at scrape time. A nil reg
 // registers nothing.
 func (m *Manager) Register(reg prometheus.Registerer) error {
 	if reg == nil {
@@ -45,7 +44,7 @@ type managerCollector struct{ m *Manager }
 
 func (managerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFired, descResolved, descSuppressed, descActive, descPending,
-		descUntracked, descSuppressionBytes, descSinkSent, descSinkFailed, descSinkDropped, descSinkQueue, descSinkFailing} {
+		descUntracked, descSuppressionBytes, descSinkSent, descSinkFailed, descSinkDropped, descSinkQueue} {
 		ch <- d
 	}
 }
@@ -70,10 +69,5 @@ func (c managerCollector) Collect(ch chan<- prometheus.Metric) {
 		metric(descSinkFailed, prometheus.CounterValue, ss.Failed, s.Name())
 		metric(descSinkDropped, prometheus.CounterValue, ss.Dropped, s.Name())
 		metric(descSinkQueue, prometheus.GaugeValue, ss.Queued, s.Name())
-		failing := uint64(0)
-		if ss.Failing != nil {
-			failing = 1
-		}
-		metric(descSinkFailing, prometheus.GaugeValue, failing, s.Name())
 	}
 }

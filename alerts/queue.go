@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // Defaults of a sink's queue and retries.
@@ -54,7 +55,9 @@ type queueOptions struct {
 // alert leaves the queue only once delivered or rejected for good, so
 // while the destination fails the queue holds everything, in order, and
 // only a full queue drops. Failed attempts are retried after an
-// exponential, jittered backoff between minBackoff and maxBackoff.
+// exponential, jittered backoff between minBackoff and maxBackoff
+// (health.Backoff). The queue is a health.Component, "alerts:NAME":
+// failing from an attempt that fails to the next that delivers.
 //
 // push takes a mutex that the goroutine holds only to copy a batch out or
 // to remove one, never while delivering, so a sender waits no longer than
@@ -76,12 +79,12 @@ type queue struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	batch []Alert // the batch being delivered (goroutine only)
-	// failingErr is the error of the attempt that started the current
-	// failure, nil while the sink delivers: the logs say when a failure
+	batch   []Alert        // the batch being delivered (goroutine only)
+	backoff health.Backoff // goroutine only
+	// health says whether the sink delivers: the logs say when a failure
 	// starts and ends, and Close gives a failing sink little grace and
 	// names why.
-	failingErr atomic.Pointer[error]
+	health *health.Component
 
 	sent, failed, dropped, queued atomic.Uint64
 }
@@ -103,7 +106,8 @@ func newQueue(name string, t target, o queueOptions) *queue {
 		o.log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	q := &queue{name: name, t: t, o: o, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	q := &queue{name: name, t: t, o: o, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		backoff: health.Backoff{Min: o.minBackoff, Max: o.maxBackoff}, health: health.New("alerts:"+name, o.log)}
 	go q.run()
 	return q
 }
@@ -239,15 +243,13 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 		}
 		batch = batch[k:]
 	}
-	for attempt := 0; ; attempt++ {
+	for {
 		n, err := q.t.deliver(q.ctx, batch)
 		q.sent.Add(uint64(n))
 		if err == nil {
 			done(len(batch))
-			if q.failingErr.Load() != nil {
-				q.failingErr.Store(nil)
-				q.o.log.Info("alert sink delivers again", "sink", q.name, "attempts", attempt+1)
-			}
+			q.backoff.Reset()
+			q.health.OK()
 			return true
 		}
 		done(n)
@@ -264,11 +266,8 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 			done(len(batch))
 			return true
 		}
-		if q.failingErr.Load() == nil {
-			q.failingErr.Store(&err)
-			q.o.log.Warn("alert sink delivery failing, retrying", "sink", q.name, "err", err)
-		}
-		t := time.NewTimer(q.backoff(attempt, err))
+		q.health.Fail(err)
+		t := time.NewTimer(q.wait(err))
 		select {
 		case <-t.C:
 		case <-q.ctx.Done():
@@ -278,17 +277,11 @@ func (q *queue) deliver(batch []Alert, queued bool) bool {
 	}
 }
 
-// backoff is the wait before retry attempt+1: minBackoff doubled per
-// attempt up to maxBackoff, then drawn uniformly from its upper half so
-// that sinks failing together do not retry in step; a destination's
-// Retry-After is honoured up to maxBackoff.
-func (q *queue) backoff(attempt int, err error) time.Duration {
-	d := q.o.minBackoff
-	for i := 0; i < attempt && d < q.o.maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, q.o.maxBackoff)
-	d = d/2 + rand.N(d/2+1)
+// wait is the wait before the next attempt after one that failed with
+// err: the backoff's next, or the destination's Retry-After up to
+// maxBackoff if that is longer.
+func (q *queue) wait(err error) time.Duration {
+	d := q.backoff.Next()
 	if ra, ok := err.(retryAfter); ok {
 		d = max(d, min(ra.retryAfter(), q.o.maxBackoff))
 	}
@@ -312,7 +305,7 @@ func (q *queue) close(ctx context.Context) error {
 		// a deadline: the stop would mostly wait out its backoff, and its
 		// failure was logged when it began. (Without a deadline Close
 		// waits for the queue, as a replay's end does.)
-		failing := q.failingErr.Load()
+		failing := q.health.Err()
 		if _, bounded := ctx.Deadline(); failing != nil && bounded {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, failingGrace)
@@ -335,7 +328,7 @@ func (q *queue) close(ctx context.Context) error {
 		var errs []error
 		switch {
 		case left > 0 && failing != nil && ctx.Err() != nil:
-			errs = append(errs, fmt.Errorf("closing alert sink %s: %d alerts undelivered, the sink failing (%v): %w", q.name, left, *failing, ctx.Err()))
+			errs = append(errs, fmt.Errorf("closing alert sink %s: %d alerts undelivered, the sink failing (%v): %w", q.name, left, failing, ctx.Err()))
 		case left > 0:
 			errs = append(errs, fmt.Errorf("closing alert sink %s: %d alerts undelivered: %w", q.name, left, ctx.Err()))
 		}
@@ -348,9 +341,6 @@ func (q *queue) close(ctx context.Context) error {
 }
 
 func (q *queue) stats() SinkStats {
-	s := SinkStats{Sent: q.sent.Load(), Failed: q.failed.Load(), Dropped: q.dropped.Load(), Queued: q.queued.Load()}
-	if err := q.failingErr.Load(); err != nil {
-		s.Failing = *err
-	}
-	return s
+	return SinkStats{Sent: q.sent.Load(), Failed: q.failed.Load(), Dropped: q.dropped.Load(), Queued: q.queued.Load(),
+		Failing: q.health.Err()}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/internal/syncbuf"
 )
 
@@ -353,8 +354,10 @@ type retryAfterErr time.Duration
 func (e retryAfterErr) Error() string             { return "429" }
 func (e retryAfterErr) retryAfter() time.Duration { return time.Duration(e) }
 
+// TestBackoff: the wait after a failed attempt is the backoff's (doubling
+// from minBackoff to maxBackoff, in the upper half of each step), or a
+// destination's Retry-After up to maxBackoff when that is longer.
 func TestBackoff(t *testing.T) {
-	q := &queue{o: queueOptions{minBackoff: 100 * time.Millisecond, maxBackoff: 30 * time.Second}}
 	plain := errors.New("x")
 	for _, tc := range []struct {
 		attempt  int
@@ -369,9 +372,14 @@ func TestBackoff(t *testing.T) {
 		{0, retryAfterErr(5 * time.Second), 5 * time.Second, 5 * time.Second},
 		{0, retryAfterErr(time.Hour), 30 * time.Second, 30 * time.Second},
 	} {
-		for range 100 {
-			if d := q.backoff(tc.attempt, tc.err); d < tc.min || d > tc.max {
-				t.Fatalf("backoff(%d, %v) = %v, want in [%v, %v]", tc.attempt, tc.err, d, tc.min, tc.max)
+		for range 20 {
+			q := &queue{o: queueOptions{minBackoff: 100 * time.Millisecond, maxBackoff: 30 * time.Second},
+				backoff: health.Backoff{Min: 100 * time.Millisecond, Max: 30 * time.Second}}
+			for range tc.attempt {
+				q.backoff.Next()
+			}
+			if d := q.wait(tc.err); d < tc.min || d > tc.max {
+				t.Fatalf("attempt %d, %v: wait %v, want in [%v, %v]", tc.attempt, tc.err, d, tc.min, tc.max)
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package alerts
 import (
 	"context"
 	"fmt"
+
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // A Sink delivers alerts somewhere: a terminal, a file, a webhook, an
@@ -24,6 +26,11 @@ type Sink interface {
 	Close(ctx context.Context) error
 	// Stats returns the sink's counts so far.
 	Stats() SinkStats
+	// Health returns the components of the sink's destinations
+	// ("alerts:NAME"; an Alertmanager sink's, "alerts:NAME:URL", one
+	// for each URL), each failing while its deliveries fail, for the
+	// agent's health registry.
+	Health() []*health.Component
 }
 
 // SinkStats are a sink's counts, which the engine exports as metrics.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // queueSink is a Sink of one queue: the writer, file and webhook sinks.
@@ -21,6 +23,7 @@ func (s *queueSink) Name() string                    { return s.name }
 func (s *queueSink) Send(a Alert) bool               { return s.q.push(cloneAlert(a)) }
 func (s *queueSink) Close(ctx context.Context) error { return s.q.close(ctx) }
 func (s *queueSink) Stats() SinkStats                { return s.q.stats() }
+func (s *queueSink) Health() []*health.Component     { return []*health.Component{s.q.health} }
 
 // cloneAlert returns a with its own labels and annotations, so that the
 // caller may reuse its own while the alert waits in a queue.

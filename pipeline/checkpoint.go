@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/internal/snapshot"
 )
 
@@ -53,8 +55,9 @@ type snapshotStats struct {
 	lastOK          atomic.Int64 // unix ns of the last snapshot written
 	pauseNs         atomic.Int64 // the last checkpoint's pause
 	pauseTotalNs    atomic.Int64
-	mu              sync.Mutex
-	failing         error // the last write's failure, nil once one works
+	// health is the periodic snapshot's component ("snapshot"): failing
+	// from a write that fails to the next that works.
+	health *health.Component
 	// restores counts the starts' restores by outcome (restoreResult).
 	restores [nRestoreResults]atomic.Uint64
 }
@@ -71,8 +74,8 @@ const (
 
 var restoreResults = [nRestoreResults]string{"restored", "none", "refused"}
 
-func newCheckpoint(feeders int) *checkpoint {
-	return &checkpoint{n: feeders}
+func newCheckpoint(feeders int, log *slog.Logger) *checkpoint {
+	return &checkpoint{n: feeders, stats: snapshotStats{health: health.New("snapshot", log)}}
 }
 
 // begin asks the feeders to pause and returns what is closed once they
@@ -179,28 +182,19 @@ func (p *Pipeline) checkpointOnce(c *checkpoint, feeders []*feeder, opt LiveOpti
 		h := snapshot.Header{Saved: time.Now(), PacketTime: last, Params: p.params()}
 		err = snapshot.Write(opt.Snapshot, h, sections)
 	}
-	c.stats.result(err, opt.Snapshot, p.logger())
+	c.stats.result(err, opt.Snapshot)
 }
 
-// result counts a snapshot's outcome, and logs a failure when it starts
-// and when it ends.
-func (s *snapshotStats) result(err error, path string, log *slog.Logger) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// result counts a snapshot's outcome and reports it to the component.
+func (s *snapshotStats) result(err error, path string) {
 	if err != nil {
 		s.failed.Add(1)
-		if s.failing == nil {
-			log.Error("snapshot failing", "file", path, "err", err)
-		}
-		s.failing = err
+		s.health.Fail(fmt.Errorf("%s: %w", path, err))
 		return
 	}
 	s.written.Add(1)
 	s.lastOK.Store(time.Now().UnixNano())
-	if s.failing != nil {
-		log.Info("snapshot recovered", "file", path, "failed", s.failed.Load())
-		s.failing = nil
-	}
+	s.health.OK()
 }
 
 // SnapshotFailing returns the error of the live run's last periodic
@@ -209,17 +203,7 @@ func (p *Pipeline) SnapshotFailing() error {
 	if p.ckpt == nil {
 		return nil
 	}
-	p.ckpt.stats.mu.Lock()
-	defer p.ckpt.stats.mu.Unlock()
-	return p.ckpt.stats.failing
-}
-
-// logger is where the pipeline says what fails while it runs.
-func (p *Pipeline) logger() *slog.Logger {
-	if p.cfg.Logger != nil {
-		return p.cfg.Logger
-	}
-	return slog.New(slog.DiscardHandler)
+	return p.ckpt.stats.health.Err()
 }
 
 var (
@@ -231,18 +215,17 @@ var (
 		"How long the last periodic snapshot paused the shards (the kernel's rings hold the packets meanwhile).", nil, nil)
 	descSnapshotPauseTotal = prometheus.NewDesc("flowmon_snapshot_pause_seconds_total",
 		"How long the periodic snapshots paused the shards in all.", nil, nil)
-	descSnapshotFailing = prometheus.NewDesc("flowmon_snapshot_failing",
-		"1 while the last periodic snapshot failed.", nil, nil)
 	descSnapshotRestores = prometheus.NewDesc("flowmon_snapshot_restores_total",
 		"The start's snapshot, by result: restored, none (no file) or refused (damaged, another version or settings, stale: the run started empty).", []string{"result"}, nil)
 )
 
 // snapshotCollector exports a live run's periodic snapshots and what its
-// start did with the snapshot it found.
+// start did with the snapshot it found; their health is
+// flowmon_component_up{component="snapshot"}.
 type snapshotCollector struct{ c *checkpoint }
 
 func (s snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSnapshots, descSnapshotLast, descSnapshotPause, descSnapshotPauseTotal, descSnapshotFailing, descSnapshotRestores} {
+	for _, d := range []*prometheus.Desc{descSnapshots, descSnapshotLast, descSnapshotPause, descSnapshotPauseTotal, descSnapshotRestores} {
 		ch <- d
 	}
 }
@@ -258,19 +241,7 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSnapshotLast, prometheus.GaugeValue, last)
 	ch <- prometheus.MustNewConstMetric(descSnapshotPause, prometheus.GaugeValue, time.Duration(st.pauseNs.Load()).Seconds())
 	ch <- prometheus.MustNewConstMetric(descSnapshotPauseTotal, prometheus.CounterValue, time.Duration(st.pauseTotalNs.Load()).Seconds())
-	st.mu.Lock()
-	failing := st.failing != nil
-	st.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(descSnapshotFailing, prometheus.GaugeValue, boolGauge(failing))
 	for r, name := range restoreResults {
 		ch <- prometheus.MustNewConstMetric(descSnapshotRestores, prometheus.CounterValue, float64(st.restores[r].Load()), name)
 	}
-}
-
-// boolGauge is a gauge's value for a condition: 1 when it holds.
-func boolGauge(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

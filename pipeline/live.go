@@ -43,8 +43,8 @@ func NewLivePipeline(cfg Config, srcs []capture.LiveSource) (*Pipeline, error) {
 		return nil, err
 	}
 	p.liveStats = make([]capture.Stats, len(srcs))
-	p.ckpt = newCheckpoint(len(srcs))
-	p.srcStates = newSourceStates(srcs)
+	p.ckpt = newCheckpoint(len(srcs), cfg.Logger)
+	p.srcStates = newSourceStates(srcs, cfg.Logger, cfg.Health)
 	return p, nil
 }
 
@@ -92,6 +92,7 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 	var ckpt *checkpoint
 	if opt.Snapshot != "" && opt.SnapshotEvery > 0 {
 		ckpt = pl.ckpt
+		pl.cfg.Health.Add(ckpt.stats.health)
 	}
 	for _, f := range feeders {
 		f.ckpt = ckpt

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // A live source whose interface goes down or away must not stop capture
@@ -19,10 +20,11 @@ import (
 // a second, and at once when Next reports capture.ErrIfaceDown; a source
 // whose interface is gone is reopened (capture.LiveSource.Reopen) at the
 // same pace until the interface is back, and goes on feeding its shard,
-// whose state stays. The stop is logged once when it begins and once
-// when it ends, counted, and each source's state is served
-// (Pipeline.Sources, flowmon_capture_source_up): the per-packet path has
-// no part in any of it.
+// whose state stays. Each source on an interface is a health.Component
+// ("source:I:IFACE"): the stop is logged once when it begins and once
+// when it ends, counted, and served (/healthz, flowmon_component_up;
+// Pipeline.Sources and flowmon_capture_source_stops_total by reason):
+// the per-packet path has no part in any of it.
 
 // ifaceCheckEvery is how often a feeder asks after its source's
 // interface while its polls find nothing, and retries a reopen.
@@ -37,6 +39,7 @@ type sourceState struct {
 	since   atomic.Int64  // when it stopped, Unix ns; 0 while up
 	stops   [2]atomic.Uint64
 	reopen  atomic.Pointer[string] // the last reopen's failure in this stop, nil if none
+	health  *health.Component
 }
 
 // stopReasons are the stops' reasons, flowmon_capture_source_stops_total's
@@ -50,12 +53,16 @@ func stopIndex(st capture.IfaceState) int {
 	return 0
 }
 
-// newSourceStates makes the states of a live pipeline's sources.
-func newSourceStates(srcs []capture.LiveSource) []sourceState {
+// newSourceStates makes the states of a live pipeline's sources, the
+// components of those on an interface added to hr.
+func newSourceStates(srcs []capture.LiveSource, log *slog.Logger, hr *health.Registry) []sourceState {
 	ss := make([]sourceState, len(srcs))
 	for i, src := range srcs {
-		ss[i].iface = src.Iface()
-		ss[i].watched = ss[i].iface != ""
+		if iface := src.Iface(); iface != "" {
+			ss[i].iface, ss[i].watched = iface, true
+			ss[i].health = health.New("source:"+strconv.Itoa(i)+":"+iface, log)
+			hr.Add(ss[i].health)
+		}
 	}
 	return ss
 }
@@ -119,15 +126,13 @@ func (p *Pipeline) sourceStops() uint64 {
 
 // ifaceWatch is a feeder's watch of its source's interface.
 type ifaceWatch struct {
-	src      capture.LiveSource // nil: nothing to watch
-	ss       *sourceState
-	log      *slog.Logger
-	i        int
-	state    capture.IfaceState
-	checked  time.Time // the last check
-	since    time.Time // when the source stopped
-	reopened bool      // the source was reopened in this stop
-	pause    *time.Timer
+	src     capture.LiveSource // nil: nothing to watch
+	ss      *sourceState
+	log     *slog.Logger
+	i       int
+	state   capture.IfaceState
+	checked time.Time // the last check
+	pause   *time.Timer
 }
 
 func newIfaceWatch(src capture.LiveSource, ss *sourceState, i int, log *slog.Logger) *ifaceWatch {
@@ -150,16 +155,28 @@ func (w *ifaceWatch) check(now time.Time, force bool) {
 	}
 	w.checked = now
 	st := w.src.IfaceState()
+	var reopenErr error
 	if st == capture.IfaceGone {
-		if err := w.src.Reopen(); err != nil {
-			msg := err.Error()
+		if reopenErr = w.src.Reopen(); reopenErr != nil {
+			msg := reopenErr.Error()
 			w.ss.reopen.Store(&msg)
 		} else {
-			w.reopened = true
+			w.log.Info("capture source reopened", "source", w.i, "interface", w.ss.iface)
 			st = w.src.IfaceState()
 		}
 	}
 	w.set(st, now)
+	if reopenErr != nil && w.state != capture.IfaceUp {
+		w.ss.health.Fail(fmt.Errorf("%s; reopen: %w", w.why(), reopenErr))
+	}
+}
+
+// why says why the source is stopped.
+func (w *ifaceWatch) why() string {
+	if w.state == capture.IfaceGone {
+		return "interface " + w.ss.iface + " deleted"
+	}
+	return "interface " + w.ss.iface + " down"
 }
 
 func (w *ifaceWatch) set(st capture.IfaceState, now time.Time) {
@@ -169,30 +186,18 @@ func (w *ifaceWatch) set(st capture.IfaceState, now time.Time) {
 	}
 	w.state = st
 	w.ss.state.Store(uint32(st))
-	iface := w.ss.iface
 	switch {
 	case old == capture.IfaceUp:
-		w.since, w.reopened = now, false
 		w.ss.since.Store(now.UnixNano())
 		w.ss.stops[stopIndex(st)].Add(1)
-		why := "interface down"
-		if st == capture.IfaceGone {
-			why = "interface deleted"
-		}
-		w.log.Warn(fmt.Sprintf("capture source %d on %s stopped: %s", w.i, iface, why),
-			"source", w.i, "interface", iface, "reason", stopReasons[stopIndex(st)])
+		w.ss.health.Fail(errors.New(w.why()))
 	case st == capture.IfaceUp:
-		out := now.Sub(w.since).Round(time.Millisecond)
 		w.ss.since.Store(0)
 		w.ss.reopen.Store(nil)
-		how := ""
-		if w.reopened {
-			how = ", reopened"
-		}
-		w.log.Info(fmt.Sprintf("capture source %d on %s recovered after %v%s", w.i, iface, out, how),
-			"source", w.i, "interface", iface, "out", out.String(), "reopened", w.reopened)
+		w.ss.health.OK()
+	default:
+		w.ss.health.Fail(errors.New(w.why())) // down to gone: the same stop, its error now this
 	}
-	// Down to gone or back within one stop: the same stop.
 }
 
 // wait waits until the next check is due or ctx is done: a source whose
@@ -222,31 +227,21 @@ func (w *ifaceWatch) wait(done <-chan struct{}) {
 // went down or away.
 func isIfaceDown(err error) bool { return errors.Is(err, capture.ErrIfaceDown) }
 
-var (
-	descSourceUp = prometheus.NewDesc("flowmon_capture_source_up",
-		"1 while a live capture source's interface is up and the source is on it, 0 while it is down or gone (deleted, not yet made again).",
-		[]string{"source", "interface"}, nil)
-	descSourceStops = prometheus.NewDesc("flowmon_capture_source_stops_total",
-		"Times a live capture source stopped because its interface went down or away, by reason (down, gone).",
-		[]string{"source", "interface", "reason"}, nil)
-)
+var descSourceStops = prometheus.NewDesc("flowmon_capture_source_stops_total",
+	"Times a live capture source stopped because its interface went down or away, by reason (down, gone).",
+	[]string{"source", "interface", "reason"}, nil)
 
-// sourceCollector exports the live sources' states.
+// sourceCollector exports the live sources' stops; whether each is up is
+// flowmon_component_up{component="source:I:IFACE"}.
 type sourceCollector struct{ p *Pipeline }
 
 func (c sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descSourceUp
 	ch <- descSourceStops
 }
 
 func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range c.p.Sources() {
 		i := strconv.Itoa(h.Index)
-		up := 0.0
-		if h.State == capture.IfaceUp {
-			up = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descSourceUp, prometheus.GaugeValue, up, i, h.Iface)
 		for r, reason := range stopReasons {
 			ch <- prometheus.MustNewConstMetric(descSourceStops, prometheus.CounterValue, float64(h.Stops[r]), i, h.Iface, reason)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/capture/defrag"
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
@@ -61,9 +62,15 @@ type Config struct {
 	// than it as an interim record (record.EndActive, its counts since it
 	// started), and again each time it passes, until the flow ends.
 	ActiveTimeout time.Duration
-	// Logger is where the pipeline reports a sink's failure when it
-	// starts and when it ends (nil: nowhere; the metrics still count it).
+	// Logger is where the pipeline reports a sink's, a source's or the
+	// periodic snapshot's failure when it starts and when it ends (nil:
+	// nowhere; the metrics still count it).
 	Logger *slog.Logger
+	// Health, when set, takes the components (internal/health) of what
+	// can fail while the pipeline runs: each record sink
+	// ("records:NAME"), and in a live run each source on an interface
+	// ("source:I:IFACE") and the periodic snapshot ("snapshot").
+	Health *health.Registry
 	// Consumers build, for each shard, what sees every packet with its
 	// ACSM event (consumer.go): rules and exporters attach here.
 	Consumers []NewConsumer
@@ -180,7 +187,7 @@ func newPipeline(cfg Config, live []capture.LiveSource) (*Pipeline, error) {
 		p.fpBytes = dc.PayloadBytes
 	}
 	workers := max(cfg.Workers, 1)
-	if p.sinks = newSinkSet(cfg.Sinks, cfg.Logger, cfg.CommunityIDSeed); p.sinks != nil {
+	if p.sinks = newSinkSet(cfg.Sinks, cfg.Logger, cfg.Health, cfg.CommunityIDSeed); p.sinks != nil {
 		p.outs = make([]*recordOut, workers)
 		for i := range p.outs {
 			if workers == 1 || live != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -138,12 +139,12 @@ func (m *merger) merge(sinks *sinkSet) {
 }
 
 // sinkSet delivers batches of records to every sink on its own goroutine,
-// in the order they were queued, and keeps each sink's health: a sink's
-// failure is logged when it starts and when it ends, and counted, and the
-// next batch goes to it as if nothing happened.
+// in the order they were queued, and keeps each sink's health (a
+// health.Component, "records:NAME"): a sink's failure is logged when it
+// starts and when it ends, and counted, and the next batch goes to it as
+// if nothing happened.
 type sinkSet struct {
 	sinks   []*sinkState
-	log     *slog.Logger
 	cidSeed uint16         // the seed of the records' Community IDs (fillCommunityIDs)
 	batches chan sinkBatch // queued, in order
 	free    chan []record.Flow
@@ -169,21 +170,23 @@ type sinkState struct {
 	failed  atomic.Uint64 // records in batches that failed
 	dropped atomic.Uint64 // records taken, then lost (record.LossError)
 	errors  atomic.Uint64 // failed calls (WriteFlows, Flush)
-	failing atomic.Bool   // the last call failed
+	health  *health.Component
 	lastErr atomic.Pointer[error]
 }
 
-func newSinkSet(sinks []record.Named, log *slog.Logger, cidSeed uint16) *sinkSet {
+// newSinkSet starts the delivery to sinks, their failures logged to log
+// and their components added to hr (both may be nil); the records get
+// their Community IDs with seed cidSeed.
+func newSinkSet(sinks []record.Named, log *slog.Logger, hr *health.Registry, cidSeed uint16) *sinkSet {
 	if len(sinks) == 0 {
 		return nil
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &sinkSet{log: log, cidSeed: cidSeed, batches: make(chan sinkBatch, queuedBatches), free: make(chan []record.Flow, queuedBatches+1),
+	s := &sinkSet{cidSeed: cidSeed, batches: make(chan sinkBatch, queuedBatches), free: make(chan []record.Flow, queuedBatches+1),
 		done: make(chan struct{})}
 	for _, n := range sinks {
-		s.sinks = append(s.sinks, &sinkState{Named: n})
+		k := &sinkState{Named: n, health: health.New("records:"+n.Name, log)}
+		hr.Add(k.health)
+		s.sinks = append(s.sinks, k)
 	}
 	for range queuedBatches + 1 {
 		s.free <- make([]record.Flow, 0, recordBatch)
@@ -285,10 +288,7 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 		if lossy {
 			k.dropped.Add(le.Dropped)
 		}
-		if !k.failing.Load() {
-			k.failing.Store(true)
-			s.log.Error("flow record sink failing", "sink", k.Name, "op", op, "err", err)
-		}
+		k.health.Fail(err)
 		// A sink failing with nothing lost yet (its queue holds the
 		// records) is unhealthy but does not fail the run.
 		if lossy && !le.Lost() {
@@ -301,10 +301,8 @@ func (s *sinkSet) result(k *sinkState, err error, op string) {
 		s.mu.Unlock()
 		return
 	}
-	if k.failing.Load() && op == "write" { // a flush that works says nothing of the writes
-		k.failing.Store(false)
-		s.log.Info("flow record sink recovered", "sink", k.Name, "failed_records", k.failed.Load(),
-			"dropped_records", k.dropped.Load(), "errors", k.errors.Load())
+	if op == "write" { // a flush that works says nothing of the writes
+		k.health.OK()
 	}
 }
 
@@ -335,7 +333,7 @@ func (p *Pipeline) Sinks() []SinkHealth {
 	out := make([]SinkHealth, len(p.sinks.sinks))
 	for i, k := range p.sinks.sinks {
 		out[i] = SinkHealth{Name: k.Name, Written: k.written.Load(), Failed: k.failed.Load(), Dropped: k.dropped.Load(),
-			Errors: k.errors.Load(), Failing: k.failing.Load()}
+			Errors: k.errors.Load(), Failing: k.health.Failing()}
 		if e := k.lastErr.Load(); e != nil {
 			out[i].LastErr = *e
 		}
@@ -348,28 +346,23 @@ var (
 	descSinkFailed  = prometheus.NewDesc("flowmon_records_failed_total", "Flow records in batches a sink failed to take (not retried).", []string{"sink"}, nil)
 	descSinkDropped = prometheus.NewDesc("flowmon_records_dropped_total", "Flow records a sink took, then lost (a network exporter's queue full or send failed).", []string{"sink"}, nil)
 	descSinkErrors  = prometheus.NewDesc("flowmon_records_sink_errors_total", "Failed calls to a sink (a batch written, a flush).", []string{"sink"}, nil)
-	descSinkFailing = prometheus.NewDesc("flowmon_records_sink_failing", "1 while a sink's last call failed.", []string{"sink"}, nil)
 )
 
-// sinkCollector exports the record sinks' health.
+// sinkCollector exports the record sinks' counts; their health is
+// flowmon_component_up{component="records:NAME"}.
 type sinkCollector struct{ p *Pipeline }
 
 func (c sinkCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSinkWritten, descSinkFailed, descSinkDropped, descSinkErrors, descSinkFailing} {
+	for _, d := range []*prometheus.Desc{descSinkWritten, descSinkFailed, descSinkDropped, descSinkErrors} {
 		ch <- d
 	}
 }
 
 func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range c.p.Sinks() {
-		failing := 0.0
-		if h.Failing {
-			failing = 1
-		}
 		ch <- prometheus.MustNewConstMetric(descSinkWritten, prometheus.CounterValue, float64(h.Written), h.Name)
 		ch <- prometheus.MustNewConstMetric(descSinkFailed, prometheus.CounterValue, float64(h.Failed), h.Name)
 		ch <- prometheus.MustNewConstMetric(descSinkDropped, prometheus.CounterValue, float64(h.Dropped), h.Name)
 		ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(h.Errors), h.Name)
-		ch <- prometheus.MustNewConstMetric(descSinkFailing, prometheus.GaugeValue, failing, h.Name)
 	}
 }

@@ -67,8 +67,8 @@ func TestSinkFailureReported(t *testing.T) {
 			t.Fatalf("workers %d: %d flows; good sink got %d records, bad %d in %d calls", workers, s.Flows, good.got, bad.got, bad.calls)
 		}
 		out := logs.String()
-		if strings.Count(out, "flow record sink failing") != 1 || strings.Count(out, "flow record sink recovered") != 1 ||
-			!strings.Contains(out, "sink=bad") || strings.Contains(out, "sink=good") {
+		if strings.Count(out, `msg="component failing" component=records:bad`) != 1 || strings.Count(out, `msg="component recovered" component=records:bad`) != 1 ||
+			strings.Contains(out, "records:good") {
 			t.Errorf("workers %d: log:\n%s", workers, out)
 		}
 		want := map[string]float64{"bad": float64(good.got - bad.got), "good": 0}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/alerts"
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // MaxAlerts is how many alerts a report draws: a replay's alerts are
@@ -38,6 +39,9 @@ type alertSink Collector
 
 func (c *alertSink) Name() string                { return "report" }
 func (c *alertSink) Close(context.Context) error { return nil }
+
+// Health is none: the sink keeps alerts in memory and cannot fail.
+func (c *alertSink) Health() []*health.Component { return nil }
 func (c *alertSink) Stats() alerts.SinkStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -106,6 +106,9 @@ func (c *Config) check(given func(key string) bool) []problem {
 	if t := c.StopTimeout; t < MinStopTimeout || t > MaxStopTimeout {
 		add("stop-timeout", "%s must be between %s and %s", formatDuration(t), formatDuration(MinStopTimeout), formatDuration(MaxStopTimeout))
 	}
+	if f := c.LogFormat; f != LogText && f != LogJSON {
+		add("log-format", "%q must be %s or %s", f, LogText, LogJSON)
+	}
 	ps = append(ps, checkIPFIX(&c.Export.IPFIX)...)
 	return ps
 }

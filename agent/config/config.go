@@ -54,7 +54,17 @@ type Config struct {
 	// (stop-timeout:).
 	StopTimeout time.Duration
 	Health      Health // health: what /healthz holds against the agent
+	// LogFormat is how the agent's log lines on stderr are written
+	// (log-format:): "text" (slog's key=value) or "json" (one object a
+	// line).
+	LogFormat string
 }
+
+// The log formats LogFormat takes.
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
 
 // AFPacket is the TPACKET_V3 ring of an AF_PACKET socket: BlockCount
 // blocks of BlockSize bytes, which the kernel hands over when full or
@@ -338,5 +348,6 @@ func Default() Config {
 			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue, Rate: ipfix.DefaultRate}},
 		StopTimeout: 10 * time.Second,
 		Health:      Health{MaxDropShare: 0.25},
+		LogFormat:   LogText,
 	}
 }

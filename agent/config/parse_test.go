@@ -106,6 +106,7 @@ func TestFull(t *testing.T) {
 		User:        "flowmon",
 		StopTimeout: 30 * time.Second,
 		Health:      Health{MaxDropShare: 0.5},
+		LogFormat:   LogJSON,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)

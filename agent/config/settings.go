@@ -101,6 +101,7 @@ func init() {
 	add(setting{key: "user", field: ptr(func(c *Config) any { return &c.User })})
 	add(setting{key: "stop-timeout", field: ptr(func(c *Config) any { return &c.StopTimeout })})
 	add(setting{key: "health.max-drop-share", field: ptr(func(c *Config) any { return &c.Health.MaxDropShare })})
+	add(setting{key: "log-format", field: ptr(func(c *Config) any { return &c.LogFormat })})
 	byKey = make(map[string]*setting, len(settings))
 	for _, s := range settings {
 		byKey[s.key] = s

@@ -19,10 +19,10 @@ const rulesFile = "../../docs/prometheus/flowmon.rules.yml"
 
 // mayBeEmpty are the metrics a replay cannot produce: the kernel's
 // capture counters exist for live sources only (pipeline/live.go's
-// kernelCollector), and flowmon_ipfix_* only when the replay exports
-// IPFIX, which this one does not. A query of these must parse, and may
-// return nothing.
-var mayBeEmpty = []string{"flowmon_capture_kernel_", "flowmon_ipfix_"}
+// kernelCollector), and flowmon_ipfix_* and the collectors' components
+// (ipfix:HOST:PORT) only when the replay exports IPFIX, which this one
+// does not. A query of these must parse, and may return nothing.
+var mayBeEmpty = []string{"flowmon_capture_kernel_", "flowmon_ipfix_", `component=~"ipfix:`}
 
 // TestE2EDashboardQueries runs flowmon replay --listen --linger on the
 // sample trace with a flow log (so a record sink exists) and the default

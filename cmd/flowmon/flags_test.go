@@ -156,7 +156,7 @@ func TestReplayWarnsOverCapacity(t *testing.T) {
 		if !strings.Contains(out.String(), "\nacsm error ") {
 			t.Errorf("--capacity %s: the summary has no acsm error line:\n%s", c.capacity, out.String())
 		}
-		warned := strings.Contains(errb.String(), "warning: the ACSM's measured error")
+		warned := strings.Contains(errb.String(), `msg="summary warning" warning="the ACSM's measured error`)
 		above := strings.Contains(out.String(), "ABOVE TARGET")
 		if warned != c.warn || above != c.warn {
 			t.Errorf("--capacity %s: warned %v, ABOVE TARGET %v, want %v\nstdout:\n%s\nstderr:\n%s",
@@ -240,7 +240,7 @@ func TestReplayWarnsACSMOverload(t *testing.T) {
 	if code := run([]string{"replay", "--capacity", "2", sample}, &out, &errb); code != 0 {
 		t.Fatalf("replay --capacity 2: exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(errb.String(), "warning: the ACSM's table was full") {
+	if !strings.Contains(errb.String(), `msg="summary warning" warning="the ACSM's table was full`) {
 		t.Errorf("no overload warning on stderr:\n%s", errb.String())
 	}
 	if strings.Contains(out.String(), ": within target") || !strings.Contains(out.String(), "at 95% confidence") {

@@ -54,6 +54,7 @@ type replayFlags struct {
 	ipfix      ipfix.Options
 	report     string
 	top        int
+	logFormat  string
 	files      []string
 }
 
@@ -65,6 +66,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		"Exit status 3: the replay ended, but an output (the flow log, a record sink such as an IPFIX collector) lost what the log names.")
 	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
+	fs.StringVar(&f.logFormat, "log-format", config.LogText, logFormatUsage)
 	fs.StringVar(&s.Backend, "backend", s.Backend, "ACSM backend: "+acsm.BackendNames())
 	fs.StringVar(&s.KBFEncoder, "kbf-encoder", s.KBFEncoder, "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
 	fs.StringVar(&s.KBFLayout, "kbf-layout", s.KBFLayout, "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
@@ -167,6 +169,9 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 			return nil, usageError(fs, "%v", err)
 		}
 	}
+	if f.logFormat != config.LogText && f.logFormat != config.LogJSON {
+		return nil, usageError(fs, "--log-format %q must be %s or %s", f.logFormat, config.LogText, config.LogJSON)
+	}
 	if s.DecodeOnly {
 		f.rules = "none"
 	}
@@ -213,6 +218,13 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		line = newStatusLine(stderr)
 		stdout, stderr = line.around(stdout), line.around(stderr)
 	}
+	log := newLogger(stderr, f.logFormat)
+	// The alerts on stderr are readable lines, or in JSON log records
+	// among the others.
+	alertsErr := stderr
+	if f.logFormat == config.LogJSON {
+		alertsErr = nil
+	}
 	var ipfixOpt *ipfix.Options
 	if len(f.ipfix.Collectors) > 0 {
 		ipfixOpt = &f.ipfix
@@ -227,7 +239,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt,
 		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
 		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen, Web: f.web, Filter: f.filter,
-		Observers: obs, Stdout: stdout, Log: stderr})
+		Observers: obs, Stdout: stdout, Stderr: alertsErr, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -242,7 +254,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if f.linger {
 		defer func() {
 			if ctx.Err() == nil {
-				fmt.Fprintln(stderr, "replay done; serving until interrupted")
+				log.Info("replay done; serving until interrupted")
 				<-ctx.Done()
 			}
 		}()
@@ -284,7 +296,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		}
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintf(stderr, "flowmon replay: warning: %s\n", w)
+		log.Warn("summary warning", "warning", w)
 	}
 	if errors.Is(err, pipeline.ErrStopped) {
 		return exitWith(130, err) // as a shell reports a command ended by SIGINT

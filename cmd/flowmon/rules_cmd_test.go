@@ -164,7 +164,9 @@ func TestReplayReloadKeepsOldRules(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "SIGHUP: rules not reloaded") })
+	waitFor(t, func() bool {
+		return strings.Contains(stderr.String(), `msg="rules not reloaded, the old ones stay" why=SIGHUP`)
+	})
 	m = metrics(t, addr)
 	if !strings.Contains(m, "flowmon_rules_last_reload_successful 0") || !strings.Contains(m, "flowmon_rules_loaded 2") {
 		t.Errorf("after SIGHUP with a broken file:\n%s\nstderr:\n%s", grepLines(m, "flowmon_rules_"), stderr.String())

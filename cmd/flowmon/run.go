@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/flowmon/flowmon/agent"
 	"github.com/flowmon/flowmon/agent/config"
+	"github.com/flowmon/flowmon/internal/lockfile"
 )
 
 func init() {
@@ -53,6 +55,7 @@ var runOverrides = []struct{ name, usage string }{
 	{"user", "drop privileges to this `user` once the sockets are open"},
 	{"rules", "detection rules `FILE` (default: the embedded rules; none: no rules)"},
 	{"alerting", "alert sinks `FILE` (YAML: stdout, file, webhook, alertmanager)"},
+	{"log-format", logFormatUsage + " (the config's log-format)"},
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
@@ -153,11 +156,15 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		line = newStatusLine(stderr)
 		stdout, stderr = line.around(stdout), line.around(stderr)
 	}
+	// From here on stderr holds the log's lines alone (and the status
+	// line): the run's error is one of them.
+	log := newLogger(stderr, cfg.LogFormat)
+	defer func() { rerr = logged(log, rerr) }()
 	a, err := agent.Open(cfg, agent.Options{
 		ConfigFile: f.configFile,
 		Reload:     func() (config.Config, error) { return loadRunConfig(f) },
 		Stdout:     stdout,
-		Log:        stderr,
+		Logger:     log,
 	})
 	if err != nil {
 		return err
@@ -174,7 +181,7 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	go stopWatchdog(ctx, cfg.StopTimeout, stderr)
+	go stopWatchdog(ctx, cfg.StopTimeout, log)
 	if line != nil {
 		stop := drawStatus(line, a.Status)
 		defer stop()
@@ -191,12 +198,34 @@ func runRun(args []string, stdout, stderr io.Writer) (rerr error) {
 		printSummary(stdout, s)
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintf(stderr, "flowmon run: warning: %s\n", w)
+		log.Warn("summary warning", "warning", w)
 	}
 	if s.SnapshotFlows != nil {
-		fmt.Fprintf(stderr, "flowmon run: state saved to %s (%d open flows carried over)\n", cfg.Snapshot.Path, *s.SnapshotFlows)
+		log.Info("state saved", "file", cfg.Snapshot.Path, "open_flows", *s.SnapshotFlows)
 	}
 	return err
+}
+
+// logged logs err, a run's error once its log is made, and returns what
+// makes the command exit with err's status without printing it again.
+func logged(log *slog.Logger, err error) error {
+	if err == nil {
+		return nil
+	}
+	code := 1
+	var st *exitStatus
+	switch {
+	case errors.As(err, &st):
+		code = st.code
+		if st.err == nil {
+			return err
+		}
+		err = st.err
+	case errors.Is(err, lockfile.ErrHeld):
+		code = 2 // settings to change, as main says
+	}
+	log.Error("run failed", "err", err)
+	return exitWith(code, nil)
 }
 
 // closeInto runs close and keeps its error in *rerr unless one is there.
@@ -209,9 +238,9 @@ func closeInto(close func() error, rerr *error) {
 // stopWatchdog ends the process if, once ctx is done (a signal), the
 // agent has not drained, saved and exited within timeout: a stop is
 // bounded even if a sink or the disk hangs.
-func stopWatchdog(ctx context.Context, timeout time.Duration, stderr io.Writer) {
+func stopWatchdog(ctx context.Context, timeout time.Duration, log *slog.Logger) {
 	<-ctx.Done()
 	time.Sleep(timeout)
-	fmt.Fprintf(stderr, "flowmon run: stop took longer than %v; exiting without finishing\n", timeout)
+	log.Error("stop took longer than the stop timeout; exiting without finishing", "stop_timeout", timeout.String())
 	os.Exit(1)
 }

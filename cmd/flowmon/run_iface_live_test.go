@@ -59,10 +59,14 @@ func testRunIface(t *testing.T, source string, workers int, args ...string) {
 			return sumMetric(metrics, "flowmon_capture_packets_total") == float64(sent)
 		})
 	}
+	// sourcesUp is the sources' flowmon_component_up summed.
+	sourcesUp := func(metrics string) float64 {
+		return sumMetric(grepLines(metrics, `flowmon_component_up{component="source:`), "flowmon_component_up")
+	}
 	healthy := func(what string) {
 		t.Helper()
 		a.waitUntil(t, n, what+": /healthz 200, every source up", func(code int, health, metrics string) bool {
-			return code == http.StatusOK && sumMetric(metrics, "flowmon_capture_source_up") == float64(workers)
+			return code == http.StatusOK && sourcesUp(metrics) == float64(workers)
 		})
 		if code, body := a.get(t, n, "/-/ready"); code != http.StatusOK {
 			t.Errorf("%s: /-/ready %d %q", what, code, body)
@@ -72,8 +76,9 @@ func testRunIface(t *testing.T, source string, workers int, args ...string) {
 		t.Helper()
 		a.waitUntil(t, n, what+": /healthz 503 naming each source", func(code int, health, metrics string) bool {
 			return code == http.StatusServiceUnavailable &&
-				strings.Count(health, "on "+n.B+" stopped: interface "+state) == workers &&
-				sumMetric(metrics, "flowmon_capture_source_up") == 0
+				strings.Count(health, ":"+n.B+" failing since") == workers &&
+				strings.Count(health, ": interface "+n.B+" "+state) == workers &&
+				sourcesUp(metrics) == 0
 		})
 		// Every source is out: the agent is not capturing.
 		if code, body := a.get(t, n, "/-/ready"); code != http.StatusServiceUnavailable {
@@ -91,7 +96,7 @@ func testRunIface(t *testing.T, source string, workers int, args ...string) {
 	send("set up")
 
 	ip("link", "del", n.A) // and its peer, n.B
-	out("deleted", "gone")
+	out("deleted", "deleted")
 	ip("link", "add", n.A, "type", "veth", "peer", "name", n.B)
 	ip("link", "set", n.A, "up")
 	ip("link", "set", n.B, "up")
@@ -120,20 +125,21 @@ func testRunIface(t *testing.T, source string, workers int, args ...string) {
 	}
 	logs := a.stderr.String()
 	for i := range workers {
-		src := "capture source " + strconv.Itoa(i) + " on " + n.B
-		for _, line := range []string{src + " stopped: interface down", src + " stopped: interface deleted"} {
+		src := "component=source:" + strconv.Itoa(i) + ":" + n.B
+		for _, line := range []string{`msg="component failing" ` + src + ` err="interface ` + n.B + ` down"`,
+			`msg="component failing" ` + src + ` err="interface ` + n.B + ` deleted"`} {
 			if c := strings.Count(logs, line); c != 1 {
 				t.Errorf("%q logged %d times, want once", line, c)
 			}
 		}
-		if c := strings.Count(logs, src+" recovered after"); c != 2 {
-			t.Errorf("%q logged %d times, want twice (set up, made again)", src+" recovered", c)
+		if c := strings.Count(logs, `msg="component recovered" `+src+" "); c != 2 {
+			t.Errorf("%s's recovery logged %d times, want twice (set up, made again)", src, c)
 		}
 	}
 	// An AF_PACKET socket or a libpcap handle reopens itself; the eBPF
 	// rings share one program, which the first ring to find the
 	// interface back attaches to it, and the others find up.
-	if c := strings.Count(logs, ", reopened"); c < 1 || c > workers || (source != "xdp" && c != workers) {
+	if c := strings.Count(logs, `msg="capture source reopened"`); c < 1 || c > workers || (source != "xdp" && c != workers) {
 		t.Errorf("a recovery with a reopen logged %d times, want one a source (afpacket, pcap) or at least one (xdp)", c)
 	}
 	if t.Failed() || testing.Verbose() {

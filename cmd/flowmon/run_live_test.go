@@ -665,7 +665,7 @@ func TestRunReloadsConfig(t *testing.T) {
 		}
 	}
 	write("rules: r2.yaml\n")
-	hup("reloaded " + rules2)
+	hup(`msg="rules reloaded" why="SIGHUP, the config's rules" file=` + rules2)
 	write("rules: r2.yaml\npipeline:\n  workers: 7\n")
 	hup("pipeline.workers changed: only a restart applies it")
 	write("rules: [\n")

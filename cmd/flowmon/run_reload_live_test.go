@@ -39,7 +39,7 @@ func TestRunReloadsWatchlists(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg(blocked)
-	a := startAgent(t, bin, n, "--config", filepath.Join(dir, "flowmon.yaml"))
+	a := startAgent(t, bin, n, "--config", filepath.Join(dir, "flowmon.yaml"), "--log-format", "json")
 	sizes := func(want map[string]int) {
 		t.Helper()
 		code, body := a.get(t, n, "/api/v1/watchlists/")
@@ -48,16 +48,19 @@ func TestRunReloadsWatchlists(t *testing.T) {
 			t.Errorf("GET /api/v1/watchlists/: %d %s, want %v", code, body, want)
 		}
 	}
-	// hup signals the agent and returns what its config reload said.
+	// hup signals the agent and returns what its config reload said:
+	// the log record's message, and its error.
 	hup := func() string {
 		t.Helper()
-		before := a.stderr.String()
+		before := len(a.stderr.String())
 		a.cmd.Process.Signal(syscall.SIGHUP)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			s := a.stderr.String()
-			if i := strings.Index(s[len(before):], "flowmon run: SIGHUP: config"); i >= 0 {
-				time.Sleep(100 * time.Millisecond) // the rest of a message of many lines
-				return a.stderr.String()[len(before)+i:]
+			for _, r := range logRecords(t, s[before:]) {
+				if msg, _ := r["msg"].(string); strings.HasPrefix(msg, "SIGHUP: reload") && r["what"] == "config" {
+					err, _ := r["err"].(string)
+					return msg + ": " + err
+				}
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("no config reload after SIGHUP:\n%s", s)
@@ -67,7 +70,7 @@ func TestRunReloadsWatchlists(t *testing.T) {
 	sizes(map[string]int{"blocked": 1})
 
 	cfg(blocked, scanners)
-	if got := hup(); !strings.HasPrefix(got, "flowmon run: SIGHUP: config reloaded") {
+	if got := hup(); !strings.HasPrefix(got, "SIGHUP: reloaded: ") {
 		t.Errorf("adding a list: %s", got)
 	}
 	sizes(map[string]int{"blocked": 1, "scanners": 2})
@@ -82,7 +85,7 @@ func TestRunReloadsWatchlists(t *testing.T) {
 	sizes(map[string]int{"blocked": 1, "scanners": 2}) // all or nothing: not moved to its new file either
 
 	write("rules.yaml", rule("scanners"))
-	if got := hup(); !strings.HasPrefix(got, "flowmon run: SIGHUP: config reloaded") {
+	if got := hup(); !strings.HasPrefix(got, "SIGHUP: reloaded: ") {
 		t.Errorf("the list and the rule naming it gone together: %s", got)
 	}
 	sizes(map[string]int{"scanners": 1})
@@ -90,7 +93,7 @@ func TestRunReloadsWatchlists(t *testing.T) {
 	// A config that is fine beside a rules file that is not: the reload
 	// says the rules did not load, not that it worked.
 	write("rules.yaml", "groups: [\n")
-	if got := hup(); strings.HasPrefix(got, "flowmon run: SIGHUP: config reloaded") || !strings.Contains(got, "rules.yaml") {
+	if got := hup(); strings.HasPrefix(got, "SIGHUP: reloaded: ") || !strings.Contains(got, "rules.yaml") {
 		t.Errorf("a broken rules file: %s", got)
 	}
 	write("rules.yaml", rule("scanners"))

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -22,7 +23,8 @@ const batchLen = 256
 // vanish; a collector restarted meanwhile gets the templates it lost.
 const probeAfter = time.Second
 
-// The backoff between attempts at a failing collector.
+// The backoff between attempts at a failing collector (health.Backoff:
+// doubling, jittered).
 const (
 	minBackoff = 250 * time.Millisecond
 	maxBackoff = 30 * time.Second
@@ -46,14 +48,16 @@ type collector struct {
 
 	lastTemplates, lastWrite time.Time
 	needTemplates            bool
-	backoff                  time.Duration
+	backoff                  health.Backoff
 
 	// reported is the losses WriteFlows and Flush have reported (the
 	// pipeline's goroutine's alone).
 	reported uint64
 
-	up                                 atomic.Bool
-	failErr                            atomic.Pointer[error] // while failing, why
+	// health is the collector's component, "ipfix:ADDR": failing from a
+	// dial or write that fails to the next connection (TCP) or write
+	// (UDP) that works.
+	health                             *health.Component
 	records, droppedQueue, droppedSend atomic.Uint64
 	// droppedRefused are the records of the last message before a UDP
 	// write was refused: the ICMP port unreachable a write reports came
@@ -68,7 +72,8 @@ type collector struct {
 
 func newCollector(addr string, o Options) *collector {
 	c := &collector{addr: addr, opt: o, q: newRing(o.Queue),
-		stop: make(chan struct{}), done: make(chan struct{}), backoff: o.minBackoff}
+		stop: make(chan struct{}), done: make(chan struct{}), backoff: health.Backoff{Min: o.minBackoff, Max: maxBackoff},
+		health: health.New("ipfix:"+addr, o.Logger)}
 	if o.Transport == TransportUDP {
 		c.pace = newPacer(o.Rate)
 	}
@@ -76,18 +81,13 @@ func newCollector(addr string, o Options) *collector {
 }
 
 // failure is why the collector is failing, nil when it is not.
-func (c *collector) failure() error {
-	if e := c.failErr.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
+func (c *collector) failure() error { return c.health.Err() }
 
 // queue copies flows into the queue, and returns how many found no room.
 func (c *collector) queue(flows []record.Flow) int {
 	var wait func() bool
 	if c.opt.WaitForRoom {
-		wait = func() bool { return c.failErr.Load() == nil }
+		wait = func() bool { return !c.health.Failing() }
 	}
 	n := c.q.put(flows, wait)
 	c.droppedQueue.Add(uint64(n))
@@ -135,9 +135,7 @@ func (c *collector) connect() bool {
 			}
 			c.needTemplates = true
 			if c.opt.Transport == TransportTCP {
-				c.recovered()
-			} else {
-				c.up.Store(c.failErr.Load() == nil) // a UDP socket says nothing before a write
+				c.recovered() // a UDP socket says nothing before a write
 			}
 			return true
 		}
@@ -218,28 +216,24 @@ func (c *collector) lost(err error) {
 	c.wait()
 }
 
-// failed marks the collector failing, doubling the backoff of a failure
-// that goes on. The pipeline logs the failure and its end, from what
-// WriteFlows reports.
+// failed marks the collector failing; a failure that starts waits the
+// backoff from its start.
 func (c *collector) failed(err error) {
-	c.up.Store(false)
-	if c.failErr.Swap(&err) == nil {
-		c.backoff = c.opt.minBackoff
+	starts := !c.health.Failing()
+	c.health.Fail(err)
+	if starts {
+		c.backoff.Reset()
 		c.q.signal(false) // a WriteFlows waiting for room drops instead
-		return
 	}
-	c.backoff = min(2*c.backoff, maxBackoff)
 }
 
 // recovered marks the collector up.
-func (c *collector) recovered() {
-	c.up.Store(true)
-	c.failErr.Store(nil)
-}
+func (c *collector) recovered() { c.health.OK() }
 
-// wait sleeps the backoff, and reports false when stopped meanwhile.
+// wait sleeps the backoff's next wait, and reports false when stopped
+// meanwhile.
 func (c *collector) wait() bool {
-	t := time.NewTimer(c.backoff)
+	t := time.NewTimer(c.backoff.Next())
 	defer t.Stop()
 	select {
 	case <-t.C:

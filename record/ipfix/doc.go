@@ -105,8 +105,10 @@
 // that refuses the connection (TCP) or whose port answers unreachable
 // (UDP) is retried with a doubling backoff up to a bound, the records of
 // the message whose write failed, and those after it, staying queued
-// (the sequence number counts only what was sent); flowmon_ipfix_collector_up
-// says which. WriteFlows and Flush report a failing collector, by its
-// address, and the records lost as a record.LossError, which the
-// pipeline logs, counts and shows in its health.
+// (the sequence number counts only what was sent). Each collector is a
+// health.Component, "ipfix:ADDR": its failure is logged when it starts
+// and when it ends, counted, flowmon_component_up says which, and the
+// agent's /healthz names it, whether or not records flow meanwhile.
+// WriteFlows and Flush report the records lost as a record.LossError
+// (naming the collectors failing then), which the pipeline counts.
 package ipfix

@@ -22,12 +22,13 @@ var ErrQueueFull = errors.New("ipfix: queue full")
 // pipeline calls WriteFlows and Flush from one goroutine; the metrics
 // may be collected from any.
 //
-// WriteFlows and Flush report the collectors' trouble as a
-// *record.LossError: the records dropped at a full queue (Failed), those
-// lost since the last report (Dropped: a message whose write failed, a
-// queue not sent in time), and, while a collector fails (a UDP socket's
-// error, a TCP connection down), an error naming it by its address. With
-// several collectors each one's losses count.
+// WriteFlows and Flush report the records lost as a *record.LossError:
+// those dropped at a full queue (Failed) and those lost since the last
+// report (Dropped: a message whose write failed, a queue not sent in
+// time), with the error of each collector failing then, by its address.
+// With several collectors each one's losses count. A collector's failure
+// itself (a UDP socket's error, a TCP connection down) is its component
+// (Options.Health), whether or not records are written meanwhile.
 type Exporter struct {
 	opt  Options
 	cols []*collector
@@ -50,7 +51,9 @@ func New(o Options, reg prometheus.Registerer) (*Exporter, error) {
 	o = o.withDefaults()
 	x := &Exporter{opt: o, sent: map[uint64]flowCounts{}}
 	for _, addr := range o.Collectors {
-		x.cols = append(x.cols, newCollector(addr, o))
+		c := newCollector(addr, o)
+		o.Health.Add(c.health)
+		x.cols = append(x.cols, c)
 	}
 	if reg != nil {
 		if err := reg.Register(metrics{x}); err != nil {
@@ -80,8 +83,9 @@ func (x *Exporter) WriteFlows(flows []record.Flow) error {
 	return x.report(failed, full...)
 }
 
-// report returns what WriteFlows and Flush say: nil, or the records
-// failed and lost since the last report, with errs and each failing
+// report returns what WriteFlows and Flush say: nil when no record was
+// lost since the last report (a failing collector's records wait in its
+// queue), else the records failed and lost, with errs and each failing
 // collector's error.
 func (x *Exporter) report(failed uint64, errs ...error) error {
 	var dropped uint64
@@ -93,7 +97,7 @@ func (x *Exporter) report(failed uint64, errs ...error) error {
 			errs = append(errs, fmt.Errorf("collector %s: %w", c.addr, err))
 		}
 	}
-	if failed == 0 && dropped == 0 && len(errs) == 0 {
+	if failed == 0 && dropped == 0 {
 		return nil
 	}
 	if len(errs) == 0 {
@@ -221,7 +225,7 @@ type CollectorStats struct {
 func (x *Exporter) Stats() []CollectorStats {
 	out := make([]CollectorStats, len(x.cols))
 	for i, c := range x.cols {
-		out[i] = CollectorStats{Addr: c.addr, Up: c.up.Load(), Records: c.records.Load(),
+		out[i] = CollectorStats{Addr: c.addr, Up: !c.health.Failing(), Records: c.records.Load(),
 			DroppedQueue: c.droppedQueue.Load(), DroppedSend: c.droppedSend.Load(), DroppedRefused: c.droppedRefused.Load(), DroppedUnsent: c.droppedUnsent.Load(),
 			Messages: c.messages.Load(), Bytes: c.bytes.Load(),
 			DialErrors: c.dialErrors.Load(), SendErrors: c.sendErrors.Load(), QueuedRecords: c.q.len()}

@@ -17,19 +17,18 @@ var (
 		"IPFIX messages sent to a collector, templates included.", []string{"collector"}, nil)
 	descBytes = prometheus.NewDesc("flowmon_ipfix_bytes_total",
 		"Bytes of IPFIX messages sent to a collector.", []string{"collector"}, nil)
-	descUp = prometheus.NewDesc("flowmon_ipfix_collector_up",
-		"1 while the collector's last connection or write succeeded.", []string{"collector"}, nil)
 	descErrors = prometheus.NewDesc("flowmon_ipfix_errors_total",
 		"Failed connections (dial) and writes (send) to a collector.", []string{"collector", "op"}, nil)
 	descQueued = prometheus.NewDesc("flowmon_ipfix_queue_records",
 		"Records waiting in the collector's queue.", []string{"collector"}, nil)
 )
 
-// metrics exports an Exporter's counts at scrape time.
+// metrics exports an Exporter's counts at scrape time; whether a
+// collector works is flowmon_component_up{component="ipfix:ADDR"}.
 type metrics struct{ x *Exporter }
 
 func (m metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecords, descDropped, descMessages, descBytes, descUp, descErrors, descQueued} {
+	for _, d := range []*prometheus.Desc{descRecords, descDropped, descMessages, descBytes, descErrors, descQueued} {
 		ch <- d
 	}
 }
@@ -37,10 +36,6 @@ func (m metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range m.x.Stats() {
 		c := s.Addr
-		up := 0.0
-		if s.Up {
-			up = 1
-		}
 		counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{c}, labels...)...)
 		}
@@ -53,7 +48,6 @@ func (m metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(descBytes, s.Bytes)
 		counter(descErrors, s.DialErrors, "dial")
 		counter(descErrors, s.SendErrors, "send")
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, c)
 		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(s.QueuedRecords), c)
 	}
 }

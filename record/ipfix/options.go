@@ -3,10 +3,13 @@ package ipfix
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/health"
 )
 
 // The transports and modes Options takes.
@@ -97,7 +100,15 @@ type Options struct {
 	FlushWait time.Duration
 	// CloseWait bounds how long Close waits for the queues to drain
 	// before it closes the connections; 0 does not wait.
-	CloseWait  time.Duration
+	CloseWait time.Duration
+
+	// Logger, when set, is where each collector's failure is logged when
+	// it starts and when it ends.
+	Logger *slog.Logger
+	// Health, when set, takes each collector's component ("ipfix:ADDR",
+	// the address as given), which /healthz reads.
+	Health *health.Registry
+
 	minBackoff time.Duration // the first wait after a failure; 0: minBackoff
 }
 
