@@ -15,7 +15,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/flowmon
 
 # The test command of README.md and .ci/run: gofmt, vet, every test but
-# the long ones (FLOWMON_LONG=1 runs those, see internal/testgate), and a
+# the long ones (FLOWMON_LONG=1 runs those, see internal/testutil/testgate), and a
 # closing "N passed, N failed, N skipped" line. TESTFLAGS=-short leaves
 # out the slower default tests too.
 TESTFLAGS ?=

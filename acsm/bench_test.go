@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/cputime"
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 	"github.com/flowmon/flowmon/kbf"
 )
 

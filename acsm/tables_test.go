@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // tableStepper steps flows over Tables as a program outside Go does: a

@@ -23,7 +23,7 @@ import (
 
 	"github.com/flowmon/flowmon/agent/config"
 	"github.com/flowmon/flowmon/internal/health"
-	"github.com/flowmon/flowmon/internal/syncbuf"
+	"github.com/flowmon/flowmon/internal/testutil/syncbuf"
 	"github.com/flowmon/flowmon/pipeline"
 )
 

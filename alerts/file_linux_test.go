@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/internal/rotfile"
-	"github.com/flowmon/flowmon/internal/tmpfstest"
+	"github.com/flowmon/flowmon/internal/testutil/tmpfstest"
 )
 
 // TestFileSinkDiskFull: on a full filesystem (a tmpfs of 64 KiB) the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/health"
-	"github.com/flowmon/flowmon/internal/syncbuf"
+	"github.com/flowmon/flowmon/internal/testutil/syncbuf"
 )
 
 // waitFor polls cond until it holds, failing the test after a deadline

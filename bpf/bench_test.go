@@ -9,7 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/ringbuf"
 
-	"github.com/flowmon/flowmon/internal/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 )
 
 // tcpFrame is an Ethernet frame of an IPv4 TCP segment with 100 payload

@@ -11,7 +11,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/bpf"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 )
 
 // BenchmarkStateProgram times the live flow-state program on each frame

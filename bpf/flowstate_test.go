@@ -16,8 +16,8 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/bpf"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/bpftest"
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 func stateMachine(k acsm.MachineKind) bpf.StateMachine {

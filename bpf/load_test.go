@@ -9,7 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/flowmon/flowmon/internal/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 )
 
 // TestLoad: the verifier accepts the three programs, with one ring and

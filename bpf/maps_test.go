@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 
-	"github.com/flowmon/flowmon/internal/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 )
 
 // udpFrame is an Ethernet frame of a UDP datagram with 8 payload bytes.

@@ -8,7 +8,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/flowmon/flowmon/internal/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 )
 
 var ts0 = time.Unix(1700000000, 123456789).UTC()

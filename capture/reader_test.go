@@ -15,7 +15,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/flowmon/flowmon/internal/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 )
 
 // pcapBytes writes a classic pcap by hand, in either byte order and

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // truncCaptures are the shared captures TestTruncatedCounts cuts: one of

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // tsharkTunnelTraces are shared tunnel and link-layer captures Zeek has no

@@ -14,7 +14,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // Helpers that decode a generated trace with gopacket and check it against
@@ -301,7 +301,7 @@ var (
 
 // TestCheckFile checks a trace written by `flowmon gen` against its truth
 // sidecar (lengths, checksums, counts, duplicates, Zeek's conn_state). It
-// is long (internal/testgate):
+// is long (internal/testutil/testgate):
 //
 //	FLOWMON_LONG=1 go test ./gen -run TestCheckFile [-args -pcap /abs/x.pcap [-dup-ttl-change]]
 func TestCheckFile(t *testing.T) {

@@ -1,7 +1,7 @@
 package kbf
 
 import (
-	"github.com/flowmon/flowmon/internal/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 	"github.com/flowmon/flowmon/internal/hashmix"
 	"math/bits"
 	"runtime"

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/flowmon/flowmon/internal/cputime"
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // Layout benchmarks: filters of n keys at p = 1e-3 (k = 10), 3000 values,

@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 func TestSidonFieldAndPairs(t *testing.T) {
@@ -123,7 +123,7 @@ func TestGreedyCodes(t *testing.T) {
 
 // TestGreedyFigure2 measures the greedy search against the counting bound
 // (paper Fig. 2). Slow (about 20 minutes, 8192 codes need 2^32-bit maps,
-// 1 GiB): long (internal/testgate). Measured: 100:15, 256:18, 512:21, 1024:24,
+// 1 GiB): long (internal/testutil/testgate). Measured: 100:15, 256:18, 512:21, 1024:24,
 // 2048:27, 3000:28, 4096:29, 8192:32 bits.
 func TestGreedyFigure2(t *testing.T) {
 	testgate.Long(t)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 	"github.com/flowmon/flowmon/record/connlog"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
-	"github.com/flowmon/flowmon/internal/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 	"github.com/flowmon/flowmon/pipeline/hostpairs"
 	"github.com/flowmon/flowmon/pipeline/watchlist"
 	"github.com/flowmon/flowmon/rules"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // TestReplayEverySharedCapture runs every capture in ../shared/pcaps/real

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/alerts"
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 	"github.com/flowmon/flowmon/rules"
 )
 

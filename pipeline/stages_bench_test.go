@@ -12,7 +12,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowtable"
 	"github.com/flowmon/flowmon/record/connlog"

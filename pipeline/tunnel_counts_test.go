@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // tunnelCountCauses explains a packet count that differs, by tool and

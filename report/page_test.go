@@ -14,7 +14,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/capture"
-	"github.com/flowmon/flowmon/internal/headless"
+	"github.com/flowmon/flowmon/internal/testutil/headless"
 	"github.com/flowmon/flowmon/pipeline"
 )
 

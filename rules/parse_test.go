@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowmon/flowmon/conferr"
-	"github.com/flowmon/flowmon/internal/goldentest"
+	"github.com/flowmon/flowmon/internal/testutil/goldentest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.bad.yaml.golden from the parser's output")

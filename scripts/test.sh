@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (make test): gofmt and vet, then every test,
 # closing with one line "N passed, N failed, N skipped" of top-level tests.
-# go test -json is read by internal/testreport (package lines, then only
+# go test -json is read by internal/testutil/testreport (package lines, then only
 # the failed tests', builds' and packages' own output); the exit status is
 # non-zero when anything failed. Arguments go to go test (e.g. -short).
 set -uo pipefail
@@ -15,7 +15,7 @@ $GO vet ./... || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Built first, so that a broken reporter is not mistaken for failed tests.
-$GO build -o "$tmp/testreport" ./internal/testreport/cmd/testreport || exit 1
+$GO build -o "$tmp/testreport" ./internal/testutil/testreport/cmd/testreport || exit 1
 # stderr too: what go test prints there (it could not start, say) is part
 # of the report.
 # The libpcap source is built only with -tags pcap (cgo and libpcap's

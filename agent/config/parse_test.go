@@ -13,7 +13,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/conferr"
-	"github.com/flowmon/flowmon/internal/goldentest"
+	"github.com/flowmon/flowmon/internal/testutil/goldentest"
 	"github.com/flowmon/flowmon/pipeline"
 )
 

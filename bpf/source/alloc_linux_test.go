@@ -13,7 +13,7 @@ import (
 	. "github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/gen/gentest"
-	"github.com/flowmon/flowmon/internal/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 )
 
 // tcpFrameWithPayload returns the first frame of a gen trace that

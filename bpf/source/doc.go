@@ -24,7 +24,7 @@
 //
 // Requirements: Linux whose kernel has XDP and TC (sched_cls) programs,
 // BPF ring buffers, arrays of maps, per-CPU arrays, LPM tries and bounded
-// loops (internal/bpftest asks cilium/ebpf's features package for each);
+// loops (internal/testutil/bpftest asks cilium/ebpf's features package for each);
 // TCX links (6.6 and later) or else a clsact qdisc for TC; CAP_BPF and
 // CAP_NET_ADMIN (or root) to load and attach the program; no cgo.
 // Elsewhere Open fails with an error wrapping capture.ErrNotSupported.

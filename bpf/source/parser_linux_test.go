@@ -19,8 +19,8 @@ import (
 	"github.com/flowmon/flowmon/bpf/source"
 	. "github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
-	"github.com/flowmon/flowmon/internal/bpftest"
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // progRunner runs frames through the loaded program with

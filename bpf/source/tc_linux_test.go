@@ -12,8 +12,8 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/gen/gentest"
-	"github.com/flowmon/flowmon/internal/bpftest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // TestEBPFTCClsact: the TC attach that kernels without TCX get, forced on

@@ -17,7 +17,7 @@ import (
 	"github.com/flowmon/flowmon/capture/capturetest"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/gen/gentest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // These tests run the AF_PACKET source on a real kernel: a generated

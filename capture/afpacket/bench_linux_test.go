@@ -13,7 +13,7 @@ import (
 	"github.com/flowmon/flowmon/capture/afpacket"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/gen/gentest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // BenchmarkAFPacketVeth plays a 3000-flow trace (42,026 packets, 541 bytes

@@ -15,7 +15,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
 
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // writeVLANTrace writes a pcap of TCP and UDP packets over IPv4 and IPv6,

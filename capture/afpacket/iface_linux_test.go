@@ -13,7 +13,7 @@ import (
 	"github.com/flowmon/flowmon/capture/capturetest"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/gen/gentest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // ipIn runs the ip command in n's namespace.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/capture/afpacket"
-	"github.com/flowmon/flowmon/internal/netnstest"
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 )
 
 // packetLine is what a test compares of a packet handed on.

@@ -15,7 +15,7 @@ import (
 	"github.com/flowmon/flowmon/capture/pcaplive"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/gen/gentest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // openPcapIn opens a libpcap capture in n's namespace and closes it when

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/sharedpcaps"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 	"github.com/flowmon/flowmon/record/connlog"
 )
 

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // e2e gates the tests that start real programs: they are long
-// (internal/testgate) and run under make e2e, which installs what they
+// (internal/testutil/testgate) and run under make e2e, which installs what they
 // need first.
 func e2e(t *testing.T, tools ...string) {
 	t.Helper()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/syncbuf"
+	"github.com/flowmon/flowmon/internal/testutil/syncbuf"
 	"github.com/flowmon/flowmon/pipeline"
 )
 

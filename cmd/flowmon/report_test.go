@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/headless"
+	"github.com/flowmon/flowmon/internal/testutil/headless"
 	"github.com/flowmon/flowmon/record/connlog"
 	"github.com/flowmon/flowmon/report"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/bpftest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // TestRunXDPMatchesReplay: flowmon run --source xdp on one end of a veth

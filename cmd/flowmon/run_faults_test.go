@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/tmpfstest"
+	"github.com/flowmon/flowmon/internal/testutil/tmpfstest"
 )
 
 // waitHealth polls the agent's /healthz until it answers code with a body

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/bpftest"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // The agent when its interface goes down and comes up, and when it is

@@ -26,11 +26,11 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/flowmon/flowmon/gen"
-	"github.com/flowmon/flowmon/internal/netnstest"
+	"github.com/flowmon/flowmon/internal/testutil/netnstest"
 )
 
 // The live agent on a real kernel: each test makes its own network
-// namespace with a veth pair (internal/netnstest, deleted when the test
+// namespace with a veth pair (internal/testutil/netnstest, deleted when the test
 // ends, failed or not), runs `flowmon run` on one end inside the
 // namespace, and sends a flowmon gen trace into the other with tcpreplay,
 // which keeps the trace's timing, so packet times, and with them every

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/filters/fbf"
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // TestEvalRuns runs the whole evaluation with few probes, and with the
-// paper's 200k when long tests run (FLOWMON_LONG=1, internal/testgate).
+// paper's 200k when long tests run (FLOWMON_LONG=1, internal/testutil/testgate).
 func TestEvalRuns(t *testing.T) {
 	trials := 2000
 	if testgate.Enabled() {

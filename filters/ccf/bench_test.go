@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/cputime"
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 const golden = 0x9e3779b97f4a7c15

@@ -3,7 +3,7 @@ package cms
 import (
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // The tests below check the Add protocol of the package doc on a model,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // benchFBF builds (lazily, inside the sub-benchmark, so 10M is built only

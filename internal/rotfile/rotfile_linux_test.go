@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/tmpfstest"
+	"github.com/flowmon/flowmon/internal/testutil/tmpfstest"
 )
 
 // TestWriteFailureTruncates: a write that fills the filesystem (a tmpfs

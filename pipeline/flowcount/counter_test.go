@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/cputime"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // BenchmarkOpen compares the two ways a start gets its list back: reopen

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flowmon/flowmon/internal/syncbuf"
+	"github.com/flowmon/flowmon/internal/testutil/syncbuf"
 	"github.com/flowmon/flowmon/record"
 )
 

@@ -4,7 +4,7 @@
 // most a batched, prefetching packet path can hope for), and how fast
 // memory streams. The package is its benchmarks:
 //
-//	go test -run '^$' -bench . -count 5 ./internal/memfloor
+//	go test -run '^$' -bench . -count 5 ./internal/testutil/memfloor
 //
 // A per-packet target that needs fewer nanoseconds than the in-flight
 // miss cost times the misses a packet must take cannot be met on the

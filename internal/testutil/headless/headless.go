@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowmon/flowmon/internal/testgate"
+	"github.com/flowmon/flowmon/internal/testutil/testgate"
 )
 
 // Browser is a Chromium to load pages with.

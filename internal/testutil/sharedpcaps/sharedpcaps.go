@@ -26,7 +26,7 @@ type Capture struct {
 // checkout has no ../shared beside it.
 func Dir(t testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "pcaps", "real")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "pcaps", "real")
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST.tsv")); err != nil {
 		t.Skipf("shared captures not found at %s: %v", dir, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/flowmon/flowmon/internal/testreport"
+	"github.com/flowmon/flowmon/internal/testutil/testreport"
 )
 
 func main() {
