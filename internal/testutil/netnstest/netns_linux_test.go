@@ -13,7 +13,7 @@ import (
 
 // trace is a small real Ethernet capture (pcaps/README.md): 136 whole
 // frames of HTTP, DNS, ARP and IPv6.
-const trace = "../../pcaps/zeek-wikipedia.pcap"
+const trace = "../../../pcaps/zeek-wikipedia.pcap"
 
 func TestNew(t *testing.T) {
 	var name string
