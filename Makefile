@@ -28,7 +28,14 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+# gofmt, vet and golangci-lint (.golangci.yml) at the version
+# scripts/install-deps.sh pins and installs ("install-deps.sh lint").
+GOLANGCI_LINT ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
+GOLANGCI_LINT_VERSION := $(shell sed -n 's/^golangci_lint=v//p' scripts/install-deps.sh)
 lint: fmt-check vet
+	@v=$$($(GOLANGCI_LINT) version --short 2>/dev/null); if [ "$$v" != "$(GOLANGCI_LINT_VERSION)" ]; then \
+	  echo "golangci-lint $(GOLANGCI_LINT_VERSION) is not at $(GOLANGCI_LINT) (found: $${v:-none}): run scripts/install-deps.sh lint"; exit 1; fi
+	$(GOLANGCI_LINT) run $(PKGS)
 
 # Benchmarks of every package; compare runs with benchstat. The 10M-key
 # filters (hundreds of MB, minutes to build) are long: they run only with

@@ -196,12 +196,14 @@ func (a *alerting) watch(onHUP bool) {
 			case <-a.stop:
 				return
 			case <-hup:
-				a.reload("SIGHUP")
+				// load logs a failed reload; the old rules keep running.
+				_ = a.reload("SIGHUP")
 				last = a.stat()
 			case <-tick.C:
 				if now := a.stat(); now != last {
 					last = now
-					a.reload("rules file changed")
+					// load logs a failed reload; the old rules keep running.
+					_ = a.reload("rules file changed")
 				}
 			}
 		}

@@ -190,7 +190,8 @@ func TestServeTLSAndBasicAuth(t *testing.T) {
 	}
 	// An untrusted certificate is refused by the client: the server's is
 	// the one in the file.
-	if _, err := (&http.Client{Timeout: 10 * time.Second}).Get("https://" + host + "/metrics"); err == nil {
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("https://" + host + "/metrics"); err == nil {
+		resp.Body.Close()
 		t.Error("a client without the test CA accepted the server's certificate")
 	}
 }

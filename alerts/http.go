@@ -101,7 +101,7 @@ func (h *httpClient) post(ctx context.Context, url string, body []byte) error {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	// Read a little more so that the connection can be reused.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}

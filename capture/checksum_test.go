@@ -213,7 +213,7 @@ func verdicts(t *testing.T, path string) map[uint64]Reason {
 		ReadPacketData() ([]byte, gopacket.CaptureInfo, error)
 	}
 	var rd frameReader
-	link := func(int) uint16 { return 0 }
+	var link func(int) uint16
 	if r, err := pcapgo.NewReader(f); err == nil {
 		rd, link = r, func(int) uint16 { return uint16(r.LinkType()) }
 	} else if _, err := f.Seek(0, 0); err != nil {

@@ -179,7 +179,7 @@ func (f *pcapFile) fill() ([]byte, error) {
 	if cap(f.big) < int(caplen) {
 		f.big = make([]byte, caplen)
 	}
-	f.br.Discard(16) // peeked above, so it cannot fail
+	_, _ = f.br.Discard(16) // peeked above, so it cannot fail
 	k, err := io.ReadFull(f.br, f.big[:caplen])
 	if err != nil {
 		return nil, cutShort(caplen, k, err)

@@ -124,9 +124,7 @@ func TestMappedMatchesReadPath(t *testing.T) {
 			first, recs := walkRecords(t, full)
 			cuts := []int{0, 1, 4, 20, 23, first}
 			for _, r := range recs {
-				for _, n := range []int{r.start + 1, r.start + 8, r.start + 15, r.data, r.data + 1, (r.data + r.end) / 2, r.end - 1} {
-					cuts = append(cuts, n)
-				}
+				cuts = append(cuts, r.start+1, r.start+8, r.start+15, r.data, r.data+1, (r.data+r.end)/2, r.end-1)
 			}
 			for _, n := range cuts {
 				readBoth(t, write(fmt.Sprintf("%s-cut%d.pcap", name, n), full[:n]))

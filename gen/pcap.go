@@ -92,7 +92,7 @@ func (g *Generator) WriteTo(pcap, truth io.Writer) (Stats, error) {
 		line := make([]byte, 0, 512)
 		g.SetTruthFunc(func(t *Truth) {
 			line = append(t.AppendJSON(line[:0]), '\n')
-			tw.Write(line) // a write error sticks in tw and is returned by Flush
+			_, _ = tw.Write(line) // a write error sticks in tw and is returned by Flush
 		})
 	}
 	var p Packet

@@ -144,7 +144,7 @@ func flowsForPackets(o *Options, target int64) (int, error) {
 		n := flowCounts(flows, o.Mix)
 		var t int64
 		for s := range numScenarios {
-			t += c.prefix(scenario(s), n[s])
+			t += c.prefix(s, n[s])
 		}
 		return t
 	}

@@ -85,7 +85,7 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 	}
 	setDecode(src, pl.cfg.Decode)
 	if err := attachDefrag(&pl.cfg, src); err != nil {
-		pl.Finish(&Summary{}, time.Time{}) // stops the workers
+		_ = pl.Finish(&Summary{}, time.Time{}) // stops the workers; err says why
 		return nil, err
 	}
 	s := &Summary{}
@@ -93,7 +93,7 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 	st := src.Stats()
 	if err != nil {
 		if st.Packets == 0 && !errors.Is(err, ErrStopped) {
-			pl.Finish(s, s.TraceEnd) // stops the workers
+			_ = pl.Finish(s, s.TraceEnd) // stops the workers; err says why
 			return nil, noInputError{err}
 		}
 		s.ReadError = err.Error()

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Installs what a flowmon target needs beyond Go, on Debian, as root.
-#   install-deps.sh test    what `make test` needs
+#   install-deps.sh test    what `make test` needs, and golangci-lint (see lint)
+#   install-deps.sh lint    golangci-lint for make lint, built from the Go module proxy into
+#                           $(go env GOPATH)/bin; needs no root
 #   install-deps.sh bench   tcpdump, for scripts/bench-replay.sh
 #   install-deps.sh e2e     prometheus, promtool, alertmanager and nfdump (nfcapd), for make e2e
 set -euo pipefail
+# The golangci-lint make lint runs: its one pin (the Makefile reads it here).
+golangci_lint=v2.15.0
 need=()
+lint=
 case "${1:-test}" in
+lint) lint=1 ;;
 test)
+	lint=1
 	command -v capinfos >/dev/null || need+=(tshark)       # capture tests compare counts with capinfos
 	command -v tcpreplay >/dev/null || need+=(tcpreplay)   # flowmon run's tests send traces into veth pairs
 	command -v tcpdump >/dev/null || need+=(tcpdump)       # the filter's tests compare the frames kept with tcpdump's
@@ -20,7 +27,7 @@ e2e)
 	command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)
 	command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null || need+=(prometheus-alertmanager)
 	command -v nfcapd >/dev/null && command -v nfdump >/dev/null || need+=(nfdump) ;; # the IPFIX export's collector
-*) echo "usage: $0 test|bench|e2e" >&2; exit 2 ;;
+*) echo "usage: $0 test|lint|bench|e2e" >&2; exit 2 ;;
 esac
 if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
 	# Debian's golang-go (1.19 on bookworm) is too old to build this
@@ -35,4 +42,11 @@ if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if [ -n "$lint" ]; then
+	go=$(command -v go || echo /usr/local/go/bin/go)
+	bin=$("$go" env GOPATH)/bin
+	if [ "$("$bin/golangci-lint" version --short 2>/dev/null)" != "${golangci_lint#v}" ]; then
+		GOBIN=$bin "$go" install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_lint"
+	fi
 fi

@@ -78,7 +78,9 @@ var defaultDecode = func() *capture.DecodeOptions {
 // DetectAYIYA's tests on any port.
 func (s *Ring) SetDecodeOptions(o capture.DecodeOptions) {
 	s.dec = o.Compiled()
-	s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
+	// SetDecodeOptions has no error to return, and a Put to key 0 of the
+	// program's own array map fails only once the program is gone.
+	_ = s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
 }
 
 // shared is what the sources of one Open share: the program, its
@@ -333,7 +335,7 @@ func fromSample(p *capture.Packet, sample []byte, monoOff int64, dec *capture.De
 // fromRecord fills p from the program's record, as capture.Decode fills it from
 // the frame the record was made of, and returns the record's reason.
 func fromRecord(p *capture.Packet, r *bpf.Record, monoOff int64) capture.Reason {
-	wire := uint32(r.WireLen)
+	wire := r.WireLen
 	*p = capture.Packet{Timestamp: time.Unix(0, int64(r.Ts)+monoOff), LinkType: capture.LinkEthernet,
 		WireLen: wire, CapLen: wire, VLANs: r.Vlans, EtherType: r.EtherType}
 	if r.Reason != uint8(capture.ReasonNone) {
@@ -380,9 +382,7 @@ func (s *Ring) Counters() (capture.EBPFCounters, error) {
 		return capture.EBPFCounters{}, err
 	}
 	out := capture.EBPFCounters{Seen: c.Seen, Emitted: c.Emitted, Raw: c.Raw, Lost: c.Lost, SampledOut: c.SampledOut, FilteredOut: c.FilteredOut}
-	for r := range c.Reasons { // the program counts the reasons it meets, the first 16
-		out.Failures[r] = c.Reasons[r]
-	}
+	copy(out.Failures[:], c.Reasons[:]) // the program counts the reasons it meets, the first 16
 	return out, nil
 }
 

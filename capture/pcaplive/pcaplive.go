@@ -273,7 +273,8 @@ func (s *Handle) Reopen() error {
 		h.Close()
 		return fmt.Errorf("reopen pcap on %s: closed", s.iface)
 	}
-	s.readKernelStats()
+	// The counters are best effort: the old handle goes either way.
+	_ = s.readKernelStats()
 	s.h.Close()
 	s.h, s.link, s.ifindex, s.last = h, uint16(h.LinkType()), index, [3]uint32{}
 	return nil

@@ -111,7 +111,7 @@ func TestE2EDashboardQueries(t *testing.T) {
 		t.Error(err)
 	}
 	for i, tg := range targets {
-		note := "data"
+		var note string
 		switch r := results[i]; {
 		case r.err != nil:
 			note = "FAILED: " + r.err.Error()

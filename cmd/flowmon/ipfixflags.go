@@ -52,7 +52,8 @@ func checkIPFIXFlags(fs *flag.FlagSet, o *ipfix.Options, given map[string]bool) 
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		usageError(fs, "--ipfix: %s", strings.TrimPrefix(e.Error(), ipfix.ErrOptions.Error()+": "))
+		_ = usageError( // prints; errUsage is returned below
+			fs, "--ipfix: %s", strings.TrimPrefix(e.Error(), ipfix.ErrOptions.Error()+": "))
 	}
 	return errUsage
 }

@@ -186,10 +186,11 @@ func settingsError(fs *flag.FlagSet, err error) error {
 	}
 	for _, e := range errs {
 		var se *pipeline.SettingError
+		// usageError prints; errUsage is returned below.
 		if errors.As(e, &se) {
-			usageError(fs, "%s", se.Spell("--"))
+			_ = usageError(fs, "%s", se.Spell("--"))
 		} else {
-			usageError(fs, "%v", e)
+			_ = usageError(fs, "%v", e)
 		}
 	}
 	return errUsage

@@ -182,6 +182,7 @@ func (a *liveAgent) tryGet(n *netnstest.Net, path string) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), nil
 }

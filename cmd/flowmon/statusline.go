@@ -32,7 +32,7 @@ func newStatusLine(term io.Writer) *statusLine {
 func (l *statusLine) draw(s string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	io.WriteString(l.term, clearLine+s)
+	_, _ = io.WriteString(l.term, clearLine+s) // a line the terminal refuses is no error of the run
 	l.shown = true
 }
 
@@ -40,7 +40,7 @@ func (l *statusLine) draw(s string) {
 func (l *statusLine) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	io.WriteString(l.term, clearLine)
+	_, _ = io.WriteString(l.term, clearLine)
 	l.shown = false
 }
 
@@ -64,7 +64,7 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 	lw.l.mu.Lock()
 	defer lw.l.mu.Unlock()
 	if lw.l.shown {
-		io.WriteString(lw.l.term, clearLine)
+		_, _ = io.WriteString(lw.l.term, clearLine)
 		lw.l.shown = false
 	}
 	return lw.w.Write(p)

@@ -18,7 +18,7 @@ func alignedBuf(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 }
 
-func freeBuf(b []byte) { unix.Munmap(b) }
+func freeBuf(b []byte) { _ = unix.Munmap(b) }
 
 // openDirectRead opens path read-only with O_DIRECT.
 func openDirectRead(path string) (*os.File, error) {

@@ -197,7 +197,7 @@ func Run(c Config, keys []uint64, vals []uint32, o kbf.Options) (Row, error) {
 		return row, err
 	}
 	for i := 0; i < n; i++ {
-		f.Insert(keys[i], vals[i])
+		_ = f.Insert(keys[i], vals[i]) // the same values went into the first filter without error
 	}
 	cur := make([]uint32, n)
 	copy(cur, vals[:n])

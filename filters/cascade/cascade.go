@@ -146,7 +146,8 @@ func (f *Filter) load() (err error) {
 			if !f.opts.DropDamaged || !errors.As(err, &le) || !errors.Is(err, ErrCorrupt) && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			os.Rename(le.Path, le.Path+".damaged")
+			// The rename keeps the damaged file aside for a look; the level is dropped either way.
+			_ = os.Rename(le.Path, le.Path+".damaged")
 			f.dropped = append(f.dropped, *le)
 			continue
 		}
@@ -315,8 +316,7 @@ func (f *Filter) Sync() error {
 // Close) lets it go. Called without mu.
 func (f *Filter) waitWriter() {
 	f.wmu.Lock()
-	//lint:ignore SA2001 only the wait matters: the holder's work is done when it unlocks
-	f.wmu.Unlock()
+	f.wmu.Unlock() //nolint:staticcheck // SA2001: only the wait matters: the holder's work is done when it unlocks
 }
 
 func (f *Filter) isClosed() bool {

@@ -133,7 +133,8 @@ func TestFPPWithinEstimate(t *testing.T) {
 			now := fill(f, r, n, 3, 5*time.Second)
 			got := probe(f, r, trials, now)
 			est := f.EstimatedFPP()
-			lo, hi := est, est
+			var lo float64
+			hi := est
 			if mode == Simple {
 				lo = 0
 				for _, p := range f.ps {

@@ -53,7 +53,8 @@ func Create(path string, o Options) (*Filter, error) {
 	f := &Filter{opts: o, mem: mem, file: file, boot: bootID()}
 	f.initImage()
 	if err := f.syncAll(); err != nil {
-		f.release()
+		// The error being returned is the one that matters.
+		_ = f.release()
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	return f, nil
@@ -92,7 +93,8 @@ func Open(path string) (*Filter, OpenState, error) {
 		err = fmt.Errorf("%w: %s", ErrRebuild, l.state)
 	}
 	if err != nil {
-		unix.Munmap(mem)
+		// The error being returned is the one that matters.
+		_ = unix.Munmap(mem)
 		return fail(l.state, err)
 	}
 	f := fromLoaded(l, mem, bootID())
@@ -100,7 +102,8 @@ func Open(path string) (*Filter, OpenState, error) {
 	if l.end < len(mem) {
 		// A growth cut short, undone: drop the sub-filter it began.
 		if err := f.resizeFile(l.end); err != nil {
-			f.release()
+			// The error being returned is the one that matters.
+			_ = f.release()
 			return nil, l.state, fmt.Errorf("open %s: %w", path, err)
 		}
 	}

@@ -85,7 +85,8 @@ func Take(path string) (*Held, error) {
 			continue
 		}
 		if err := f.Truncate(0); err == nil {
-			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			// The PID in the file is for people; the lock is held either way.
+			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		}
 		return &Held{f: f, path: name}, nil
 	}

@@ -168,7 +168,7 @@ func (w *File) append(p []byte) error {
 		if m > 0 {
 			// Best effort: a truncate that fails too leaves a partial
 			// line, which the reopen at the next Write cuts.
-			w.f.Truncate(w.size)
+			_ = w.f.Truncate(w.size)
 		}
 		w.f.Close()
 		w.f = nil

@@ -128,7 +128,7 @@ func writeTo(f io.Writer, h Header, sections []Section) error {
 	w := bufio.NewWriterSize(f, 1<<16)
 	out := func(b []byte) {
 		crc.Write(b)
-		w.Write(b) // a bufio.Writer keeps its first error for Flush
+		_, _ = w.Write(b) // a bufio.Writer keeps its first error for Flush
 	}
 	var b [fixedSize]byte
 	copy(b[:], magic)
@@ -145,7 +145,8 @@ func writeTo(f io.Writer, h Header, sections []Section) error {
 		out(binary.LittleEndian.AppendUint64(b[:0], uint64(len(s.Data))))
 		out(s.Data)
 	}
-	w.Write(binary.LittleEndian.AppendUint32(b[:0], crc.Sum32()))
+	// As in out: Flush returns the error.
+	_, _ = w.Write(binary.LittleEndian.AppendUint32(b[:0], crc.Sum32()))
 	return w.Flush()
 }
 

@@ -114,7 +114,7 @@ func TestFlowTableStateRefused(t *testing.T) {
 	}
 	bad := append([]byte(nil), state...)
 	// The first meta's slot index (after 14 words of header): far out.
-	for i := 14 * 8; i < 14*8+int(slotCount(40))*24; i += 24 {
+	for i := 14 * 8; i < 14*8+slotCount(40)*24; i += 24 {
 		bad[i+16], bad[i+17] = 0xff, 0xff
 	}
 	tab := newFlowTable((&recordSink{}).out(), nil, 40, 3*time.Second, 20*time.Second)

@@ -217,7 +217,8 @@ func (s *Set) Handler() http.Handler {
 			sizes[n] = l.Len()
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(sizes)
+		// The client has gone if this fails: nobody to tell.
+		_ = json.NewEncoder(w).Encode(sizes)
 	})
 	mux.HandleFunc("POST "+Path+"{name}", func(w http.ResponseWriter, r *http.Request) {
 		l := s.Get(r.PathValue("name"))

@@ -135,24 +135,6 @@ func (e *encoder) encode(flows []record.Flow, exportTime uint32, emit func(msg [
 	return len(flows), 0, nil
 }
 
-// records is the count of data records flows make.
-func (e *encoder) records(flows []record.Flow) uint64 {
-	if e.biflow {
-		return uint64(len(flows))
-	}
-	var n uint64
-	for i := range flows {
-		f := &flows[i]
-		if f.OrigPkts > 0 || f.RespPkts == 0 {
-			n++
-		}
-		if f.RespPkts > 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // finish closes the open set and writes the message's length.
 func (e *encoder) finish() []byte {
 	e.closeSet()
@@ -225,7 +207,7 @@ func (r *dirRec) forward(f *record.Flow) {
 	r.v6 = !r.src.Is4()
 	r.sport, r.dport, r.icmp = f.OrigPort, f.RespPort, 0
 	if isICMP(f.Proto) {
-		typ, code := uint16(f.OrigPort), uint16(f.RespPort)
+		typ, code := f.OrigPort, f.RespPort
 		if icmpPaired(f.Proto, f.OrigPort, f.RespPort) {
 			code = 0
 		}

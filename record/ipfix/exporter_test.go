@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flowmon/flowmon/internal/testutil/syncbuf"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -44,9 +43,6 @@ func closedPort(t *testing.T, network string) string {
 		return c.LocalAddr().String()
 	}
 }
-
-// syncBuffer is the buffer the test reads while goroutines write it.
-type syncBuffer = syncbuf.Buffer
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

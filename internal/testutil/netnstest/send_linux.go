@@ -129,8 +129,8 @@ func openSender(iface string) (int, error) {
 		return -1, fmt.Errorf("open AF_PACKET socket: %w", err)
 	}
 	// Bypassing the qdisc is a speed-up, not a need: its error is ignored.
-	unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1)
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi}); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("bind the sender to %s: %w", iface, err)

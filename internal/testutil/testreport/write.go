@@ -116,10 +116,10 @@ func block(w io.Writer, title string, text []string) {
 			fmt.Fprintf(w, "\n[%d more lines]", len(text)-i)
 			break
 		}
-		io.WriteString(w, s)
+		_, _ = io.WriteString(w, s)
 	}
 	if n := len(text); n > 0 && n <= MaxLines && !strings.HasSuffix(text[n-1], "\n") || n > MaxLines {
-		io.WriteString(w, "\n")
+		_, _ = io.WriteString(w, "\n")
 	}
 	fmt.Fprintln(w)
 }
