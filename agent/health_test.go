@@ -533,18 +533,6 @@ func TestReloadMetrics(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing the test after 30 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // httpGetter returns a function that GETs a path of srv and returns the
 // status and the body.
 func httpGetter(t *testing.T, srv *metricsServer) func(path string) (int, string) {

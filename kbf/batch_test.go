@@ -1,8 +1,8 @@
 package kbf
 
 import (
-	"github.com/flowmon/flowmon/internal/testutil/cputime"
 	"github.com/flowmon/flowmon/internal/hashmix"
+	"github.com/flowmon/flowmon/internal/testutil/cputime"
 	"math/bits"
 	"runtime"
 	"slices"

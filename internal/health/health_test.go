@@ -115,10 +115,10 @@ func TestRegistryReplaceRemove(t *testing.T) {
 // of its step, and Reset starts again at Min.
 func TestBackoff(t *testing.T) {
 	b := Backoff{Min: 100 * time.Millisecond, Max: time.Second}
-	steps := []time.Duration{100, 200, 400, 800, 1000, 1000}
+	steps := []int64{100, 200, 400, 800, 1000, 1000} // milliseconds
 	for round := range 2 {
 		for i, s := range steps {
-			step := s * time.Millisecond
+			step := time.Duration(s) * time.Millisecond
 			for range 1 {
 				d := b.Next()
 				if d < step/2 || d > step {
