@@ -174,16 +174,28 @@ static __always_inline int flip_new(const struct machine_tables *m, __u8 proto, 
 	return 0;
 }
 
-/* start_value is a new flow's value after its first packet. */
-static __always_inline __u16 start_value(const struct machine_tables *m, __u8 proto, int rev, __u16 flags, int data,
-					 __u16 src, __u16 dst, int dst_mcast)
+/* first_value is a new flow's value after its first packet, and sets
+ * *ends when that packet ends the flow. */
+static __always_inline __u16 first_value(const struct machine_tables *m, struct pkt *k, const struct parsed *p, int rev,
+					 __u16 flags, int data, int *ends)
 {
-	int flip = flip_new(m, proto, flags, src, dst, dst_mcast);
+	int dst_mcast = 0;
+	if (p->proto == 17) {
+		/* set_key read the address: it is in the frame. */
+		__u8 *d = at(k, p->daddr, p->v6 ? 16 : 4);
+		if (d)
+			dst_mcast = p->v6 ? d[0] == 0xff
+					  : ((d[0] & 0xf0) == 0xe0 || (d[0] == 0xff && d[1] == 0xff && d[2] == 0xff && d[3] == 0xff));
+	}
+	int flip = flip_new(m, p->proto, flags, p->sport, p->dport, dst_mcast); /* the packet's own ports */
 	int orig_is_dst = rev != flip;
-	int kind = proto == 6 ? 0 : proto == 17 ? 1 : 2;
+	int kind = p->proto == 6 ? 0 : p->proto == 17 ? 1 : 2;
 	int rst = kind == 0 && !flip && (flags & (TCP_SYN | TCP_ACK | TCP_FIN | TCP_RST)) == TCP_SYN;
 	__u16 v0 = m->start[kind][orig_is_dst][rst];
-	return m->next[((__u32)v0 * 256 + input_of(!flip, data, flags)) & (MAX_VALUES * 256 - 1)];
+	__u16 n = m->next[((__u32)v0 * 256 + input_of(!flip, data, flags)) & (MAX_VALUES * 256 - 1)];
+	__u16 v = n & ~TRANS_ENDS;
+	*ends = (n & TRANS_ENDS) || (m->info[v & (MAX_VALUES - 1)] & INFO_TERMINAL);
+	return v;
 }
 
 static __always_inline void fill_event(struct flow_event *e, __u8 type, const struct flow_cell *c, const __u8 *key)
@@ -270,26 +282,17 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	__u16 flags = p.proto == 6 ? p.tcp_flags : 0;
 	int data = p.payload_len > 0;
 	int syn = (flags & (TCP_SYN | TCP_ACK | TCP_FIN | TCP_RST)) == TCP_SYN;
-	int dst_mcast = 0;
-	if (p.proto == 17) {
-		__u8 *d = at(k, p.daddr, p.v6 ? 16 : 4);
-		if (!d)
-			return 0;
-		dst_mcast = p.v6 ? d[0] == 0xff : ((d[0] & 0xf0) == 0xe0 || (d[0] == 0xff && d[1] == 0xff && d[2] == 0xff && d[3] == 0xff));
-	}
 	struct flow_event *ev = &sb->ev, *old = &sb->old;
 	struct flow_cell *c = bpf_map_lookup_elem(&cells, key);
 	if (!c) {
 		struct flow_cell *init = (struct flow_cell *)sb->init;
 		__builtin_memset(init, 0, sizeof(*init));
-		init->value = start_value(m, p.proto, rev, flags, data, p.sport, p.dport, dst_mcast);
+		int ends;
+		init->value = first_value(m, k, &p, rev, flags, data, &ends);
+		init->ended = ends;
 		init->first = now;
 		init->starts = 1;
 		count(init, now, rev, &p);
-		__u16 v = init->value & ~TRANS_ENDS;
-		int ends = (init->value & TRANS_ENDS) || (m->info[v & (MAX_VALUES - 1)] & INFO_TERMINAL);
-		init->value = v;
-		init->ended = ends;
 		long err = bpf_map_update_elem(&cells, key, init, BPF_NOEXIST);
 		if (!err) {
 			sc->counted++;
@@ -313,7 +316,9 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	/* The flow's cell: step its value, or, when a side closed and a SYN
 	 * comes, end it and start a new flow in the cell (acsm's reuse). */
 	int sent = 0; /* 1: the flow ended; 2: reused (an end, then a start); 3: and the new one ended */
-	__u16 v0 = start_value(m, p.proto, rev, flags, data, p.sport, p.dport, dst_mcast);
+	/* A reuse's first value, made before the lock (a SYN only can reuse). */
+	int v0_ends = 0;
+	__u16 v0 = syn ? first_value(m, k, &p, rev, flags, data, &v0_ends) : 0;
 	bpf_spin_lock(&c->lock);
 	__u16 v = c->value & (MAX_VALUES - 1);
 	if ((m->info[v] & INFO_CLOSED) && syn) {
@@ -323,9 +328,8 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 				 sizeof(*c) - sizeof(struct bpf_spin_lock));
 		c->starts = starts;
 		c->first = now;
-		__u16 nv = v0 & ~TRANS_ENDS;
-		c->value = nv;
-		c->ended = (v0 & TRANS_ENDS) || (m->info[nv & (MAX_VALUES - 1)] & INFO_TERMINAL);
+		c->value = v0;
+		c->ended = v0_ends;
 		count(c, now, rev, &p);
 		fill_event(ev, EV_START, c, (__u8 *)key);
 		sent = c->ended ? 3 : 2;

@@ -107,10 +107,8 @@ func (o *DecodeOptions) decodeIPTunnel(p *Packet, src, dst []byte, proto uint8, 
 // and decodeUDPTunnel's frame (which saves the packet) stays off that
 // path.
 func (o *DecodeOptions) udpTunnel(sport, dport uint16, b []byte) TunnelKind {
-	if t := o.ports; t == nil || t.has(dport) || t.has(sport) {
-		if k := o.udpTunnelByPort(sport, dport); k != TunnelNone {
-			return k
-		}
+	if k := o.udpTunnelByPort(sport, dport); k != TunnelNone {
+		return k
 	}
 	switch {
 	case o.DetectAYIYA && len(b) >= 3 && b[1] == 0x52 && b[2] == 0x11:

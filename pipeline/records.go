@@ -171,7 +171,6 @@ type sinkState struct {
 	dropped atomic.Uint64 // records taken, then lost (record.LossError)
 	errors  atomic.Uint64 // failed calls (WriteFlows, Flush)
 	health  *health.Component
-	lastErr atomic.Pointer[error]
 }
 
 // newSinkSet starts the delivery to sinks, their failures logged to log
@@ -282,7 +281,6 @@ func (s *sinkSet) deliver() {
 func (s *sinkSet) result(k *sinkState, err error, op string) {
 	if err != nil {
 		k.errors.Add(1)
-		k.lastErr.Store(&err)
 		var le *record.LossError
 		lossy := errors.As(err, &le)
 		if lossy {
@@ -320,8 +318,6 @@ type SinkHealth struct {
 	Name                             string
 	Written, Failed, Dropped, Errors uint64
 	Failing                          bool
-	// LastErr is the last failed call's error, nil before any.
-	LastErr error
 }
 
 // Sinks returns the record sinks' health; it may be called from any
@@ -334,9 +330,6 @@ func (p *Pipeline) Sinks() []SinkHealth {
 	for i, k := range p.sinks.sinks {
 		out[i] = SinkHealth{Name: k.Name, Written: k.written.Load(), Failed: k.failed.Load(), Dropped: k.dropped.Load(),
 			Errors: k.errors.Load(), Failing: k.health.Failing()}
-		if e := k.lastErr.Load(); e != nil {
-			out[i].LastErr = *e
-		}
 	}
 	return out
 }

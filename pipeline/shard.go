@@ -363,9 +363,7 @@ func (s *shard) rotate(now time.Time) {
 // out and its flow-count windows ended.
 func (s *shard) idle(now time.Time) {
 	s.rotate(now)
-	n := now.UnixNano()
-	s.flows.FlushEnded(n)
-	s.flows.Tick(n)
+	s.flows.Advance(now.UnixNano())
 	for _, c := range s.consumers {
 		c.Idle(now)
 	}

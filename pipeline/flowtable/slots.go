@@ -234,22 +234,22 @@ func (t *Table) victim(tag uint64) int {
 // probability 1-(7/8)^8 = 0.66, and costs two or three cache lines.
 const evictSample = 8
 
-// prefetchHome starts loading the metas where the probe for flow hash h
+// PrefetchHome starts loading the metas where the probe for flow hash h
 // begins (its home and the next slots, two lines), without reading them.
-// A batch calls it well ahead of prefetchFlow, which reads them.
+// A batch calls it well ahead of PrefetchFlow, which reads them.
 func (t *Table) PrefetchHome(h uint64) {
 	i := t.home(slotTag(h))
 	j := min(i+2, len(t.meta)-1)
 	memhint.Prefetch2(unsafe.Pointer(&t.meta[i]), unsafe.Pointer(&t.meta[j]))
 }
 
-// prefetchFlow starts loading the flowSlot that a packet of flow hash h
+// PrefetchFlow starts loading the flowSlot that a packet of flow hash h
 // will write: the flow's own if the table holds it, else, when the table
 // is at its cap, the slot of the flow victim would time out for it (a new
 // flow takes over that slot, so both the victim's record and the new
 // flow's start hit lines already on their way), or, for a SYN (syn: which
 // the table sheds at the cap), the flow counter's buckets. It probes the
-// metas (which prefetchHome brought in) and changes nothing; the victim
+// metas (which PrefetchHome brought in) and changes nothing; the victim
 // may differ by the time the packet comes, which costs only the hint.
 // Where the first metas are all taken by other flows (a probe at the
 // cap's load of 3/4 is 8.5 metas long on average) a SYN is taken to be
@@ -305,7 +305,7 @@ func (t *Table) flushCount(idx uint32) {
 	}
 }
 
-// flushCounts adds every flow's packets of the current window to the flow
+// FlushCounts adds every flow's packets of the current window to the flow
 // counter: before the counter's window ends, and at the end of the run.
 // The metas are read in order, but the slots they point to and the
 // counter's buckets are anywhere: each is prefetched some flows ahead,

@@ -19,6 +19,8 @@ import (
 // is refused by its version, not taken for a damaged one.
 const StateVersion = 3
 
+// AppendState appends the table's state to b: its scalars, then its
+// arrays as they lie in memory.
 func (t *Table) AppendState(b []byte) []byte {
 	u := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }
 	u(StateVersion)
@@ -56,7 +58,7 @@ func bytesOf[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// restoreState replaces the empty table's flows with the state in b and
+// RestoreState replaces the empty table's flows with the state in b and
 // returns how many open (not ended) flows it took over. The table must
 // have the snapshot's max-flows; on an error it is left empty.
 func (t *Table) RestoreState(b []byte) (open uint64, err error) {
@@ -221,7 +223,7 @@ func (t *Table) clearRestored() {
 	t.count, t.fresh, t.nEnded, t.head, t.hand = 0, 0, 0, 0, 0
 }
 
-// carry ends the run of a table whose open flows went into a snapshot:
+// Carry ends the run of a table whose open flows went into a snapshot:
 // they are written nowhere and not counted (the next run does both),
 // while flows that ended in this run are counted here, as they were when
 // they ended (SaveSnapshot wrote their records). It frees the table.

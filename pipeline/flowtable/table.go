@@ -189,8 +189,7 @@ func (t *Table) States() map[string]uint64 { return t.states }
 // Packet records one packet and the ACSM's event for it.
 func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 	now := p.Timestamp.UnixNano()
-	t.FlushEnded(now)
-	t.Tick(now)
+	t.Advance(now)
 	tag, k := slotTag(p.Hash), packKey(&p.Key)
 	i, found := t.lookup(tag, &k)
 	var idx uint32
@@ -298,7 +297,7 @@ func OpensHandshake(p *capture.Packet) bool {
 // slot only at its next packet (the SYN-ACK, or the SYN sent again),
 // which the ACSM, holding the flow's state from its SYN, answers as not
 // new. The SYN still counts: in the flow counter at once (a prefetch
-// brought its buckets in, prefetchFlow; a full window's filter drops it
+// brought its buckets in, PrefetchFlow; a full window's filter drops it
 // unlooked, Counter.AddNew), and in the flows and conn_states
 // at its state (S0), as the record it would have had. A flow that then
 // goes on is written from that next packet, its SYN left out of its
@@ -369,10 +368,19 @@ func (t *Table) expire(idx uint32, why record.EndReason) {
 	t.writeOnce(idx, why)
 }
 
+// Advance moves the table's clock to now (packet time, UnixNano): the
+// records of flows whose linger is over are written, and the clock hand
+// times out the idle flows it passes. Packet does it at each packet; a
+// live shard whose source is quiet, with the wall clock.
+func (t *Table) Advance(now int64) {
+	t.flushEnded(now)
+	t.tick(now)
+}
+
 // tick moves the clock hand: sweepStep slots, and more as packet time
 // passes, so that it goes round the table at least every sweepEvery.
 // Flows past their deadline are timed out as it passes them.
-func (t *Table) Tick(now int64) {
+func (t *Table) tick(now int64) {
 	n := int64(len(t.meta))
 	steps := int64(sweepStep)
 	if now > t.lastNow {
@@ -399,7 +407,7 @@ func (t *Table) Tick(now int64) {
 
 // flushEnded writes the records of flows that ended more than linger
 // before now.
-func (t *Table) FlushEnded(now int64) {
+func (t *Table) flushEnded(now int64) {
 	for t.nEnded > 0 && now-t.ended[t.head].at >= t.linger {
 		t.flushOne()
 	}
@@ -447,7 +455,7 @@ func (t *Table) writeOnce(idx uint32, why record.EndReason) {
 	}
 }
 
-// endLingers writes the record of every ended flow whose linger is not
+// EndLingers writes the record of every ended flow whose linger is not
 // over and removes it, from the ACSM too, as flushOne does when the linger
 // ends: a run that stops has no stragglers to wait for.
 func (t *Table) EndLingers() {
@@ -456,7 +464,7 @@ func (t *Table) EndLingers() {
 	}
 }
 
-// finish writes a record for every flow still open, in the table's order
+// Finish writes a record for every flow still open, in the table's order
 // (which the packets decide), with its latest state, and frees the table.
 func (t *Table) Finish() {
 	t.EndLingers()
