@@ -58,7 +58,10 @@ func TestE2EIPFIXLiveOutage(t *testing.T) {
 	t.Logf("%v after the collector stopped, /healthz: %q", time.Since(down).Round(100*time.Millisecond), body)
 	time.Sleep(20*time.Second - time.Since(down))
 	stop2 := nfcapd(after)
-	waitHealth(t, a, get, 200, "")
+	// The exporter tries the collector again after its backoff, whose
+	// waits reach 15-30 s (jittered) within a 20 s outage: it may see
+	// the collector back only that long after it is.
+	waitHealthWithin(t, a, get, 200, "", 40*time.Second)
 	wg.Wait()
 	time.Sleep(6 * time.Second) // past the records' linger
 	code, _ := stopStatus(t, a, 30*time.Second)

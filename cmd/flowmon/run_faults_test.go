@@ -21,8 +21,14 @@ import (
 // holding want, or fails the test after a while.
 func waitHealth(t *testing.T, a *liveAgent, get func(string) (int, string), code int, want string) string {
 	t.Helper()
+	return waitHealthWithin(t, a, get, code, want, 20*time.Second)
+}
+
+// waitHealthWithin is waitHealth with its bound.
+func waitHealthWithin(t *testing.T, a *liveAgent, get func(string) (int, string), code int, want string, bound time.Duration) string {
+	t.Helper()
 	var last string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		c, body := get("/healthz")
 		if c == code && strings.Contains(body, want) {
 			return body
