@@ -1,6 +1,8 @@
 package flowtable
 
 import (
+	"unsafe"
+
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/record"
 )
@@ -53,11 +55,13 @@ const (
 	sideRST                          // sent a RST (Zeek's RESET)
 )
 
-// connFields is a flow's conn.log state: its two sides and its history,
-// about 130 bytes. The history is kept as letters in the order Zeek adds
+// Conn is a flow's conn.log state: its two sides and its history,
+// 152 bytes. The kernel's flow state (bpf/flowstate.c, struct
+// conn_fields) keeps the same fields in the same layout and by the same
+// rules, so that one Fill spells a record from either (ConnFromBytes). The history is kept as letters in the order Zeek adds
 // them, 5 bits each, 24 at most (Zeek's strings for ordinary flows have
 // 2 to 12; the scaled T/W/G letters add one per power of ten).
-type connFields struct {
+type Conn struct {
 	side  [2]connSide
 	hist  [2]uint64
 	nhist uint8
@@ -70,13 +74,13 @@ type connFields struct {
 	origIsDst bool
 }
 
-// observe applies one packet. origIsDst is the flow's orientation after
+// Observe applies one packet. origIsDst is the flow's orientation after
 // it, as the ACSM answered; first says the packet started the flow.
 // Letters are cased by the roles before the packet, and a change of
 // orientation is recorded after them ('^'), as Zeek flips roles in its
 // state machine after update_history; a flow whose first packet came
 // from the responder starts with '^' (Zeek flips it on creation).
-func (c *connFields) observe(p *capture.Packet, origIsDst, first bool) {
+func (c *Conn) Observe(p *capture.Packet, origIsDst, first bool) {
 	dir := b2i(p.Reversed)
 	if first {
 		c.origIsDst = origIsDst
@@ -113,12 +117,12 @@ const (
 
 const histMax = record.HistoryMax // 12 five-bit letters per word, two words
 
-func (c *connFields) addLetter(code byte, isOrig bool) {
+func (c *Conn) addLetter(code byte, isOrig bool) {
 	if code != hFlip && !isOrig {
 		code += histResp
 	}
 	if c.nhist >= histMax {
-		return // longer histories are cut (Zeek's are not): see connFields
+		return // longer histories are cut (Zeek's are not): see Conn
 	}
 	w, sh := c.nhist/12, uint(c.nhist%12)*5
 	c.hist[w] |= uint64(code) << sh
@@ -127,7 +131,7 @@ func (c *connFields) addLetter(code byte, isOrig bool) {
 
 // check records a once-only letter the first time the role sends it and
 // reports whether it had been recorded before (Zeek's CheckHistory).
-func (c *connFields) check(code byte, isOrig bool) bool {
+func (c *Conn) check(code byte, isOrig bool) bool {
 	bit := uint16(1) << (code - 1)
 	if !isOrig {
 		bit <<= 8
@@ -142,7 +146,7 @@ func (c *connFields) check(code byte, isOrig bool) bool {
 
 // scaled records a repeated event's letter at its 1st, 10th, 100th, ...
 // occurrence (Zeek's ScaledHistoryEntry).
-func (c *connFields) scaled(code byte, isOrig bool, n uint32) {
+func (c *Conn) scaled(code byte, isOrig bool, n uint32) {
 	for n%10 == 0 && n > 1 {
 		n /= 10
 	}
@@ -152,7 +156,7 @@ func (c *connFields) scaled(code byte, isOrig bool, n uint32) {
 }
 
 // history spells the letters into h.
-func (c *connFields) history(h *record.History) {
+func (c *Conn) history(h *record.History) {
 	*h = record.History{}
 	for i := range c.nhist {
 		w, sh := i/12, uint(i%12)*5
@@ -161,7 +165,7 @@ func (c *connFields) history(h *record.History) {
 }
 
 // flip records that the roles flipped ('^').
-func (c *connFields) flip() { c.addLetter(hFlip, true) }
+func (c *Conn) flip() { c.addLetter(hFlip, true) }
 
 // tooLargeDelta is Zeek's TOO_LARGE_SEQ_DELTA: a SYN or RST whose sequence
 // jumps further is not trusted to move last_seq.
@@ -169,7 +173,7 @@ const tooLargeDelta = 1 << 20
 
 // packet applies one packet. dir is the sender's side (1 when it travelled
 // from Key.Dst), isOrig its role at this packet.
-func (c *connFields) packet(p *capture.Packet, dir int, isOrig bool) {
+func (c *Conn) packet(p *capture.Packet, dir int, isOrig bool) {
 	s := &c.side[dir]
 	s.ipBytes += uint64(p.IPLen)
 	switch p.Key.Proto {
@@ -188,7 +192,7 @@ func (c *connFields) packet(p *capture.Packet, dir int, isOrig bool) {
 	}
 }
 
-func (c *connFields) tcp(p *capture.Packet, s, peer *connSide, isOrig bool) {
+func (c *Conn) tcp(p *capture.Packet, s, peer *connSide, isOrig bool) {
 	f := p.Flags
 	syn, fin, rst, ack := f&capture.SYN != 0, f&capture.FIN != 0, f&capture.RST != 0, f&capture.ACK != 0
 	n := p.PayloadLen
@@ -291,7 +295,7 @@ func (c *connFields) tcp(p *capture.Packet, s, peer *connSide, isOrig bool) {
 // tcpLetters is Zeek's update_history: one letter per kind of packet, once per
 // role, except that a SYN, FIN or RST at a new sequence number is
 // recorded again.
-func (c *connFields) tcpLetters(f capture.TCPFlags, s *connSide, rel, n uint32, isOrig bool) {
+func (c *Conn) tcpLetters(f capture.TCPFlags, s *connSide, rel, n uint32, isOrig bool) {
 	syn, fin, rst := f&capture.SYN != 0, f&capture.FIN != 0, f&capture.RST != 0
 	switch b2i(syn) + b2i(fin) + b2i(rst) {
 	case 0:
@@ -334,7 +338,7 @@ func (c *connFields) tcpLetters(f capture.TCPFlags, s *connSide, rel, n uint32, 
 
 // checkBit is check with the seen bit of one letter and another letter
 // recorded (Zeek's HIST_SYN_PKT covers both S and H).
-func (c *connFields) checkBit(bitCode, code byte, isOrig bool) bool {
+func (c *Conn) checkBit(bitCode, code byte, isOrig bool) bool {
 	bit := uint16(1) << (bitCode - 1)
 	if !isOrig {
 		bit <<= 8
@@ -393,7 +397,7 @@ func max32(a, b uint32) uint32 {
 // the first segment seen beyond it) never arrived is a content gap. Zeek
 // reports gaps (the G letter and missed_bytes) only while both sides are
 // established or closing cleanly, so not for partial or reset flows.
-func (c *connFields) gap(s, acker *connSide, ack uint32) {
+func (c *Conn) gap(s, acker *connSide, ack uint32) {
 	if s.flags&sideFIN != 0 && int32(ack-s.finSeq) >= 0 {
 		ack = s.finSeq - 1 // the FIN's octet is not data
 	}
@@ -423,7 +427,7 @@ func (c *connFields) gap(s, acker *connSide, ack uint32) {
 }
 
 // sideIsOrig says whether s is the originator's side now.
-func (c *connFields) sideIsOrig(s *connSide) bool {
+func (c *Conn) sideIsOrig(s *connSide) bool {
 	return (s == &c.side[1]) == c.origIsDst
 }
 
@@ -449,4 +453,34 @@ func (s *connSide) bytes(proto uint8) uint64 {
 		n-- // the FIN's octet
 	}
 	return n
+}
+
+// ConnSize is the size of a Conn in memory, which the kernel's struct
+// conn_fields matches field for field.
+const ConnSize = int(unsafe.Sizeof(Conn{}))
+
+// ConnFromBytes reads a Conn from the bytes of the kernel's struct
+// conn_fields (native byte order, Conn's own layout).
+func ConnFromBytes(b []byte) (c Conn, ok bool) {
+	if len(b) < ConnSize {
+		return c, false
+	}
+	c = *(*Conn)(unsafe.Pointer(unsafe.SliceData(b)))
+	return c, true
+}
+
+// Fill sets the record's conn.log fields from c: history, payload and IP
+// bytes, flag unions and missed_bytes, directed from the originator
+// (origIsDst: the originator is the key's Dst). proto is the flow's IP
+// protocol.
+func (c *Conn) Fill(f *record.Flow, proto uint8, origIsDst bool) {
+	o, rs := &c.side[0], &c.side[1]
+	if origIsDst {
+		o, rs = rs, o
+	}
+	c.history(&f.History)
+	f.MissedBytes = uint64(o.missed) + uint64(rs.missed)
+	f.OrigBytes, f.RespBytes = o.bytes(proto), rs.bytes(proto)
+	f.OrigIPBytes, f.RespIPBytes = o.ipBytes, rs.ipBytes
+	f.OrigTCPFlags, f.RespTCPFlags = o.tcpFlags, rs.tcpFlags
 }

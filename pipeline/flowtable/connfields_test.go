@@ -56,11 +56,11 @@ func (s seg) packet(proto uint8) capture.Packet {
 // replayConn feeds the segments to one flow's fields; origIsB says B is
 // the originator (the roles are fixed for the whole flow, as the first
 // packet's flip decided them).
-func replayConn(proto uint8, origIsB bool, segs []seg) *connFields {
-	var c connFields
+func replayConn(proto uint8, origIsB bool, segs []seg) *Conn {
+	var c Conn
 	for i, s := range segs {
 		p := s.packet(proto)
-		c.observe(&p, origIsB, i == 0)
+		c.Observe(&p, origIsB, i == 0)
 	}
 	return &c
 }
@@ -186,13 +186,13 @@ func slicesEqual(a, b []uint64) bool {
 // A flip after the first packet records the packet's letters with the old
 // roles, then '^' (Zeek flips in its state machine, after the history).
 func TestHistoryFlipMidFlow(t *testing.T) {
-	var c connFields
+	var c Conn
 	p := seg{flags: fSA, seq: isnA, ack: isnB + 1}.packet(capture.ProtoTCP)
-	c.observe(&p, false, true) // A sent a SYN-ACK and was taken as originator
+	c.Observe(&p, false, true) // A sent a SYN-ACK and was taken as originator
 	q := seg{fromB: true, flags: fS, seq: isnB}.packet(capture.ProtoTCP)
-	c.observe(&q, true, false) // B's SYN: the roles flip
+	c.Observe(&q, true, false) // B's SYN: the roles flip
 	r := seg{flags: fA, seq: isnA + 1, ack: isnB + 1}.packet(capture.ProtoTCP)
-	c.observe(&r, true, false)
+	c.Observe(&r, true, false)
 	// The flip keeps Zeek's role-keyed seen bits: A's ACK is now the
 	// responder's first 'a'.
 	if h := c.letters(); h != "Hs^a" {
@@ -224,7 +224,7 @@ func TestHistoryUDPAndICMP(t *testing.T) {
 
 // The history holds 24 letters; later ones are dropped, not wrapped.
 func TestHistoryCap(t *testing.T) {
-	var c connFields
+	var c Conn
 	for i := range 40 {
 		c.addLetter(hD, i%2 == 0)
 	}
@@ -256,7 +256,7 @@ func TestFlowTablePacketNoAllocs(t *testing.T) {
 }
 
 // letters is c's history as conn.log spells it.
-func (c *connFields) letters() string {
+func (c *Conn) letters() string {
 	var h record.History
 	c.history(&h)
 	return h.String()

@@ -72,7 +72,7 @@ type flowSlot struct {
 type recordFields struct {
 	first, last int64     // packet times (UnixNano)
 	pkts        [2]uint64 // packets from Key.Src, from Key.Dst
-	conn        connFields
+	conn        Conn
 	unknown     uint32 // packets the ACSM answered "don't know" (record.Flow.Confidence)
 	interimAt   uint32 // seconds from first to the last interim record (Table.interim)
 }

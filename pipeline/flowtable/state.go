@@ -192,7 +192,7 @@ func (t *Table) checkRestored(fresh uint32) error {
 
 // validHistory reports whether every letter of h's history is one, and
 // nothing is written past them.
-func validHistory(h *connFields) bool {
+func validHistory(h *Conn) bool {
 	for i := range h.nhist {
 		w, sh := i/12, uint(i%12)*5
 		if int(h.hist[w]>>sh&31) >= len(histLetters) {

@@ -240,7 +240,7 @@ func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 		case first:
 			origIsDst = p.Reversed
 		}
-		r.conn.observe(p, origIsDst, first)
+		r.conn.Observe(p, origIsDst, first)
 		r.last = now
 		r.pkts[b2i(p.Reversed)]++
 		if ev.Result == acsm.Unknown {
@@ -505,8 +505,6 @@ func (t *Table) write(idx uint32, why record.EndReason) {
 	}
 	e, rec := &t.slots[idx], &t.recs[idx]
 	k, origIsDst := e.key.key(), e.origIsDst
-	c := &rec.conn
-	o, rs := &c.side[0], &c.side[1]
 	f := t.out.Next()
 	f.Start, f.End, f.Hash, f.UID = rec.first, rec.last, e.hash, e.uid
 	f.TunnelParent = t.parents[idx]
@@ -516,19 +514,14 @@ func (t *Table) write(idx uint32, why record.EndReason) {
 	if origIsDst {
 		f.Orig, f.OrigPort, f.Resp, f.RespPort = k.Dst, k.DstPort, k.Src, k.SrcPort
 		f.OrigPkts, f.RespPkts = rec.pkts[1], rec.pkts[0]
-		o, rs = rs, o
 	}
 	f.Confidence = 1
 	if n := rec.pkts[0] + rec.pkts[1]; rec.unknown > 0 && n > 0 {
 		f.Confidence = float32(n-uint64(rec.unknown)) / float32(n)
 	}
-	c.history(&f.History)
+	rec.conn.Fill(f, k.Proto, origIsDst)
 	f.EndReason = why
 	if e.ended {
 		f.EndReason = record.EndOfFlow
 	}
-	f.MissedBytes = uint64(o.missed) + uint64(rs.missed)
-	f.OrigBytes, f.RespBytes = o.bytes(k.Proto), rs.bytes(k.Proto)
-	f.OrigIPBytes, f.RespIPBytes = o.ipBytes, rs.ipBytes
-	f.OrigTCPFlags, f.RespTCPFlags = o.tcpFlags, rs.tcpFlags
 }

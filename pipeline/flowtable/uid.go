@@ -15,7 +15,15 @@ import (
 // uidSeed is the 64 bits a uid is made from, taken at the flow's first
 // packet (8 bytes per flow).
 func uidSeed(p *capture.Packet) uint64 {
-	h := hashmix.Mix(p.Hash ^ uint64(p.Timestamp.UnixNano()))
-	h = hashmix.Mix(h ^ uint64(p.Seq)<<32 ^ uint64(p.Ack))
-	return hashmix.Mix(h ^ uint64(p.IPID)<<16 ^ uint64(p.Flags))
+	return UIDSeed(p.Hash, p.Timestamp.UnixNano(), p.Seq, p.Ack, p.IPID, p.Flags)
+}
+
+// UIDSeed is the uid seed of a flow whose flow hash is hash and whose
+// first packet came at first (UnixNano) with those sequence and ack
+// numbers, IP id and TCP flags (0 where the packet has none): for a flow
+// kept elsewhere (the kernel's flow state), whose packet is gone.
+func UIDSeed(hash uint64, first int64, seq, ack, ipid uint32, flags capture.TCPFlags) uint64 {
+	h := hashmix.Mix(hash ^ uint64(first))
+	h = hashmix.Mix(h ^ uint64(seq)<<32 ^ uint64(ack))
+	return hashmix.Mix(h ^ uint64(ipid)<<16 ^ uint64(flags))
 }
