@@ -51,6 +51,8 @@ type Reader struct {
 	dec    *DecodeOptions // never nil
 	defrag Defragmenter   // nil: fragments are handed on as Decode made them
 	filter *Filter        // nil: every frame is read
+	taker  FrameTaker     // nil: every frame is decoded here
+	frame  Frame          // what taker is offered
 }
 
 // bufSize is the read buffer: large reads, and at least pcapgo's own size
@@ -169,6 +171,21 @@ func (r *Reader) Next(p *Packet) error {
 			r.stats.Filtered++
 			continue
 		}
+		if r.taker != nil {
+			r.frame = Frame{Data: data, Link: link, Wire: wire, Time: ts}
+			taken, err := r.taker.TakeFrame(&r.frame)
+			if err != nil {
+				r.done = err
+				break
+			}
+			if taken {
+				r.stats.Packets++
+				r.stats.Bytes += uint64(wire)
+				r.stats.Link[linkClassOf(link)]++
+				r.stats.Taken++
+				continue
+			}
+		}
 		reason := r.dec.Decode(p, link, data, wire, ts)
 		if p.Fragment != NotFragment && r.defrag != nil && Defragments(reason) {
 			if DefragFrame(p, data, reason, &r.stats, r.defrag) {
@@ -225,6 +242,10 @@ func (r *Reader) NextFrame(f *Frame) error {
 // SetFilter has only the frames f keeps read from now on (nil: every
 // frame); the others are counted in Stats.Filtered, and nowhere else.
 func (r *Reader) SetFilter(f *Filter) { r.filter = f }
+
+// SetFrameTaker has the frames read from now on offered to t before they
+// are decoded (nil: none).
+func (r *Reader) SetFrameTaker(t FrameTaker) { r.taker = t }
 
 // SetDecodeOptions has the packets read from now on decoded with o
 // (DefaultDecodeOptions until then).

@@ -29,6 +29,20 @@ type DecodeOptionsSetter interface {
 	SetDecodeOptions(DecodeOptions)
 }
 
+// FrameTaker is offered each frame a file source reads, after its
+// filter and before it is decoded: a frame it takes (true) is counted as
+// read (Stats.Taken) and not decoded; an error ends the reading with it.
+// The kernel's flow state takes the frames whose flows it keeps.
+type FrameTaker interface {
+	TakeFrame(f *Frame) (bool, error)
+}
+
+// FrameTakerSetter is a Source that offers its frames to a FrameTaker: the
+// file readers.
+type FrameTakerSetter interface {
+	SetFrameTaker(FrameTaker)
+}
+
 // Progresser is a Source that knows how far through its input it is:
 // bytes read, and the input's size (-1 when unknown, as for stdin).
 type Progresser interface {
@@ -44,6 +58,8 @@ var (
 	_ DecodeOptionsSetter = (*Files)(nil)
 	_ DefragSource        = (*Reader)(nil)
 	_ DefragSource        = (*Files)(nil)
+	_ FrameTakerSetter    = (*Reader)(nil)
+	_ FrameTakerSetter    = (*Files)(nil)
 )
 
 // Files reads capture files one after another as one Source. Its Stats
@@ -59,6 +75,7 @@ type Files struct {
 	// files of one capture cut in pieces.
 	defrag Defragmenter
 	filter *Filter // every file's
+	taker  FrameTaker
 }
 
 // SetDecodeOptions has every file's packets from now on decoded with o,
@@ -107,6 +124,7 @@ func (f *Files) Next(p *Packet) error {
 				r.SetDefragmenter(f.defrag)
 			}
 			r.SetFilter(f.filter)
+			r.SetFrameTaker(f.taker)
 			f.cur = r
 			f.next++
 		}
@@ -119,6 +137,14 @@ func (f *Files) SetFilter(flt *Filter) {
 	f.filter = flt
 	if f.cur != nil {
 		f.cur.SetFilter(flt)
+	}
+}
+
+// SetFrameTaker has every file's reader offer its frames to t.
+func (f *Files) SetFrameTaker(t FrameTaker) {
+	f.taker = t
+	if f.cur != nil {
+		f.cur.SetFrameTaker(t)
 	}
 }
 

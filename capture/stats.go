@@ -12,6 +12,10 @@ type Stats struct {
 	Network   [numNetClasses]uint64
 	Transport [numTransportClasses]uint64
 	Skipped   [numReasons]uint64 // by reason; index 0 unused
+	// Taken counts the frames a FrameTaker took before decoding (the
+	// kernel's flow state): read (Packets, Bytes, Link) but not decoded
+	// here.
+	Taken uint64
 	// Defrag counts the reassembly of a source with a Defragmenter. A
 	// fragment it takes is a frame read (Packets, Bytes, Link, Network)
 	// but no packet decoded; a datagram it hands on is a packet decoded
@@ -82,6 +86,7 @@ func (s *Stats) Add(o *Stats) {
 	s.Filtered += o.Filtered
 	s.Bytes += o.Bytes
 	s.Decoded += o.Decoded
+	s.Taken += o.Taken
 	for i := range s.Link {
 		s.Link[i] += o.Link[i]
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -84,6 +86,13 @@ type Config struct {
 	// with (capture.DecodeOptionsSetter): the tunnels' UDP ports and depth.
 	// Nil leaves them capture.DefaultDecodeOptions.
 	Decode *capture.DecodeOptions
+	// KernelState, when set, keeps the flows in the kernel's flow state
+	// (pipeline/kernelflows): a replay runs each Ethernet frame through
+	// the eBPF program, and only the frames it leaves (tunnels,
+	// fragments, what it does not parse) are decoded and go to the
+	// shards. The idle and active timeouts, the machine and the tunnel
+	// ports are taken from this Config.
+	KernelState *kernelflows.Config
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
@@ -157,6 +166,10 @@ type Pipeline struct {
 	restored *uint64 // open flows taken over from a snapshot
 	// ckpt is a live pipeline's periodic snapshot (checkpoint.go).
 	ckpt *checkpoint
+	// kernel keeps the flows of the frames it takes, and kout holds its
+	// records (Config.KernelState; nil without).
+	kernel *kernelflows.Table
+	kout   *recordOut
 }
 
 // NewPipeline builds the stages from cfg.
@@ -198,9 +211,23 @@ func newPipeline(cfg Config, live []capture.LiveSource) (*Pipeline, error) {
 				p.outs[i] = newRecordOut(nil)
 			}
 		}
-		if workers > 1 && live == nil {
-			p.merge = newMerger(p.outs)
+	}
+	if cfg.KernelState != nil {
+		if live != nil {
+			p.sinks.close()
+			return nil, errors.New("build the kernel flow state: a live run attaches it with its source")
 		}
+		if err := p.buildKernel(cfg, workers); err != nil {
+			p.sinks.close()
+			return nil, err
+		}
+	}
+	if p.sinks != nil && workers > 1 && live == nil {
+		outs := p.outs
+		if p.kout != nil {
+			outs = append(outs[:len(outs):len(outs)], p.kout)
+		}
+		p.merge = newMerger(outs)
 	}
 	p.cfg = cfg
 	p.newShard = func(i int) (*shard, error) {
@@ -232,6 +259,46 @@ func newPipeline(cfg Config, live []capture.LiveSource) (*Pipeline, error) {
 		p.cur[i] = <-s.free
 	}
 	return p, nil
+}
+
+// buildKernel loads the kernel's flow state for cfg, its records going
+// to the sinks as the shards' do.
+func (p *Pipeline) buildKernel(cfg Config, workers int) error {
+	kc := *cfg.KernelState
+	to := cfg.ACSM.Timeouts.WithDefaults()
+	kc.Machine, kc.IdleNew, kc.IdleEstablished, kc.ActiveTimeout = cfg.ACSM.Machine, to.New, to.Established, cfg.ActiveTimeout
+	dec := capture.DefaultDecodeOptions()
+	if cfg.Decode != nil {
+		dec = *cfg.Decode
+	}
+	kc.TunnelPorts = dec.UDPTunnelPorts()
+	if p.sinks != nil {
+		direct := p.sinks
+		if workers > 1 {
+			direct = nil // merged with the shards' (records.go)
+		}
+		p.kout = newRecordOut(direct)
+		kc.Out = p.kout
+	}
+	t, err := kernelflows.New(kc)
+	if err != nil {
+		return err
+	}
+	p.kernel = t
+	return nil
+}
+
+// TakeFrame runs a replay's frame through the kernel's flow state
+// (capture.FrameTaker), and reports whether it kept the frame's flow.
+func (p *Pipeline) TakeFrame(f *capture.Frame) (bool, error) {
+	if p.kout != nil {
+		p.kout.seq = p.seq
+	}
+	taken, err := p.kernel.TakeFrame(f)
+	if p.merge != nil && int64(len(p.kout.flows)) >= recordSyncAt {
+		p.syncRecords()
+	}
+	return taken, err
 }
 
 // rebuild builds every shard anew, empty.
@@ -458,7 +525,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		// Every packet's records, in order; each shard's open flows
 		// then follow, shard by shard, as the shards write them.
 		p.merge.merge(p.sinks)
-		for _, o := range p.outs {
+		for _, o := range p.merge.outs {
 			o.sinks = p.sinks
 		}
 	}
@@ -499,6 +566,9 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 			s.Anomalies[k] += v
 		}
 		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
+	}
+	if kerr := p.finishKernel(s); kerr != nil && err == nil {
+		err = kerr
 	}
 	if serr := p.sinks.close(); serr != nil && err == nil {
 		err = serr

@@ -84,6 +84,14 @@ func Run(ctx context.Context, src capture.Source, opt ReplayOptions) (*Summary, 
 		}
 	}
 	setDecode(src, pl.cfg.Decode)
+	if pl.kernel != nil {
+		ft, ok := src.(capture.FrameTakerSetter)
+		if !ok {
+			_ = pl.Finish(&Summary{}, time.Time{})
+			return nil, errNoFrames
+		}
+		ft.SetFrameTaker(pl)
+	}
 	if err := attachDefrag(&pl.cfg, src); err != nil {
 		_ = pl.Finish(&Summary{}, time.Time{}) // stops the workers; err says why
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/flowmon/flowmon/internal/yamlnode"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
 )
 
 // Settings are the pipeline's settings as an operator gives them: each
@@ -32,6 +33,10 @@ type Settings struct {
 	NoDedup       bool          `yaml:"no-dedup"`
 	RetransWindow time.Duration `yaml:"retrans-window"`
 	MaxFlows      int           `yaml:"max-flows"`
+	// FlowState is where the flows are kept: "user" (the shards' flow
+	// tables, the default) or "kernel" (the eBPF flow state, which holds
+	// max-flows cells; Config.KernelState).
+	FlowState string `yaml:"flow-state"`
 	Workers       int           `yaml:"workers"`
 	DecodeOnly    bool          `yaml:"decode-only"`
 	// CommunityIDSeed seeds the flow records' Community IDs (the spec's
@@ -78,6 +83,10 @@ const (
 	MaxDedupWindow   = 10 * time.Second
 	MaxRetransWindow = time.Minute
 	MaxActiveTimeout = 24 * time.Hour
+
+	// FlowStateUser and FlowStateKernel are Settings.FlowState's values.
+	FlowStateUser   = "user"
+	FlowStateKernel = "kernel"
 )
 
 // DefaultSettings are what `flowmon replay` runs without flags.
@@ -94,6 +103,7 @@ func DefaultSettings() Settings {
 		DedupWindow: c.Dedup.Window,
 		Dedup:       dedup.StructureTable,
 		MaxFlows:    c.MaxFlows,
+		FlowState:   FlowStateUser,
 		Workers:     c.Workers,
 
 		VXLANPorts:         ports(d.VXLANPorts),
@@ -248,6 +258,9 @@ func (s *Settings) Validate(given func(name string) bool) error {
 	if s.MaxFlows < 1 || s.MaxFlows > MaxMaxFlows {
 		errs = append(errs, &SettingError{"max-flows", fmt.Sprint(s.MaxFlows), fmt.Sprintf("must be between 1 and %d", MaxMaxFlows)})
 	}
+	if s.FlowState != FlowStateUser && s.FlowState != FlowStateKernel {
+		errs = append(errs, &SettingError{"flow-state", q(s.FlowState), "must be user (the default) or kernel (the eBPF flow state)"})
+	}
 	if s.Workers < 1 || s.Workers > MaxWorkers {
 		errs = append(errs, &SettingError{"workers", fmt.Sprint(s.Workers), fmt.Sprintf("must be between 1 and %d", MaxWorkers)})
 	}
@@ -298,7 +311,7 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 	if s.DecodeOnly {
 		why := "with {decode-only} (no stage runs)"
 		for _, n := range []string{"backend", "kbf-encoder", "kbf-layout", "machine", "capacity", "p",
-			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "workers", "community-id-seed", "active-timeout"} {
+			"dedup-window", "dedup", "no-dedup", "retrans-window", "max-flows", "flow-state", "workers", "community-id-seed", "active-timeout"} {
 			errs = append(errs, useless(n, s.value(n), why))
 		}
 	}
@@ -311,6 +324,9 @@ func (s *Settings) checkUseless(given func(string) bool) []error {
 		for _, n := range []string{"defrag-max-datagrams", "defrag-max-bytes", "defrag-timeout", "defrag-policy"} {
 			errs = append(errs, useless(n, s.value(n), why))
 		}
+	}
+	if s.FlowState == FlowStateKernel && s.VerifyChecksums {
+		errs = append(errs, &SettingError{"verify-checksums", "true", "does not work with {flow-state} kernel (the eBPF program does not check checksums)"})
 	}
 	if s.NoDedup {
 		why := "with {no-dedup} (the dedup stage is off)"
@@ -367,6 +383,9 @@ func (s *Settings) Config() (Config, error) {
 	}
 	dec.VerifyChecksums = s.VerifyChecksums
 	cfg.Decode = &dec
+	if s.FlowState == FlowStateKernel {
+		cfg.KernelState = &kernelflows.Config{Cells: s.MaxFlows}
+	}
 	if cfg.NoDefrag = !s.Defrag; s.Defrag {
 		cfg.Defrag.MaxDatagrams, cfg.Defrag.MaxBytes, cfg.Defrag.Timeout = s.DefragMaxDatagrams, s.DefragMaxBytes, s.DefragTimeout
 	}

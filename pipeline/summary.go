@@ -72,6 +72,9 @@ type Summary struct {
 	// EBPF is the eBPF capture program's own counts, in a live run on
 	// its source (xdp or tc): absent otherwise.
 	EBPF *EBPFSummary `json:"ebpf,omitempty"`
+	// KernelState is the kernel flow state's account (--flow-state
+	// kernel): absent when the flows are kept in user space.
+	KernelState *KernelStateSummary `json:"kernel_state,omitempty"`
 	// SourceStops counts the times a live source stopped because its
 	// interface went down or away (each stop logged, and counted by
 	// source in flowmon_capture_source_stops_total): absent when none

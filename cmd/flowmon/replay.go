@@ -80,6 +80,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.IntVar(&s.CommunityIDSeed, "community-id-seed", 0, "seed of the flow records' Community IDs, 0 to 65535 (0: the spec's default)")
 	fs.DurationVar(&s.ActiveTimeout, "active-timeout", 0, fmt.Sprintf("write an interim record of a flow open longer than this, and again each time it passes (whole seconds up to %v; 0: off)", pipeline.MaxActiveTimeout))
 	fs.DurationVar(&s.RetransWindow, "retrans-window", 0, fmt.Sprintf("also mark TCP retransmissions seen within this window, up to %v (0: off)", pipeline.MaxRetransWindow))
+	fs.StringVar(&s.FlowState, "flow-state", s.FlowState, "where flows are kept: user (the default) or kernel (each Ethernet frame through the eBPF flow state with BPF_PROG_TEST_RUN, which keeps max-flows cells; root; tunnels and fragments stay in user space)")
 	fs.IntVar(&s.MaxFlows, "max-flows", s.MaxFlows, fmt.Sprintf("most open flows the replay's flow table holds, 1..%d (records, counts); past it idle flows time out early", pipeline.MaxMaxFlows))
 	fs.IntVar(&s.Workers, "workers", s.Workers, fmt.Sprintf("goroutines the per-flow stages are sharded over by flow hash, 1..%d (the flow log's order depends on it, and is the same every run for a given count)", pipeline.MaxWorkers))
 	fs.BoolVar(&s.Defrag, "defrag", s.Defrag, "reassemble IP fragments into their datagrams, each one packet (--defrag=false: each fragment a packet, later ones without ports)")

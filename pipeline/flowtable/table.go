@@ -97,12 +97,12 @@ type endedFlow struct {
 	at        int64
 }
 
-// recordLinger is how long after its end a flow stays, so that its last
+// Linger is how long after its end a flow stays, so that its last
 // packets (the ACK of the last FIN) count in it and its record waits for
 // them: Zeek's tcp_close_delay. Then it leaves, from the ACSM too
 // (Tracker.ForgetEnded), and the 5-tuple's next packet, whatever it is,
 // starts a new flow, as Zeek's next connection.
-const recordLinger = 5 * time.Second
+const Linger = 5 * time.Second
 
 // sweepEvery is the longest (packet time) the clock takes to pass every
 // slot; sweepStep how many slots it passes at every packet at least.
@@ -146,7 +146,7 @@ func New(c Config) *Table {
 	mem := &offHeap{}
 	t := &Table{mem: mem, meta: offHeapSlice[slotMeta](mem, n, true), slots: offHeapSlice[flowSlot](mem, maxFlows, true),
 		free:  offHeapSlice[uint32](mem, maxFlows, true)[:0],
-		ended: offHeapSlice[endedFlow](mem, maxFlows, true), states: map[string]uint64{}, linger: int64(recordLinger),
+		ended: offHeapSlice[endedFlow](mem, maxFlows, true), states: map[string]uint64{}, linger: int64(Linger),
 		maxFlows: maxFlows, idleNew: int64(c.IdleNew), idleEst: int64(c.IdleEstablished), lastNow: math.MinInt64,
 		counter: c.Counter, tracker: c.Tracker, activeSec: uint32(c.ActiveTimeout / time.Second)}
 	mem.freeWith(t)
@@ -344,11 +344,21 @@ func (t *Table) start(i int, tag uint64, k *packedKey, p *capture.Packet, now in
 // a handshake still open or one side only times out fast, a flow both
 // sides spoke in slowly.
 func (t *Table) timeout(s acsm.ConnState) int64 {
-	switch s {
-	case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
+	if IdleNew(s) {
 		return t.idleNew
 	}
 	return t.idleEst
+}
+
+// IdleNew reports whether a flow in state s times out after
+// Config.IdleNew (a handshake still open, or one side only), not after
+// IdleEstablished.
+func IdleNew(s acsm.ConnState) bool {
+	switch s {
+	case acsm.S0, acsm.SH, acsm.SHR, acsm.ConnUnknown:
+		return true
+	}
+	return false
 }
 
 // timeOut writes the record of the flow in slot i and removes it: an open

@@ -1,0 +1,165 @@
+//go:build linux
+
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/gen"
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
+	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
+	"github.com/flowmon/flowmon/record"
+)
+
+// replayRecords replays files with one worker and the exact ACSM, in
+// kernel state or not, and returns the final records (not the interim
+// ones) and the summary.
+func replayRecords(t *testing.T, files []string, kernel bool) ([]record.Flow, *Summary) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Workers = 1
+	cfg.ACSM.Backend = acsm.BackendExact
+	var keep reasons
+	cfg.Sinks = []record.Named{{Name: "keep", Sink: &keep}}
+	if kernel {
+		cfg.KernelState = &kernelflows.Config{Cells: cfg.MaxFlows, EventRing: 1 << 22}
+	}
+	s, err := Replay(context.Background(), files, ReplayOptions{Config: cfg})
+	if err != nil {
+		t.Fatalf("%s (kernel %v): %v", files[0], kernel, err)
+	}
+	var final []record.Flow
+	for _, f := range keep.flows {
+		if f.EndReason != record.EndActive {
+			final = append(final, f)
+		}
+	}
+	return final, s
+}
+
+// recordDiff says how two records of one flow differ in what the
+// kernel state must give as user space does ("" when they agree).
+func recordDiff(u, k *record.Flow) string {
+	var d []string
+	if u.State != k.State {
+		d = append(d, fmt.Sprintf("conn_state %v/%v", u.State, k.State))
+	}
+	if u.Orig != k.Orig || u.OrigPort != k.OrigPort || u.Resp != k.Resp || u.RespPort != k.RespPort {
+		d = append(d, "orientation")
+	}
+	if u.OrigPkts != k.OrigPkts || u.RespPkts != k.RespPkts {
+		d = append(d, fmt.Sprintf("packets %d,%d/%d,%d", u.OrigPkts, u.RespPkts, k.OrigPkts, k.RespPkts))
+	}
+	if u.OrigBytes != k.OrigBytes || u.RespBytes != k.RespBytes {
+		d = append(d, fmt.Sprintf("bytes %d,%d/%d,%d", u.OrigBytes, u.RespBytes, k.OrigBytes, k.RespBytes))
+	}
+	if u.OrigIPBytes != k.OrigIPBytes || u.RespIPBytes != k.RespIPBytes {
+		d = append(d, "ip bytes")
+	}
+	if u.OrigTCPFlags != k.OrigTCPFlags || u.RespTCPFlags != k.RespTCPFlags {
+		d = append(d, "flags")
+	}
+	if u.History != k.History {
+		d = append(d, fmt.Sprintf("history %s/%s", u.History.String(), k.History.String()))
+	}
+	if u.MissedBytes != k.MissedBytes {
+		d = append(d, "missed bytes")
+	}
+	if u.Start != k.Start || u.End != k.End {
+		d = append(d, "times")
+	}
+	return strings.Join(d, ", ")
+}
+
+// kernelCompare is the comparison of one capture's records.
+type kernelCompare struct {
+	flows, agree int
+	diffs        []string
+}
+
+// compareKernel pairs the records by uid (the same code makes it from
+// the same first packet in both) and compares each pair.
+func compareKernel(user, kern []record.Flow) kernelCompare {
+	var c kernelCompare
+	byUID := map[uint64]*record.Flow{}
+	for i := range kern {
+		byUID[kern[i].UID] = &kern[i]
+	}
+	for i := range user {
+		u := &user[i]
+		c.flows++
+		k := byUID[u.UID]
+		if k == nil {
+			c.diffs = append(c.diffs, fmt.Sprintf("%v:%d > %v:%d %d: no kernel record (tunnel parent %x)",
+				u.Orig, u.OrigPort, u.Resp, u.RespPort, u.Proto, u.TunnelParent))
+			continue
+		}
+		delete(byUID, u.UID)
+		if d := recordDiff(u, k); d != "" {
+			c.diffs = append(c.diffs, fmt.Sprintf("%v:%d > %v:%d %d: %s", u.Orig, u.OrigPort, u.Resp, u.RespPort, u.Proto, d))
+			continue
+		}
+		c.agree++
+	}
+	for _, k := range byUID {
+		c.diffs = append(c.diffs, fmt.Sprintf("%v:%d > %v:%d %d: only in the kernel's records", k.Orig, k.OrigPort, k.Resp, k.RespPort, k.Proto))
+	}
+	return c
+}
+
+// TestKernelStateMatchesUserState replays every real Ethernet capture and
+// a generated trace with the flows kept in the kernel's flow state and
+// with them kept in user space (both with the exact ACSM, one worker),
+// and pairs the records by uid: conn_state, orientation, packets, bytes,
+// IP bytes, flag unions, history, missed bytes and times must agree for
+// at least 99.9% of the flows. Every difference is logged with its flow.
+func TestKernelStateMatchesUserState(t *testing.T) {
+	bpftest.Require(t)
+	trace := genTrace(t, gen.Options{Flows: 20000, Seed: 5, Duration: 60 * time.Second})
+	files := []string{trace}
+	for _, c := range sharedpcaps.Captures(t) {
+		if strings.HasPrefix(c.Link, "1/EN10MB") {
+			files = append(files, c.Path)
+		}
+	}
+	total, agree := 0, 0
+	byCapture := map[string][]string{}
+	for _, f := range files {
+		user, us := replayRecords(t, []string{f}, false)
+		kern, ks := replayRecords(t, []string{f}, true)
+		if ks.KernelState == nil {
+			t.Fatalf("%s: no kernel_state in the summary", f)
+		}
+		if us.Packets != ks.Packets {
+			t.Errorf("%s: %d packets read in user state, %d in kernel state", f, us.Packets, ks.Packets)
+		}
+		c := compareKernel(user, kern)
+		total += c.flows
+		agree += c.agree
+		if len(c.diffs) > 0 {
+			byCapture[f] = c.diffs
+		}
+	}
+	names := make([]string, 0, len(byCapture))
+	for n := range byCapture {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, d := range byCapture[n] {
+			t.Logf("%s: %s", n, d)
+		}
+	}
+	share := float64(agree) / float64(max(total, 1))
+	t.Logf("%d files, %d flows, %d agree (%.4f%%), %d files with a difference", len(files), total, agree, 100*share, len(byCapture))
+	if share < 0.999 {
+		t.Errorf("%.4f%% of the flows agree, want at least 99.9%%", 100*share)
+	}
+}

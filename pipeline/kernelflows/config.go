@@ -1,0 +1,63 @@
+package kernelflows
+
+import (
+	"time"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/pipeline/flowtable"
+)
+
+// Config shapes a Table.
+type Config struct {
+	// Cells is the most flows the kernel's map holds; its memory is
+	// fixed when the program loads (default 1<<18, the user-space
+	// table's default max-flows). A new flow that finds it full is
+	// counted, not kept.
+	Cells int
+	// EventRing is the event ring's size in bytes (a power of two and a
+	// multiple of the page size; default 4 MiB).
+	EventRing int
+	// Machine is the ACSM's state machine.
+	Machine acsm.MachineKind
+	// IdleNew and IdleEstablished are the idle timeouts, as the
+	// user-space table's (flowtable.Config); ActiveTimeout, when not 0,
+	// writes an open flow's interim record that often (whole seconds).
+	IdleNew, IdleEstablished, ActiveTimeout time.Duration
+	// TunnelPorts are the UDP ports whose datagrams carry a tunnel: their
+	// frames go to user space.
+	TunnelPorts []uint16
+	// Out takes the records (nil: none are written, flows are counted).
+	Out flowtable.Out
+}
+
+func (c Config) withDefaults() Config {
+	if c.Cells == 0 {
+		c.Cells = 1 << 18
+	}
+	if c.EventRing == 0 {
+		c.EventRing = 4 << 20
+	}
+	to := acsm.Timeouts{New: c.IdleNew, Established: c.IdleEstablished}.WithDefaults()
+	c.IdleNew, c.IdleEstablished = to.New, to.Established
+	return c
+}
+
+// Stats are a Table's counts.
+type Stats struct {
+	// Events is the flow events read; Started the flows started.
+	Events, Started uint64
+	// Records is the flows whose final record was written (or counted,
+	// without records); TimedOut those of them the sweep found idle.
+	Records, TimedOut uint64
+	// The program's counts, summed over the CPUs: every frame it saw once
+	// in Seen and once more in one of Counted (its flow's cell took it),
+	// Whole (left to user space), InsertFailed (a new flow and the map
+	// full) or Malformed.
+	Seen, Counted, Whole, InsertFailed, Malformed uint64
+	// EventsLost is the events the full ring did not take, and
+	// RecordsLost the flows whose final counts went with them.
+	EventsLost, RecordsLost uint64
+	// Cells is the map's size in flows, and MemoryBytes its memory.
+	Cells       int
+	MemoryBytes uint64
+}

@@ -1,0 +1,323 @@
+//go:build linux
+
+package kernelflows
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/bpf"
+	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline/flowtable"
+	"github.com/flowmon/flowmon/record"
+)
+
+// Table is the user-space side of the kernel's flow state: it loads the
+// program and its maps, reads its events and sweeps its cells, and
+// writes the records. One goroutine uses it.
+type Table struct {
+	st     *bpf.State
+	rd     *ringbuf.Reader
+	rec    ringbuf.Record
+	ev     bpf.Event
+	tables acsm.Tables
+	out    flowtable.Out
+	cells  int
+	buf    []byte // Run's scratch
+
+	idleNew, idleEst, linger int64
+	// ended flows wait linger for their stragglers, oldest first.
+	ended []endedFlow
+	// nextSweep is the packet time of the next sweep over the cells.
+	nextSweep int64
+	now       int64
+
+	byState [256]uint64
+	states  map[string]uint64
+	stats   Stats
+}
+
+type endedFlow struct {
+	key    [capture.KeySize]byte
+	starts uint32
+	at     int64
+}
+
+// sweepEvery is how often (packet time) the cells are swept for flows
+// idle past their timeout that no packet came to end: as long as the
+// user-space table takes to pass every slot (flowtable's sweepEvery).
+const sweepEvery = int64(10 * time.Second)
+
+// New loads the kernel's flow state for c.
+func New(c Config) (*Table, error) {
+	tables := acsm.MachineTables(c.Machine)
+	idle := make([]bool, tables.Values)
+	for v := range idle {
+		idle[v] = flowtable.IdleNew(tables.Conn[v])
+	}
+	to := c.withDefaults()
+	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
+		Machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
+			ServerPorts: tables.ServerPorts, IdleNew: idle},
+		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
+		ActiveTimeout: to.ActiveTimeout})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SetTunnelPorts(to.TunnelPorts); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("load eBPF flow state: set the tunnel ports: %w", err)
+	}
+	rd, err := st.NewEventReader()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	t := &Table{st: st, rd: rd, tables: tables, out: to.Out, idleNew: int64(to.IdleNew),
+		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
+	t.nextSweep = -1
+	return t, nil
+}
+
+// Close releases the program and its maps.
+func (t *Table) Close() error {
+	err := t.rd.Close()
+	if cerr := t.st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// TakeFrame runs one frame through the program at its packet time and
+// reports whether the program took it: a frame of a flow it keeps, or a
+// new flow's that found its map full (counted). What it leaves (tunnels,
+// fragments, frames it does not parse) is user space's to decode. Only
+// Ethernet frames are taken; another link type is an error.
+func (t *Table) TakeFrame(f *capture.Frame) (bool, error) {
+	if f.Link != capture.LinkEthernet {
+		return false, fmt.Errorf("the kernel flow state takes Ethernet frames, and this capture has link type %d: "+
+			"replay it without --flow-state kernel", f.Link)
+	}
+	now := f.Time.UnixNano()
+	v, err := t.st.Run(f.Data, now, &t.buf)
+	if err != nil {
+		return false, err
+	}
+	if err := t.readEvents(); err != nil {
+		return false, err
+	}
+	if err := t.Advance(now); err != nil {
+		return false, err
+	}
+	return v != bpf.Whole, nil
+}
+
+// readEvents handles the events the program has sent, without waiting.
+func (t *Table) readEvents() error {
+	if t.rd.AvailableBytes() == 0 {
+		return nil
+	}
+	t.rd.SetDeadline(time.Now())
+	for {
+		err := t.rd.ReadInto(&t.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the eBPF flow events: %w", err)
+		}
+		if err := bpf.ParseEvent(t.rec.RawSample, &t.ev); err != nil {
+			return err
+		}
+		t.event(&t.ev)
+	}
+}
+
+func (t *Table) event(e *bpf.Event) {
+	t.stats.Events++
+	switch e.Type {
+	case bpf.EventEnd:
+		t.ended = append(t.ended, endedFlow{key: e.Key, starts: e.Starts, at: e.EndedAt})
+	case bpf.EventDone:
+		why := record.EndOfFlow
+		if e.Reason == bpf.ReasonIdle {
+			why = record.EndIdle
+		}
+		t.write(&e.Key, &e.Cell, why, true)
+	case bpf.EventInterim:
+		t.write(&e.Key, &e.Cell, record.EndActive, false)
+	}
+}
+
+// Advance moves the table's clock to now (packet time, UnixNano): the
+// flows whose linger is over get their records, and every sweepEvery the
+// cells are swept for flows idle past their timeout.
+func (t *Table) Advance(now int64) error {
+	t.now = max(t.now, now)
+	n := 0
+	for n < len(t.ended) && now-t.ended[n].at >= t.linger {
+		if err := t.flushEnded(&t.ended[n]); err != nil {
+			return err
+		}
+		n++
+	}
+	if n > 0 {
+		t.ended = append(t.ended[:0], t.ended[n:]...)
+	}
+	if t.nextSweep < 0 {
+		t.nextSweep = now + sweepEvery
+	}
+	if now >= t.nextSweep {
+		t.nextSweep = now + sweepEvery
+		return t.sweep(now, false)
+	}
+	return nil
+}
+
+// flushEnded writes the record of an ended flow whose linger is over, if
+// its cell still holds it (a packet after the linger has replaced it, and
+// sent it up done, otherwise).
+func (t *Table) flushEnded(f *endedFlow) error {
+	c, ok, err := t.st.Lookup(f.key)
+	if err != nil || !ok || c.Starts != f.starts {
+		return err
+	}
+	if c, ok, err = t.st.Take(f.key); err != nil || !ok {
+		return err
+	}
+	t.write(&f.key, &c, record.EndOfFlow, true)
+	return nil
+}
+
+// sweep writes the records of the flows idle past their timeout (all
+// flows, when final) and removes their cells. An ended flow is left to
+// its linger, unless its end event was lost or final is set.
+func (t *Table) sweep(now int64, final bool) error {
+	var due [][capture.KeySize]byte
+	err := t.st.Cells(func(key [capture.KeySize]byte, c bpf.Cell) bool {
+		if final || t.idle(&c, now) {
+			due = append(due, key)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for i := range due {
+		c, ok, err := t.st.Take(due[i])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		why := record.EndIdle
+		switch {
+		case c.Ended:
+			why = record.EndOfFlow
+		case final:
+			why = record.EndForced
+		default:
+			t.stats.TimedOut++
+		}
+		t.write(&due[i], &c, why, true)
+	}
+	return nil
+}
+
+// idle reports whether the flow in c is over at now: idle past its
+// timeout, or ended and past its linger.
+func (t *Table) idle(c *bpf.Cell, now int64) bool {
+	if c.Ended {
+		return now-c.EndedAt >= t.linger+sweepEvery // its end event was lost
+	}
+	to := t.idleEst
+	if flowtable.IdleNew(t.tables.Conn[c.Value]) {
+		to = t.idleNew
+	}
+	return now >= c.Last+to
+}
+
+// Finish writes the records of every flow the cells hold: the ended ones
+// as ended, the others as open at the end (record.EndForced).
+func (t *Table) Finish() error {
+	if err := t.readEvents(); err != nil {
+		return err
+	}
+	for i := range t.ended {
+		if err := t.flushEnded(&t.ended[i]); err != nil {
+			return err
+		}
+	}
+	t.ended = t.ended[:0]
+	if err := t.sweep(t.now, true); err != nil {
+		return err
+	}
+	for s, n := range t.byState {
+		if n > 0 {
+			t.states[acsm.ConnState(s).String()] += n
+		}
+	}
+	t.byState = [256]uint64{}
+	return nil
+}
+
+// States is the flows by final conn_state, filled by Finish.
+func (t *Table) States() map[string]uint64 { return t.states }
+
+// write writes the record of the flow in c, keyed key, for why; final
+// says it is the flow's last record (not an interim one).
+func (t *Table) write(key *[capture.KeySize]byte, c *bpf.Cell, why record.EndReason, final bool) {
+	v := c.Value
+	if int(v) >= len(t.tables.Conn) {
+		v = 0
+	}
+	state := t.tables.Conn[v]
+	if final {
+		t.byState[state]++
+		t.stats.Records++
+	}
+	if t.out == nil {
+		return
+	}
+	var k capture.Key
+	_ = k.UnmarshalBinary(key[:])
+	origIsDst := t.tables.Info[v]&acsm.InfoOrigIsDst != 0
+	conn, _ := flowtable.ConnFromBytes(c.Conn[:])
+	h := k.Hash()
+	f := t.out.Next()
+	*f = record.Flow{Start: c.First, End: c.Last, Hash: h, Proto: k.Proto, State: state, Confidence: 1,
+		UID:  flowtable.UIDSeed(h, c.First, c.FirstSeq, c.FirstAck, c.FirstIPID, capture.TCPFlags(c.FirstFlags)),
+		Orig: k.Src, OrigPort: k.SrcPort, Resp: k.Dst, RespPort: k.DstPort, OrigPkts: c.Pkts[0], RespPkts: c.Pkts[1]}
+	if origIsDst {
+		f.Orig, f.OrigPort, f.Resp, f.RespPort = k.Dst, k.DstPort, k.Src, k.SrcPort
+		f.OrigPkts, f.RespPkts = c.Pkts[1], c.Pkts[0]
+	}
+	conn.Fill(f, k.Proto, origIsDst)
+	f.EndReason = why
+	if c.Ended {
+		f.EndReason = record.EndOfFlow
+	}
+}
+
+// Stats returns the table's counts and the program's.
+func (t *Table) Stats() (Stats, error) {
+	s := t.stats
+	pc, err := t.st.Counters()
+	if err != nil {
+		return s, err
+	}
+	s.Started = pc.NewFlows
+	s.Seen, s.Counted, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Whole, pc.InsertFailed
+	for _, n := range pc.Reasons {
+		s.Malformed += n
+	}
+	s.EventsLost, s.RecordsLost = pc.EventsLost, pc.RecordsLost
+	s.Cells = t.cells
+	return s, nil
+}
