@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/record"
 )
 
 // Consumer is the seam where what reads the per-flow stages' results
@@ -69,6 +70,17 @@ type Watchlists interface {
 	Lists() []string
 	// Listed reports whether a is on the watchlist named list.
 	Listed(list string, a netip.Addr) bool
+}
+
+// FlowConsumer is a Consumer that also takes the flows kept outside the
+// shards (Config.KernelState), which send flow events instead of packets:
+// the pipeline builds one more of each consumer for them (shard index
+// shards-1 of shards, the shards and it), called on the reading goroutine
+// with Flow and, at the end, Finish; its Packet is never called. A
+// consumer that is not a FlowConsumer sees nothing of those flows.
+type FlowConsumer interface {
+	Consumer
+	Flow(ev *record.Event)
 }
 
 // DuplicateConsumer is a Consumer that also sees the packets the shard's

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // KernelStateSummary is the kernel flow state's account of a run: how
@@ -36,11 +37,16 @@ type KernelStateSummary struct {
 
 // finishKernel writes the records of the flows the kernel still holds,
 // fills the summary's kernel keys and releases the program.
-func (p *Pipeline) finishKernel(s *Summary) error {
+func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	if p.kernel == nil {
 		return nil
 	}
 	err := p.kernel.Finish()
+	for _, c := range p.kcons {
+		if cerr := c.Finish(end); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
 	if p.kout != nil {
 		p.kout.flush()
 	}

@@ -170,6 +170,10 @@ type Pipeline struct {
 	// records (Config.KernelState; nil without).
 	kernel *kernelflows.Table
 	kout   *recordOut
+	// kcons are the consumers of the kernel's flows (FlowConsumer), and
+	// hostPairs the store their starts' host pairs go to.
+	kcons     []FlowConsumer
+	hostPairs HostPairs
 }
 
 // NewPipeline builds the stages from cfg.
@@ -280,12 +284,36 @@ func (p *Pipeline) buildKernel(cfg Config, workers int) error {
 		p.kout = newRecordOut(direct)
 		kc.Out = p.kout
 	}
+	for _, nc := range cfg.Consumers {
+		c, err := nc(workers, workers+1, Lookups{Watchlists: cfg.Watchlists})
+		if err != nil {
+			return fmt.Errorf("build consumer of the kernel's flows: %w", err)
+		}
+		if fc, ok := c.(FlowConsumer); ok {
+			p.kcons = append(p.kcons, fc)
+		}
+	}
+	if len(p.kcons) > 0 || cfg.HostPairs != nil {
+		p.hostPairs = cfg.HostPairs
+		kc.Events = p.kernelEvent
+	}
 	t, err := kernelflows.New(kc)
 	if err != nil {
 		return err
 	}
 	p.kernel = t
 	return nil
+}
+
+// kernelEvent hands a kernel flow's event to the consumers, a start's
+// host pair to the host pair history first.
+func (p *Pipeline) kernelEvent(ev *record.Event) {
+	if ev.Kind == record.FlowStarted && p.hostPairs != nil {
+		ev.Novel = p.hostPairs.Novel(ev.Flow.Orig, ev.Flow.Resp, time.Unix(0, ev.Flow.Start))
+	}
+	for _, c := range p.kcons {
+		c.Flow(ev)
+	}
 }
 
 // TakeFrame runs a replay's frame through the kernel's flow state
@@ -567,7 +595,7 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 		}
 		ac = ac.add(acsmSummary(sh.tracker.Stats(), c))
 	}
-	if kerr := p.finishKernel(s); kerr != nil && err == nil {
+	if kerr := p.finishKernel(s, end); kerr != nil && err == nil {
 		err = kerr
 	}
 	if serr := p.sinks.close(); serr != nil && err == nil {

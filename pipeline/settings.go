@@ -36,9 +36,9 @@ type Settings struct {
 	// FlowState is where the flows are kept: "user" (the shards' flow
 	// tables, the default) or "kernel" (the eBPF flow state, which holds
 	// max-flows cells; Config.KernelState).
-	FlowState string `yaml:"flow-state"`
-	Workers       int           `yaml:"workers"`
-	DecodeOnly    bool          `yaml:"decode-only"`
+	FlowState  string `yaml:"flow-state"`
+	Workers    int    `yaml:"workers"`
+	DecodeOnly bool   `yaml:"decode-only"`
 	// CommunityIDSeed seeds the flow records' Community IDs (the spec's
 	// default is 0; peers joining logs must use the same).
 	CommunityIDSeed int `yaml:"community-id-seed"`

@@ -227,7 +227,7 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 		lk.Novel = func() bool { return s.novel }
 	}
 	for _, nc := range cfg.Consumers {
-		c, err := nc(index, workers, lk)
+		c, err := nc(index, consumerShards(cfg, workers), lk)
 		if err != nil {
 			return nil, fmt.Errorf("build consumer of shard %d: %w", index, err)
 		}
@@ -237,6 +237,15 @@ func newShard(cfg Config, index, workers int, out *recordOut) (*shard, error) {
 		}
 	}
 	return s, nil
+}
+
+// consumerShards is how many of each consumer the pipeline builds: one a
+// shard, and one for the flows kept in the kernel (FlowConsumer).
+func consumerShards(cfg Config, workers int) int {
+	if cfg.KernelState != nil {
+		return workers + 1
+	}
+	return workers
 }
 
 // flowTableConfig is the flow table of shard s, one of workers, writing

@@ -5,6 +5,7 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/pipeline/flowtable"
+	"github.com/flowmon/flowmon/record"
 )
 
 // Config shapes a Table.
@@ -28,6 +29,10 @@ type Config struct {
 	TunnelPorts []uint16
 	// Out takes the records (nil: none are written, flows are counted).
 	Out flowtable.Out
+	// Events, when set, is called with each flow's start, interim
+	// records and end (the consumers' flow events); its argument is
+	// valid during the call.
+	Events func(*record.Event)
 }
 
 func (c Config) withDefaults() Config {

@@ -27,6 +27,9 @@ type Table struct {
 	ev     bpf.Event
 	tables acsm.Tables
 	out    flowtable.Out
+	events func(*record.Event)
+	rec    record.Flow  // a start's, or every record's without out
+	fev    record.Event // what events is called with
 	cells  int
 	buf    []byte // Run's scratch
 
@@ -78,7 +81,7 @@ func New(c Config) (*Table, error) {
 		st.Close()
 		return nil, err
 	}
-	t := &Table{st: st, rd: rd, tables: tables, out: to.Out, idleNew: int64(to.IdleNew),
+	t := &Table{st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
 	t.nextSweep = -1
 	return t, nil
@@ -141,6 +144,8 @@ func (t *Table) readEvents() error {
 func (t *Table) event(e *bpf.Event) {
 	t.stats.Events++
 	switch e.Type {
+	case bpf.EventStart:
+		t.started(&e.Key, &e.Cell)
 	case bpf.EventEnd:
 		t.ended = append(t.ended, endedFlow{key: e.Key, starts: e.Starts, at: e.EndedAt})
 	case bpf.EventDone:
@@ -273,25 +278,60 @@ func (t *Table) States() map[string]uint64 { return t.states }
 // write writes the record of the flow in c, keyed key, for why; final
 // says it is the flow's last record (not an interim one).
 func (t *Table) write(key *[capture.KeySize]byte, c *bpf.Cell, why record.EndReason, final bool) {
-	v := c.Value
-	if int(v) >= len(t.tables.Conn) {
-		v = 0
-	}
-	state := t.tables.Conn[v]
+	state := t.tables.Conn[t.value(c)]
 	if final {
 		t.byState[state]++
 		t.stats.Records++
 	}
-	if t.out == nil {
+	if t.out == nil && t.events == nil {
 		return
 	}
+	f := &t.rec
+	if t.out != nil {
+		f = t.out.Next()
+	}
+	t.fill(f, key, c)
+	f.EndReason = why
+	if c.Ended {
+		f.EndReason = record.EndOfFlow
+	}
+	if t.events != nil {
+		t.fev.Kind, t.fev.Flow, t.fev.Anomalies, t.fev.Novel = record.FlowEnded, f, acsm.Anomaly(c.Anomalies), false
+		if !final {
+			t.fev.Kind = record.FlowInterim
+		}
+		t.events(&t.fev)
+	}
+}
+
+// started tells the consumers of a flow's start.
+func (t *Table) started(key *[capture.KeySize]byte, c *bpf.Cell) {
+	if t.events == nil {
+		return
+	}
+	t.fill(&t.rec, key, c)
+	t.fev.Kind, t.fev.Flow, t.fev.Anomalies, t.fev.Novel = record.FlowStarted, &t.rec, acsm.Anomaly(c.Anomalies), false
+	t.events(&t.fev)
+}
+
+func (t *Table) value(c *bpf.Cell) uint16 {
+	if int(c.Value) >= len(t.tables.Conn) {
+		return 0
+	}
+	return c.Value
+}
+
+// fill sets f from the flow in c, keyed key, as flowtable's write does
+// from a slot: directed from the originator, the conn.log fields by
+// flowtable.Conn.Fill, the uid by flowtable.UIDSeed.
+func (t *Table) fill(f *record.Flow, key *[capture.KeySize]byte, c *bpf.Cell) {
+	v := t.value(c)
 	var k capture.Key
 	_ = k.UnmarshalBinary(key[:])
 	origIsDst := t.tables.Info[v]&acsm.InfoOrigIsDst != 0
 	conn, _ := flowtable.ConnFromBytes(c.Conn[:])
 	h := k.Hash()
-	f := t.out.Next()
-	*f = record.Flow{Start: c.First, End: c.Last, Hash: h, Proto: k.Proto, State: state, Confidence: 1,
+	*f = record.Flow{Start: c.First, End: c.Last, Hash: h, Proto: k.Proto, State: t.tables.Conn[v], Confidence: 1,
 		UID:  flowtable.UIDSeed(h, c.First, c.FirstSeq, c.FirstAck, c.FirstIPID, capture.TCPFlags(c.FirstFlags)),
 		Orig: k.Src, OrigPort: k.SrcPort, Resp: k.Dst, RespPort: k.DstPort, OrigPkts: c.Pkts[0], RespPkts: c.Pkts[1]}
 	if origIsDst {
@@ -299,10 +339,6 @@ func (t *Table) write(key *[capture.KeySize]byte, c *bpf.Cell, why record.EndRea
 		f.OrigPkts, f.RespPkts = c.Pkts[1], c.Pkts[0]
 	}
 	conn.Fill(f, k.Proto, origIsDst)
-	f.EndReason = why
-	if c.Ended {
-		f.EndReason = record.EndOfFlow
-	}
 }
 
 // Stats returns the table's counts and the program's.
