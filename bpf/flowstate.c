@@ -3,29 +3,35 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* flowmon's kernel flow state: parses each frame as capture.c does and
  * keeps its flow's state in a cell of a fixed-size map, where capture.c
- * hands every packet up: the ACSM's machine value (stepped over
- * acsm.MachineTables, loaded into the machine map), first and last packet
- * times, packets, IP bytes and payload bytes each way, and each side's
- * TCP flag union. Only flow events go up, through one ring: a flow's
- * start and its end (the packet that ended it, or its 5-tuple reused by a
- * new flow), each carrying the cell's counts. User space ages the cells
- * (it sweeps the map) and writes the records.
+ * hands every packet up: the ACSM's value (stepped over
+ * acsm.MachineTables, loaded into the machine map), first, last and end
+ * packet times, packets each way, the first packet's uid inputs, the flag
+ * anomalies seen, and conn.log's fields (struct conn_fields: conn.h ports
+ * flowtable.Conn.Observe, in Conn's memory layout). Time is packet time,
+ * as the user-space flow table (pipeline/flowtable) has it: an open flow
+ * idle past its timeout, or an ended flow whose linger is over, is done
+ * at its 5-tuple's next packet, which starts another flow in the cell,
+ * and an open flow gets an interim event at each active timeout. Only
+ * flow events go up, through one ring, each with the whole cell; user
+ * space sweeps the cells of flows that send nothing more (State.Take) and
+ * writes the records.
  *
  * Cells are a hash map keyed by the canonical key (capture.Key's 40-byte
  * layout), preallocated to the size user space sets, so memory is fixed:
  * a flow that finds the map full is counted (insert_failed), not kept.
  * Several CPUs may update one cell at once: each update holds the cell's
- * spin lock, and a new flow is entered with BPF_NOEXIST, so two CPUs
- * starting one flow make one cell.
+ * spin lock, and a new flow's cell is entered empty with BPF_NOEXIST and
+ * filled under the lock, so two CPUs starting one flow make one flow.
  *
  * The replay program (flowmon_state_replay) takes the packet time from
  * the frame's first 8 bytes (nanoseconds, little-endian), put there by
  * user space running a capture's frames with BPF_PROG_TEST_RUN, and
- * answers XDP_TX for a frame it leaves to user space to decode, XDP_DROP
- * for one it leaves out (as the ACSM does); the live programs
- * take bpf_ktime_get_ns and pass every frame on. */
+ * answers XDP_PASS for a frame its cell took, XDP_TX for one it leaves to
+ * user space to decode, and XDP_DROP for a new flow the map had no room
+ * for; the live programs take bpf_ktime_get_ns and pass every frame on. */
 
 #include "include/parse.h"
+#include "include/conn.h"
 
 char __license[] SEC("license") = "Dual BSD/GPL";
 
@@ -34,11 +40,14 @@ char __license[] SEC("license") = "Dual BSD/GPL";
 #define INFO_ORIG_IS_DST (1 << 0)
 #define INFO_TERMINAL (1 << 1)
 #define INFO_CLOSED (1 << 2)
+#define INFO_IDLE_NEW (1 << 3) /* times out after idle_new: S0, SH, SHR, unknown */
 
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
 #define TCP_RST 0x04
+#define TCP_PSH 0x08
 #define TCP_ACK 0x10
+#define TCP_URG 0x20
 
 /* acsm.Tables. */
 struct machine_tables {
@@ -55,19 +64,54 @@ struct {
 	__type(value, struct machine_tables);
 } machine SEC(".maps");
 
-/* One flow. Sides are indexed by the key's direction: 0 sent by the key's
- * Src. */
+/* Time as the user-space flow table has it (nanoseconds of packet time):
+ * an open flow times out idle_new or idle_est after its last packet (by
+ * its value's INFO_IDLE_NEW), an ended one lingers for its stragglers,
+ * and an open flow gets an interim event every active_sec seconds (0:
+ * never). A timeout user space leaves unset is 2^63-1: the program
+ * compares it with the distance of two times, never larger. */
+struct state_config {
+	__s64 idle_new, idle_est, linger;
+	__u32 active_sec;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct state_config);
+} config SEC(".maps");
+
+/* One flow, as a cell and an event carry it. Sides are indexed by the
+ * key's direction: 0 sent by the key's Src. */
+struct flow_state {
+	/* value is the flow's value for its record: the machine's, and after
+	 * the end the one it ended at (stragglers do not change a record's
+	 * state); machine steps on at every packet, stragglers too, as the
+	 * ACSM does, for their orientation and a reuse. */
+	__u16 value, machine;
+	__u8 ended; /* the flow ended at ended_at: its END event is sent */
+	__u8 pad;
+	__u16 anomalies; /* acsm.Anomaly's flag bits (the first five) seen */
+	__u32 starts;     /* flows this cell has held, this one included */
+	__u32 interim_at; /* seconds after first of the last interim event */
+	__u64 first, last, ended_at;
+	__u64 pkts[2];
+	/* The first packet's uid inputs (flowtable.UIDSeed), 0 where the
+	 * packet has none, as the Go decoder leaves them. */
+	__u32 first_seq, first_ack, first_ipid;
+	__u16 first_flags;
+	__u16 pad2;
+	struct conn_fields conn;
+};
+
+_Static_assert(sizeof(struct flow_state) == 224, "flow_state's layout is bpf.cellRaw's");
+
 struct flow_cell {
 	struct bpf_spin_lock lock;
-	__u16 value; /* the machine's value */
-	__u8 ended;  /* the value ended the flow: its end event is sent */
-	__u8 pad;
-	__u64 first, last;
-	__u64 pkts[2];
-	__u64 ip_bytes[2];
-	__u64 payload[2];
-	__u16 tcp_flags[2];
-	__u32 starts; /* flows this cell has held: a reuse makes a new one */
+	__u32 pad;
+	struct flow_state s;
 };
 
 struct {
@@ -77,22 +121,23 @@ struct {
 	__type(value, struct flow_cell);
 } cells SEC(".maps");
 
-#define EV_START 1
-#define EV_END 2
+/* Event types (bpf.EventStart...). */
+#define EV_START 1   /* a new flow, after its first packet */
+#define EV_END 2     /* its packet ended the flow: the record is due after the linger */
+#define EV_DONE 3    /* the flow is over and the cell holds another: its record is due now */
+#define EV_INTERIM 4 /* an open flow's active timeout */
 
-/* What goes up: a flow's start, or its end with its counts. */
+/* DONE reasons (bpf.ReasonReused...). */
+#define RS_REUSED 1 /* a SYN after a side closed: a new flow of the 5-tuple */
+#define RS_IDLE 2   /* idle past its timeout */
+#define RS_LINGER 3 /* ended, and its linger over */
+
+/* What goes up: an event and the flow's whole state. */
 struct flow_event {
-	__u8 type;
-	__u8 pad;
-	__u16 value;
-	__u32 starts;
+	__u8 type, reason;
+	__u8 pad[6];
 	__u8 key[40];
-	__u64 first, last;
-	__u64 pkts[2];
-	__u64 ip_bytes[2];
-	__u64 payload[2];
-	__u16 tcp_flags[2];
-	__u32 pad2;
+	struct flow_state s;
 };
 
 struct {
@@ -101,10 +146,12 @@ struct {
 } events SEC(".maps");
 
 /* Per CPU: every frame once in seen and once more in exactly one of
- * counted (its flow's cell took it), skipped (a later fragment or a TCP
- * packet without its header: the ACSM leaves them), whole (a tunnel or a
- * link layer this parser leaves to user space), insert_failed (a new flow
- * and the map full) or reasons[] (it did not parse). */
+ * counted (its flow's cell took it), skipped (a fragment or a TCP packet
+ * without its header, left to user space), whole (a tunnel or a link
+ * layer this parser leaves to user space), insert_failed (a new flow and
+ * the map full) or reasons[] (it did not parse; left to user space).
+ * events_lost counts events the full ring refused, records_lost the DONE
+ * events among them: the flow's final counts, gone with the cell's reset. */
 struct state_counters {
 	__u64 seen;
 	__u64 counted;
@@ -113,7 +160,10 @@ struct state_counters {
 	__u64 insert_failed;
 	__u64 new_flows;
 	__u64 ended;
+	__u64 done;
+	__u64 interims;
 	__u64 events_lost;
+	__u64 records_lost;
 	__u64 reasons[16];
 };
 
@@ -124,13 +174,13 @@ struct {
 	__type(value, struct state_counters);
 } state_stats SEC(".maps");
 
-/* The events and the new cell a packet builds: per CPU, off the stack
- * (the parser's state takes most of its 512 bytes). */
+/* The events a packet sends and the empty cell a new flow enters: per
+ * CPU, off the stack (the parser's state takes most of its 512 bytes). */
 struct state_buf {
 	struct flow_event ev, old;
-	/* A new flow's cell, entered with bpf_map_update_elem: bytes, as a
-	 * per-CPU map's value may not hold a spin lock. */
-	__u64 init[(sizeof(struct flow_cell) + 7) / 8];
+	/* An empty cell, never written (zero as the map made it): bytes, as
+	 * a per-CPU map's value may not hold a spin lock. */
+	__u64 empty[(sizeof(struct flow_cell) + 7) / 8];
 };
 
 struct {
@@ -198,65 +248,56 @@ static __always_inline __u16 first_value(const struct machine_tables *m, struct 
 	return v;
 }
 
-static __always_inline void fill_event(struct flow_event *e, __u8 type, const struct flow_cell *c, const __u8 *key)
+/* flag_anomalies is acsm's flagAnomalies: the anomalies a TCP header
+ * shows by itself. */
+static __always_inline __u16 flag_anomalies(__u16 f)
+{
+	__u16 a = 0;
+	if ((f & (TCP_SYN | TCP_FIN)) == (TCP_SYN | TCP_FIN))
+		a |= 1;
+	if ((f & (TCP_SYN | TCP_RST)) == (TCP_SYN | TCP_RST))
+		a |= 2;
+	if ((f & (TCP_FIN | TCP_RST)) == (TCP_FIN | TCP_RST))
+		a |= 4;
+	if ((f & 0x3f) == 0)
+		a |= 8;
+	if ((f & (TCP_FIN | TCP_PSH | TCP_URG)) == (TCP_FIN | TCP_PSH | TCP_URG))
+		a |= 16;
+	return a;
+}
+
+static __always_inline void send(struct state_counters *sc, struct flow_event *e, __u8 type)
 {
 	e->type = type;
-	e->value = c->value;
-	e->starts = c->starts;
-	__builtin_memcpy(e->key, key, 40);
-	e->first = c->first;
-	e->last = c->last;
-	e->pkts[0] = c->pkts[0];
-	e->pkts[1] = c->pkts[1];
-	e->ip_bytes[0] = c->ip_bytes[0];
-	e->ip_bytes[1] = c->ip_bytes[1];
-	e->payload[0] = c->payload[0];
-	e->payload[1] = c->payload[1];
-	e->tcp_flags[0] = c->tcp_flags[0];
-	e->tcp_flags[1] = c->tcp_flags[1];
-}
-
-static __always_inline void send(struct state_counters *sc, const struct flow_event *e)
-{
-	if (bpf_ringbuf_output(&events, (void *)e, sizeof(*e), 0))
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0)) {
 		sc->events_lost++;
-}
-
-/* count adds the packet to cell c (held locked). */
-static __always_inline void count(struct flow_cell *c, __u64 now, int dir, const struct parsed *p)
-{
-	/* A branch, not an index: the compiler would OR the index into the
-	 * address of a cell on the stack, which the verifier refuses. */
-	c->last = now;
-	if (dir) {
-		c->pkts[1]++;
-		c->ip_bytes[1] += p->ip_len;
-		c->payload[1] += p->payload_len;
-		c->tcp_flags[1] |= p->tcp_flags;
-	} else {
-		c->pkts[0]++;
-		c->ip_bytes[0] += p->ip_len;
-		c->payload[0] += p->payload_len;
-		c->tcp_flags[0] |= p->tcp_flags;
+		if (type == EV_DONE)
+			sc->records_lost++;
 	}
 }
 
+#define SENT_DONE 1
+#define SENT_START 2
+#define SENT_END 4
+#define SENT_INTERIM 8
+
 /* state_packet takes the frame into its flow's cell and returns 1, or
- * leaves it to user space: 2 for a frame to decode there (a tunnel, a
- * link layer only the Go decoder knows), 0 for one that does not parse,
- * a later fragment, a TCP packet without its header, or a new flow the
- * map has no room for. */
+ * returns 2 for a frame it leaves to user space (one that does not parse
+ * here, a tunnel, a link layer only the Go decoder knows, a fragment,
+ * a TCP packet without its header), 0 for a new flow the map has no room
+ * for. */
 static __always_inline int state_packet(struct pkt *k, __u64 now)
 {
 	__u32 zero = 0;
 	struct state_counters *sc = bpf_map_lookup_elem(&state_stats, &zero);
 	struct machine_tables *m = bpf_map_lookup_elem(&machine, &zero);
 	struct state_buf *sb = bpf_map_lookup_elem(&state_buf, &zero);
-	if (!sc || !m || !sb)
-		return 0;
+	struct state_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!sc || !m || !sb || !cfg)
+		return 2;
 	k->tmp = bpf_map_lookup_elem(&scratch, &zero);
 	if (!k->tmp)
-		return 0;
+		return 2;
 	sc->seen++;
 	struct parsed p = {};
 	__u64 key[5] = {};
@@ -269,96 +310,133 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	}
 	if (reason != R_NONE) {
 		sc->reasons[reason & 15]++;
-		return 0;
+		return 2;
 	}
 	if (p.encap) {
 		sc->whole++;
 		return 2;
 	}
-	if (p.fragment == LATER_FRAGMENT || (p.proto == 6 && !p.has_tcp)) {
+	/* User space reassembles fragments; a TCP packet without its header
+	 * is its to count or leave out. */
+	if (p.fragment != NOT_FRAGMENT || (p.proto == 6 && !p.has_tcp)) {
 		sc->skipped++;
-		return 0;
+		return 2;
 	}
+	rev = rev ? 1 : 0;
 	__u16 flags = p.proto == 6 ? p.tcp_flags : 0;
 	int data = p.payload_len > 0;
 	int syn = (flags & (TCP_SYN | TCP_ACK | TCP_FIN | TCP_RST)) == TCP_SYN;
-	struct flow_event *ev = &sb->ev, *old = &sb->old;
 	struct flow_cell *c = bpf_map_lookup_elem(&cells, key);
 	if (!c) {
-		struct flow_cell *init = (struct flow_cell *)sb->init;
-		__builtin_memset(init, 0, sizeof(*init));
-		int ends;
-		init->value = first_value(m, k, &p, rev, flags, data, &ends);
-		init->ended = ends;
-		init->first = now;
-		init->starts = 1;
-		count(init, now, rev, &p);
-		long err = bpf_map_update_elem(&cells, key, init, BPF_NOEXIST);
-		if (!err) {
-			sc->counted++;
-			sc->new_flows++;
-			fill_event(ev, EV_START, init, (__u8 *)key);
-			send(sc, ev);
-			if (ends) {
-				sc->ended++;
-				ev->type = EV_END;
-				send(sc, ev);
-			}
-			return 1;
-		}
-		/* Another CPU entered the flow first, or the map is full. */
+		/* An empty cell (starts 0), filled under its lock below. If
+		 * another CPU entered it first, this update fails and the
+		 * lookup finds that one. */
+		bpf_map_update_elem(&cells, key, sb->empty, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&cells, key);
 		if (!c) {
 			sc->insert_failed++;
 			return 0;
 		}
 	}
-	/* The flow's cell: step its value, or, when a side closed and a SYN
-	 * comes, end it and start a new flow in the cell (acsm's reuse). */
-	int sent = 0; /* 1: the flow ended; 2: reused (an end, then a start); 3: and the new one ended */
-	/* A reuse's first value, made before the lock (a SYN only can reuse). */
-	int v0_ends = 0;
-	__u16 v0 = syn ? first_value(m, k, &p, rev, flags, data, &v0_ends) : 0;
+	int sent = 0;
+	__u8 why = 0;
 	bpf_spin_lock(&c->lock);
-	__u16 v = c->value & (MAX_VALUES - 1);
-	if ((m->info[v] & INFO_CLOSED) && syn) {
-		fill_event(old, EV_END, c, (__u8 *)key);
-		__u32 starts = c->starts + 1;
-		__builtin_memset((__u8 *)c + sizeof(struct bpf_spin_lock), 0,
-				 sizeof(*c) - sizeof(struct bpf_spin_lock));
-		c->starts = starts;
-		c->first = now;
-		c->value = v0;
-		c->ended = v0_ends;
-		count(c, now, rev, &p);
-		fill_event(ev, EV_START, c, (__u8 *)key);
-		sent = c->ended ? 3 : 2;
-	} else {
-		int is_orig = rev == !!(m->info[v] & INFO_ORIG_IS_DST);
-		__u16 n = m->next[((__u32)v * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
-		c->value = n & ~TRANS_ENDS;
-		count(c, now, rev, &p);
-		if ((n & TRANS_ENDS) && !c->ended) {
-			c->ended = 1;
-			fill_event(ev, EV_END, c, (__u8 *)key);
-			sent = 1;
+	struct flow_state *s = &c->s;
+	__u8 info = m->info[s->machine & (MAX_VALUES - 1)];
+	/* flowtable.Table's order: an ended flow's linger runs out before
+	 * the packet (Advance), then a reuse, then an idle timeout. */
+	if (s->starts == 0) {
+	} else if (s->ended) {
+		if ((__s64)(now - s->ended_at) >= cfg->linger)
+			why = RS_LINGER;
+		else if ((info & INFO_CLOSED) && syn)
+			why = RS_REUSED;
+	} else if ((info & INFO_CLOSED) && syn) {
+		why = RS_REUSED;
+	} else if ((__s64)(now - s->last) >= ((info & INFO_IDLE_NEW) ? cfg->idle_new : cfg->idle_est)) {
+		why = RS_IDLE;
+	}
+	int first = s->starts == 0 || why;
+	if (first) {
+		if (why) {
+			sb->old.reason = why;
+			sb->old.s = *s;
+			sent |= SENT_DONE;
 		}
+		__u32 starts = s->starts + 1;
+		__builtin_memset(s, 0, sizeof(*s));
+		s->starts = starts;
+		s->first = now;
+		s->first_seq = p.seq;
+		s->first_ack = p.ack;
+		s->first_ipid = p.ip_id;
+		s->first_flags = flags;
+		int ends;
+		__u16 v = first_value(m, k, &p, rev, flags, data, &ends);
+		s->value = s->machine = v;
+		sent |= SENT_START;
+		if (ends) {
+			s->ended = 1;
+			s->ended_at = now;
+			sent |= SENT_END;
+		}
+	} else {
+		int is_orig = rev == !!(info & INFO_ORIG_IS_DST);
+		__u16 n = m->next[((__u32)s->machine * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
+		s->machine = n & ~TRANS_ENDS;
+		if (!s->ended) {
+			s->value = s->machine;
+			if (n & TRANS_ENDS) {
+				s->ended = 1;
+				s->ended_at = now;
+				sent |= SENT_END;
+			}
+		}
+	}
+	int orig_is_dst = !!(m->info[s->machine & (MAX_VALUES - 1)] & INFO_ORIG_IS_DST);
+	observe(&s->conn, &p, rev, orig_is_dst, first);
+	s->last = now;
+	if (rev)
+		s->pkts[1]++;
+	else
+		s->pkts[0]++;
+	if (p.proto == 6)
+		s->anomalies |= flag_anomalies(flags);
+	/* flowtable.Table.interim: a multiplication a packet, the division
+	 * only when an event is due. */
+	if (!s->ended && cfg->active_sec) {
+		__s64 age = now - s->first;
+		if (age >= (__s64)(__u32)(s->interim_at + cfg->active_sec) * 1000000000LL) {
+			__u64 secs = (__u64)age / 1000000000ULL;
+			s->interim_at = secs > 0xffffffffULL ? 0xffffffff : secs;
+			sent |= SENT_INTERIM;
+		}
+	}
+	if (sent & (SENT_START | SENT_END | SENT_INTERIM)) {
+		sb->ev.reason = 0;
+		sb->ev.s = *s;
 	}
 	bpf_spin_unlock(&c->lock);
 	sc->counted++;
-	if (sent >= 2) {
-		sc->ended++;
-		send(sc, old);
-		sc->new_flows++;
-		send(sc, ev);
-		if (sent == 3) {
-			sc->ended++;
-			ev->type = EV_END;
-			send(sc, ev);
+	if (sent & (SENT_DONE | SENT_START | SENT_END | SENT_INTERIM)) {
+		__builtin_memcpy(sb->ev.key, key, 40);
+		if (sent & SENT_DONE) {
+			__builtin_memcpy(sb->old.key, key, 40);
+			sc->done++;
+			send(sc, &sb->old, EV_DONE);
 		}
-	} else if (sent == 1) {
-		sc->ended++;
-		send(sc, ev);
+		if (sent & SENT_START) {
+			sc->new_flows++;
+			send(sc, &sb->ev, EV_START);
+		}
+		if (sent & SENT_END) {
+			sc->ended++;
+			send(sc, &sb->ev, EV_END);
+		}
+		if (sent & SENT_INTERIM) {
+			sc->interims++;
+			send(sc, &sb->ev, EV_INTERIM);
+		}
 	}
 	return 1;
 }
@@ -395,13 +473,14 @@ int flowmon_state_replay(struct xdp_md *ctx)
 	switch (state_packet(&k, now)) {
 	case 1:
 		return XDP_PASS;
-	case 2:
-		return XDP_TX;
+	case 0:
+		return XDP_DROP;
 	}
-	return XDP_DROP;
+	return XDP_TX;
 }
 
 /* Referenced so that their types are in the object's BTF, which bpf2go
  * turns into Go types. */
 const struct flow_event *unused_flow_event __attribute__((unused));
 const struct state_counters *unused_state_counters __attribute__((unused));
+const struct state_config *unused_state_config __attribute__((unused));

@@ -19,32 +19,67 @@ type flowstateFlowCell struct {
 		_   structs.HostLayout
 		Val uint32
 	}
-	Value    uint16
-	Ended    uint8
-	Pad      uint8
-	First    uint64
-	Last     uint64
-	Pkts     [2]uint64
-	IpBytes  [2]uint64
-	Payload  [2]uint64
-	TcpFlags [2]uint16
-	Starts   uint32
+	Pad uint32
+	S   flowstateFlowState
 }
 
 type flowstateFlowEvent struct {
-	_        structs.HostLayout
-	Type     uint8
-	Pad      uint8
-	Value    uint16
-	Starts   uint32
-	Key      [40]uint8
-	First    uint64
-	Last     uint64
-	Pkts     [2]uint64
-	IpBytes  [2]uint64
-	Payload  [2]uint64
-	TcpFlags [2]uint16
-	Pad2     uint32
+	_      structs.HostLayout
+	Type   uint8
+	Reason uint8
+	Pad    [6]uint8
+	Key    [40]uint8
+	S      flowstateFlowState
+}
+
+type flowstateFlowState struct {
+	_          structs.HostLayout
+	Value      uint16
+	Machine    uint16
+	Ended      uint8
+	Pad        uint8
+	Anomalies  uint16
+	Starts     uint32
+	InterimAt  uint32
+	First      uint64
+	Last       uint64
+	EndedAt    uint64
+	Pkts       [2]uint64
+	FirstSeq   uint32
+	FirstAck   uint32
+	FirstIpid  uint32
+	FirstFlags uint16
+	Pad2       uint16
+	Conn       struct {
+		_    structs.HostLayout
+		Side [2]struct {
+			_        structs.HostLayout
+			IpBytes  uint64
+			Top      uint64
+			Acked    uint64
+			Start    uint32
+			Contig   uint32
+			Hole     uint32
+			Missed   uint32
+			FinSeq   uint32
+			LastSyn  uint16
+			LastFin  uint16
+			LastRst  uint16
+			Pad      uint16
+			Rxmt     uint32
+			Win0     uint16
+			Gaps     uint16
+			Flags    uint8
+			Pad2     uint8
+			TcpFlags uint16
+		}
+		Hist      [2]uint64
+		Nhist     uint8
+		Pad       uint8
+		Seen      uint16
+		OrigIsDst uint8
+		Pad2      [3]uint8
+	}
 }
 
 type flowstateMachineTables struct {
@@ -61,10 +96,19 @@ type flowstatePortBits struct {
 }
 
 type flowstateStateBuf struct {
-	_    structs.HostLayout
-	Ev   flowstateFlowEvent
-	Old  flowstateFlowEvent
-	Init [10]uint64
+	_     structs.HostLayout
+	Ev    flowstateFlowEvent
+	Old   flowstateFlowEvent
+	Empty [29]uint64
+}
+
+type flowstateStateConfig struct {
+	_         structs.HostLayout
+	IdleNew   int64
+	IdleEst   int64
+	Linger    int64
+	ActiveSec uint32
+	Pad       uint32
 }
 
 type flowstateStateCounters struct {
@@ -76,7 +120,10 @@ type flowstateStateCounters struct {
 	InsertFailed uint64
 	NewFlows     uint64
 	Ended        uint64
+	Done         uint64
+	Interims     uint64
 	EventsLost   uint64
+	RecordsLost  uint64
 	Reasons      [16]uint64
 }
 
@@ -85,6 +132,7 @@ type flowstateStateCounters struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	flowstateMapCells               = "cells"
+	flowstateMapConfig              = "config"
 	flowstateMapEvents              = "events"
 	flowstateMapMachine             = "machine"
 	flowstateMapScratch             = "scratch"
@@ -94,6 +142,7 @@ const (
 	flowstateProgFlowmonStateReplay = "flowmon_state_replay"
 	flowstateProgFlowmonStateXdp    = "flowmon_state_xdp"
 	flowstateVarUnusedFlowEvent     = "unused_flow_event"
+	flowstateVarUnusedStateConfig   = "unused_state_config"
 	flowstateVarUnusedStateCounters = "unused_state_counters"
 )
 
@@ -148,6 +197,7 @@ type flowstateProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowstateMapSpecs struct {
 	Cells       *ebpf.MapSpec `ebpf:"cells"`
+	Config      *ebpf.MapSpec `ebpf:"config"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Machine     *ebpf.MapSpec `ebpf:"machine"`
 	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
@@ -161,6 +211,7 @@ type flowstateMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowstateVariableSpecs struct {
 	UnusedFlowEvent     *ebpf.VariableSpec `ebpf:"unused_flow_event"`
+	UnusedStateConfig   *ebpf.VariableSpec `ebpf:"unused_state_config"`
 	UnusedStateCounters *ebpf.VariableSpec `ebpf:"unused_state_counters"`
 }
 
@@ -185,6 +236,7 @@ func (o *flowstateObjects) Close() error {
 // It can be passed to loadFlowstateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowstateMaps struct {
 	Cells       *ebpf.Map `ebpf:"cells"`
+	Config      *ebpf.Map `ebpf:"config"`
 	Events      *ebpf.Map `ebpf:"events"`
 	Machine     *ebpf.Map `ebpf:"machine"`
 	Scratch     *ebpf.Map `ebpf:"scratch"`
@@ -196,6 +248,7 @@ type flowstateMaps struct {
 func (m *flowstateMaps) Close() error {
 	return _FlowstateClose(
 		m.Cells,
+		m.Config,
 		m.Events,
 		m.Machine,
 		m.Scratch,
@@ -210,6 +263,7 @@ func (m *flowstateMaps) Close() error {
 // It can be passed to loadFlowstateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowstateVariables struct {
 	UnusedFlowEvent     *ebpf.Variable `ebpf:"unused_flow_event"`
+	UnusedStateConfig   *ebpf.Variable `ebpf:"unused_state_config"`
 	UnusedStateCounters *ebpf.Variable `ebpf:"unused_state_counters"`
 }
 

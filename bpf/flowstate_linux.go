@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
@@ -13,17 +16,26 @@ import (
 )
 
 // The kernel flow state (flowstate.c): the program keeps each flow's
-// state and counts in a cell of a fixed-size map and sends only flow
-// events up (a flow's start, and its end with its counts).
+// state, counts and conn.log fields in a cell of a fixed-size map, ages
+// it in packet time as the user-space flow table does, and sends only
+// flow events up, each with the whole cell.
 
 // StateMachine is an ACSM machine as the program steps it: acsm.Tables'
 // arrays (the caller converts, so that this package stays a leaf).
 type StateMachine struct {
-	Next        []uint16 // [value*256+input], bit 15: the transition ends the flow
-	Info        []uint8  // [value]: bit 0 origIsDst, bit 1 terminal, bit 2 closed
+	Next []uint16 // [value*256+input], bit 15: the transition ends the flow
+	Info []uint8  // [value]: bit 0 origIsDst, bit 1 terminal, bit 2 closed (bit 3 is IdleNew's)
+	// IdleNew, when set (one per value), says a flow at that value
+	// times out after StateOptions.IdleNew: conn states S0, SH, SHR and
+	// unknown (from acsm.Tables.Conn). Without it every flow times out
+	// after IdleEstablished.
+	IdleNew     []bool
 	Start       [3][2][2]uint16
 	ServerPorts [1024]uint64
 }
+
+// infoIdleNew is the program's INFO_IDLE_NEW bit of Info.
+const infoIdleNew = 1 << 3
 
 // MaxStateValues is the most values a machine may have.
 const MaxStateValues = 512
@@ -36,45 +48,115 @@ type StateOptions struct {
 	// multiple of the page size (default 4 MiB).
 	EventRing int
 	Machine   StateMachine
+	// IdleNew is the idle timeout of a flow at a value StateMachine's
+	// IdleNew names, IdleEstablished that of the others (flowtable's
+	// Config); 0 is none.
+	IdleNew, IdleEstablished time.Duration
+	// Linger is how long an ended flow waits for its stragglers before
+	// its 5-tuple's next packet starts another (default 5 s, flowtable's
+	// recordLinger).
+	Linger time.Duration
+	// ActiveTimeout, in whole seconds (0: none), gives an open flow an
+	// interim event at its first packet that long after its start or its
+	// last interim event.
+	ActiveTimeout time.Duration
 }
+
+// DefaultLinger is StateOptions.Linger's default: flowtable's linger,
+// Zeek's tcp_close_delay.
+const DefaultLinger = 5 * time.Second
+
+// noTimeout is the program's "never": the program compares a time's
+// distance from another with a timeout, and no distance is larger.
+const noTimeout = math.MaxInt64
 
 // State is a loaded flow-state program and its maps.
 type State struct {
 	objs flowstateObjects
 }
 
+// ConnBytes is the size of Cell.Conn: flowtable.Conn's.
+const ConnBytes = 152
+
 // Cell is one flow's state as the program keeps it. Sides are indexed by
 // the key's direction: 0 sent by the key's Src.
 type Cell struct {
-	Value       uint16 // the machine's value
-	Ended       bool   // the value ended the flow (its end event was sent)
-	First, Last int64  // packet times, nanoseconds
-	Pkts        [2]uint64
-	IPBytes     [2]uint64
-	Payload     [2]uint64
-	TCPFlags    [2]uint16
-	Starts      uint32 // flows the cell has held: a reuse of the 5-tuple starts another
+	// Value is the machine's value for the flow's record: after the end,
+	// the one it ended at (stragglers do not change it).
+	Value uint16
+	// Ended says the flow ended at EndedAt (its END event was sent); its
+	// record is due after the linger, with the stragglers counted.
+	Ended                bool
+	First, Last, EndedAt int64 // packet times, nanoseconds
+	Pkts                 [2]uint64
+	// Conn is the flow's conn.log fields, in flowtable.Conn's memory
+	// layout (flowtable.ConnFromBytes reads it).
+	Conn [ConnBytes]byte
+	// The first packet's sequence and ack numbers, IP id and TCP flags,
+	// 0 where it has none (flowtable.UIDSeed's inputs).
+	FirstSeq, FirstAck, FirstIPID uint32
+	FirstFlags                    uint16
+	// Anomalies are the flag anomalies the flow's packets showed, as
+	// acsm.Anomaly's bits: syn_fin, syn_rst, fin_rst, null and xmas only
+	// (the stateful three are the machine's transitions', which
+	// StateMachine does not carry).
+	Anomalies uint16
+	// Starts is the flows the cell has held, this one included; InterimAt
+	// the seconds after First of the last INTERIM event.
+	Starts, InterimAt uint32
 }
 
 // Event types.
 const (
+	// EventStart: a new flow, after its first packet.
 	EventStart = 1
-	EventEnd   = 2
+	// EventEnd: the packet ended the flow. Its record is due after the
+	// linger, from the cell (State.Take), so that stragglers count.
+	EventEnd = 2
+	// EventDone: the flow is over (Event.Reason says why) and the cell
+	// now holds another; the event carries its final state, and its
+	// record is due now.
+	EventDone = 3
+	// EventInterim: an open flow's active timeout; the event carries its
+	// state so far.
+	EventInterim = 4
 )
 
-// Event is a flow event: a start, or an end carrying the flow's counts.
+// EventDone's reasons (0 for the other events).
+const (
+	// ReasonReused: a SYN after a side closed starts a new flow of the
+	// 5-tuple (record.EndOfFlow).
+	ReasonReused = 1
+	// ReasonIdle: the open flow was idle past its timeout (record.EndIdle).
+	ReasonIdle = 2
+	// ReasonLinger: the flow had ended and its linger was over
+	// (record.EndOfFlow).
+	ReasonLinger = 3
+)
+
+// Event is a flow event. A full ring loses events (StateCounters.
+// EventsLost); the flows' records still come from the cells, which user
+// space sweeps, so a lost START, END or INTERIM costs only timeliness. A
+// lost DONE costs the old flow's record: the cell was reset for the new
+// one (StateCounters.RecordsLost counts them).
 type Event struct {
-	Type uint8
-	Key  [40]byte
+	Type, Reason uint8
+	Key          [40]byte
 	Cell
 }
 
+// EventSize is the size of a flow event in the ring.
+const EventSize = int(unsafe.Sizeof(flowstateFlowEvent{}))
+
 // StateCounters are the program's counts, summed over the CPUs: every
 // frame once in Seen and once more in exactly one of Counted, Skipped,
-// Whole, InsertFailed or Reasons.
+// Whole, InsertFailed or Reasons. NewFlows, Ended, Done and Interims
+// count the events made, EventsLost those the full ring refused and
+// RecordsLost the DONE events among them.
 type StateCounters struct {
 	Seen, Counted, Skipped, Whole, InsertFailed uint64
-	NewFlows, Ended, EventsLost                 uint64
+	NewFlows, Ended, Done, Interims             uint64
+	EventsLost, RecordsLost                     uint64
 	Reasons                                     [16]uint64
 }
 
@@ -90,6 +172,16 @@ func LoadState(opt StateOptions) (*State, error) {
 	if len(m.Info) == 0 || len(m.Info) > MaxStateValues || len(m.Next) != len(m.Info)*256 {
 		return nil, fmt.Errorf("load eBPF flow state: a machine of %d values and %d transitions: want 1 to %d values, 256 transitions each",
 			len(m.Info), len(m.Next), MaxStateValues)
+	}
+	if len(m.IdleNew) != 0 && len(m.IdleNew) != len(m.Info) {
+		return nil, fmt.Errorf("load eBPF flow state: IdleNew of %d values, the machine %d", len(m.IdleNew), len(m.Info))
+	}
+	if opt.IdleNew < 0 || opt.IdleEstablished < 0 || opt.Linger < 0 || opt.ActiveTimeout < 0 {
+		return nil, fmt.Errorf("load eBPF flow state: timeouts idle new %v, established %v, linger %v, active %v: want 0 or more",
+			opt.IdleNew, opt.IdleEstablished, opt.Linger, opt.ActiveTimeout)
+	}
+	if opt.Linger == 0 {
+		opt.Linger = DefaultLinger
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
@@ -107,10 +199,28 @@ func LoadState(opt StateOptions) (*State, error) {
 	var t flowstateMachineTables
 	copy(t.Next[:], m.Next)
 	copy(t.Info[:], m.Info)
+	for v, n := range m.IdleNew {
+		t.Info[v] &^= infoIdleNew
+		if n {
+			t.Info[v] |= infoIdleNew
+		}
+	}
 	t.Start, t.ServerPorts = m.Start, m.ServerPorts
 	if err := s.objs.Machine.Put(uint32(0), &t); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("load eBPF flow state: set the machine: %w", err)
+	}
+	never := func(d time.Duration) int64 {
+		if d == 0 {
+			return noTimeout
+		}
+		return int64(d)
+	}
+	cfg := flowstateStateConfig{IdleNew: never(opt.IdleNew), IdleEst: never(opt.IdleEstablished),
+		Linger: int64(opt.Linger), ActiveSec: uint32(min(opt.ActiveTimeout/time.Second, 1<<32-1))}
+	if err := s.objs.Config.Put(uint32(0), &cfg); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("load eBPF flow state: set the timeouts: %w", err)
 	}
 	return s, nil
 }
@@ -135,12 +245,14 @@ type Verdict uint8
 const (
 	// Kept: the frame's flow cell took it.
 	Kept Verdict = iota
-	// Whole: a frame to decode in user space (a tunnel, a link layer
-	// only the Go decoder knows, or one Run does not take).
+	// Whole: a frame the program does not keep, for user space to
+	// decode and count: a tunnel, a link layer only the Go decoder
+	// knows, a fragment (first or later: user space reassembles), a TCP
+	// packet without its header, a frame that does not parse here, or
+	// one Run does not take (StateCounters says which).
 	Whole
-	// Left: a frame that does not parse, a later fragment, a TCP packet
-	// without its header, or a new flow the map had no room for
-	// (StateCounters says which).
+	// Left: a new flow's packet the map had no room for
+	// (StateCounters.InsertFailed), left out.
 	Left
 )
 
@@ -212,7 +324,10 @@ func (s *State) Counters() (StateCounters, error) {
 		c.InsertFailed += p.InsertFailed
 		c.NewFlows += p.NewFlows
 		c.Ended += p.Ended
+		c.Done += p.Done
+		c.Interims += p.Interims
 		c.EventsLost += p.EventsLost
+		c.RecordsLost += p.RecordsLost
 		for r := range c.Reasons {
 			c.Reasons[r] += p.Reasons[r]
 		}
@@ -220,25 +335,60 @@ func (s *State) Counters() (StateCounters, error) {
 	return c, nil
 }
 
-func cellOf(c *flowstateFlowCell) Cell {
-	return Cell{Value: c.Value, Ended: c.Ended != 0, First: int64(c.First), Last: int64(c.Last), Pkts: c.Pkts,
-		IPBytes: c.IpBytes, Payload: c.Payload, TCPFlags: c.TcpFlags, Starts: c.Starts}
+func cellOf(st *flowstateFlowState) Cell {
+	c := Cell{Value: st.Value, Ended: st.Ended != 0, First: int64(st.First), Last: int64(st.Last),
+		EndedAt: int64(st.EndedAt), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
+		FirstIPID: st.FirstIpid, FirstFlags: st.FirstFlags, Anomalies: st.Anomalies, Starts: st.Starts,
+		InterimAt: st.InterimAt}
+	// struct conn_fields is Conn's layout in bytes (the generated type
+	// keeps the C layout: structs.HostLayout).
+	c.Conn = *(*[ConnBytes]byte)(unsafe.Pointer(&st.Conn))
+	return c
 }
 
 // Cells calls fn with every cell the map holds, until fn returns false.
+// Each cell is read under its lock (BPF_F_LOCK), so whole; a cell deleted
+// meanwhile is passed over.
 func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
-	var key [40]byte
+	var key, next [40]byte
 	var c flowstateFlowCell
-	it := s.objs.Cells.Iterate()
-	for it.Next(&key, &c) {
-		if !fn(key, cellOf(&c)) {
+	var prev any // nil: the first key
+	for {
+		if err := s.objs.Cells.NextKey(prev, &next); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				return nil
+			}
+			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
+		}
+		key = next
+		prev = key
+		err := s.objs.Cells.LookupWithFlags(key, &c, ebpf.LookupLock)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
+		}
+		if !fn(key, cellOf(&c.S)) {
 			return nil
 		}
 	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("read the eBPF flow state's cells: %w", err)
+}
+
+// Take removes the cell of key and returns it, in one step under the
+// cell's lock (lookup and delete with BPF_F_LOCK): a packet of the flow
+// counts either in the cell returned or in a new flow's cell, never in
+// neither. ok is false when the map holds no cell for key.
+func (s *State) Take(key [40]byte) (c Cell, ok bool, err error) {
+	var fc flowstateFlowCell
+	err = s.objs.Cells.LookupAndDeleteWithFlags(key, &fc, ebpf.LookupLock)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return Cell{}, false, nil
 	}
-	return nil
+	if err != nil {
+		return Cell{}, false, fmt.Errorf("take an eBPF flow state cell: %w", err)
+	}
+	return cellOf(&fc.S), true, nil
 }
 
 // Delete removes the cell of key (a flow whose record is written).
@@ -258,18 +408,16 @@ func (s *State) NewEventReader() (*ringbuf.Reader, error) {
 	return r, nil
 }
 
-// ParseEvent reads an event from a ring record's bytes.
+// ParseEvent reads an event from a ring record's bytes (EventSize).
 func ParseEvent(b []byte, e *Event) error {
 	var r flowstateFlowEvent
-	if len(b) < binary.Size(&r) {
-		return fmt.Errorf("a flow event of %d bytes, want %d", len(b), binary.Size(&r))
+	if len(b) < EventSize {
+		return fmt.Errorf("a flow event of %d bytes, want %d", len(b), EventSize)
 	}
-	if _, err := binary.Decode(b, binary.NativeEndian, &r); err != nil {
-		return fmt.Errorf("read a flow event: %w", err)
-	}
-	e.Type, e.Key = r.Type, r.Key
-	e.Cell = Cell{Value: r.Value, First: int64(r.First), Last: int64(r.Last), Pkts: r.Pkts, IPBytes: r.IpBytes,
-		Payload: r.Payload, TCPFlags: r.TcpFlags, Starts: r.Starts}
+	// The ring holds the C struct in native byte order and layout.
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&r)), EventSize), b)
+	e.Type, e.Reason, e.Key = r.Type, r.Reason, r.Key
+	e.Cell = cellOf(&r.S)
 	return nil
 }
 
