@@ -424,3 +424,30 @@ func ParseEvent(b []byte, e *Event) error {
 // XDPProgram is the live XDP program (for Program.Benchmark and
 // attaching).
 func (s *State) XDPProgram() *ebpf.Program { return s.objs.FlowmonStateXdp }
+
+// Lookup reads the cell of key, taken under its lock, leaving it in the
+// map.
+func (s *State) Lookup(key [40]byte) (c Cell, ok bool, err error) {
+	var fc flowstateFlowCell
+	err = s.objs.Cells.LookupWithFlags(key, &fc, ebpf.LookupLock)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return Cell{}, false, nil
+	}
+	if err != nil {
+		return Cell{}, false, fmt.Errorf("read an eBPF flow state cell: %w", err)
+	}
+	return cellOf(&fc.S), true, nil
+}
+
+// ResetCounters sets the program's counts to zero (between two runs of
+// one loaded program).
+func (s *State) ResetCounters() error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("reset the eBPF flow state's counters: %w", err)
+	}
+	if err := s.objs.StateStats.Put(uint32(0), make([]flowstateStateCounters, n)); err != nil {
+		return fmt.Errorf("reset the eBPF flow state's counters: %w", err)
+	}
+	return nil
+}

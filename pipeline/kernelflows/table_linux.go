@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -21,9 +22,10 @@ import (
 // program and its maps, reads its events and sweeps its cells, and
 // writes the records. One goroutine uses it.
 type Table struct {
+	key    loadKey
 	st     *bpf.State
 	rd     *ringbuf.Reader
-	rec    ringbuf.Record
+	rb     ringbuf.Record
 	ev     bpf.Event
 	tables acsm.Tables
 	out    flowtable.Out
@@ -64,6 +66,12 @@ func New(c Config) (*Table, error) {
 		idle[v] = flowtable.IdleNew(tables.Conn[v])
 	}
 	to := c.withDefaults()
+	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
+		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts)}
+	if t := takeLoaded(key); t != nil {
+		t.out, t.events = to.Out, to.Events
+		return t, nil
+	}
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
 		Machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
 			ServerPorts: tables.ServerPorts, IdleNew: idle},
@@ -81,19 +89,70 @@ func New(c Config) (*Table, error) {
 		st.Close()
 		return nil, err
 	}
-	t := &Table{st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
+	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
 	t.nextSweep = -1
 	return t, nil
 }
 
-// Close releases the program and its maps.
+// Close releases the program and its maps, or keeps them, emptied, for
+// the next New of the same shape in this process (keepLoaded).
 func (t *Table) Close() error {
+	if t.keep() {
+		return nil
+	}
 	err := t.rd.Close()
 	if cerr := t.st.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// Loading the program takes the verifier most of a second, longer than a
+// small capture's replay: a process that replays capture after capture
+// (the tests that check every capture) keeps one loaded program of each
+// shape, emptied between runs.
+type loadKey struct {
+	machine                  acsm.MachineKind
+	cells, ring              int
+	idleNew, idleEst, active time.Duration
+	ports                    string
+}
+
+var loaded struct {
+	sync.Mutex
+	m map[loadKey]*Table
+}
+
+func takeLoaded(k loadKey) *Table {
+	loaded.Lock()
+	defer loaded.Unlock()
+	t := loaded.m[k]
+	delete(loaded.m, k)
+	return t
+}
+
+// keep empties t and keeps it for the next New of its shape, if none is
+// kept yet.
+func (t *Table) keep() bool {
+	if t.st.ClearCells() != nil || t.st.ResetCounters() != nil {
+		return false
+	}
+	t.rd.SetDeadline(time.Now())
+	for t.rd.ReadInto(&t.rb) == nil {
+	}
+	loaded.Lock()
+	defer loaded.Unlock()
+	if loaded.m[t.key] != nil {
+		return false
+	}
+	if loaded.m == nil {
+		loaded.m = map[loadKey]*Table{}
+	}
+	*t = Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
+		linger: t.linger, states: map[string]uint64{}, nextSweep: -1}
+	loaded.m[t.key] = t
+	return true
 }
 
 // TakeFrame runs one frame through the program at its packet time and
@@ -127,14 +186,14 @@ func (t *Table) readEvents() error {
 	}
 	t.rd.SetDeadline(time.Now())
 	for {
-		err := t.rd.ReadInto(&t.rec)
+		err := t.rd.ReadInto(&t.rb)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read the eBPF flow events: %w", err)
 		}
-		if err := bpf.ParseEvent(t.rec.RawSample, &t.ev); err != nil {
+		if err := bpf.ParseEvent(t.rb.RawSample, &t.ev); err != nil {
 			return err
 		}
 		t.event(&t.ev)
