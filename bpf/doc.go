@@ -37,12 +37,17 @@
 // shares the parser (include/parse.h) and keeps each flow in a cell of a
 // fixed-size map instead of handing packets up: the ACSM's machine value,
 // stepped over the tables user space loads (acsm.MachineTables, given as
-// a StateMachine), first and last times, and packets, IP and payload
-// bytes and TCP flag unions each way, each cell updated under its spin
-// lock. Only flow events go up a ring: a flow's start, and its end with
-// its counts. Its replay entry (State.Run) runs a frame with
-// BPF_PROG_TEST_RUN at the frame's packet time and says whether the
-// program kept it or left it to user space.
+// a StateMachine), first, last and end times, packets each way, the first
+// packet's uid inputs, the flag anomalies and conn.log's fields
+// (include/conn.h ports flowtable.Conn.Observe, in Conn's memory layout),
+// each cell updated under its spin lock. It ages flows in packet time as
+// the user-space flow table does (idle timeouts by tier, an ended flow's
+// linger, interim events at the active timeout), and only flow events go
+// up a ring, each with the whole cell: a flow's start, its end, its being
+// done (the cell reused by the 5-tuple's next flow) and interims. Its
+// replay entry (State.Run) runs a frame with BPF_PROG_TEST_RUN at the
+// frame's packet time and says whether the program kept it or left it to
+// user space.
 //
 // The package knows nothing of package capture; its subpackage source
 // (bpf/source) is the live source on the program, which turns its records

@@ -106,7 +106,7 @@ struct flow_state {
 	struct conn_fields conn;
 };
 
-_Static_assert(sizeof(struct flow_state) == 224, "flow_state's layout is bpf.cellRaw's");
+_Static_assert(sizeof(struct flow_state) == 224, "an event is 272 bytes (bpf.EventSize)");
 
 struct flow_cell {
 	struct bpf_spin_lock lock;

@@ -348,30 +348,30 @@ func cellOf(st *flowstateFlowState) Cell {
 
 // Cells calls fn with every cell the map holds, until fn returns false.
 // Each cell is read under its lock (BPF_F_LOCK), so whole; a cell deleted
-// meanwhile is passed over.
+// meanwhile is passed over. fn may Take or Delete the cell it is given:
+// the next key is read before fn is called, as a hash map's next key
+// after a deleted one is its first.
 func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
-	var key, next [40]byte
+	var cur, next [40]byte
 	var c flowstateFlowCell
-	var prev any // nil: the first key
+	err := s.objs.Cells.NextKey(nil, &cur)
 	for {
-		if err := s.objs.Cells.NextKey(prev, &next); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				return nil
-			}
-			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
-		}
-		key = next
-		prev = key
-		err := s.objs.Cells.LookupWithFlags(key, &c, ebpf.LookupLock)
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			continue
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
 		}
-		if !fn(key, cellOf(&c.S)) {
+		nextErr := s.objs.Cells.NextKey(cur, &next)
+		lerr := s.objs.Cells.LookupWithFlags(cur, &c, ebpf.LookupLock)
+		switch {
+		case errors.Is(lerr, ebpf.ErrKeyNotExist):
+		case lerr != nil:
+			return fmt.Errorf("read the eBPF flow state's cells: %w", lerr)
+		case !fn(cur, cellOf(&c.S)):
 			return nil
 		}
+		cur, err = next, nextErr
 	}
 }
 

@@ -160,8 +160,9 @@ func TestStateMatchesUserSpace(t *testing.T) {
 				continue
 			}
 			counted++
-			// The program ages nothing (user space sweeps its cells):
-			// one time for the ACSM, so that it ages nothing either.
+			// The program ages nothing here (no idle timeouts, a
+			// linger past every capture): one time for the ACSM, so
+			// that it ages nothing either.
 			p.Timestamp = time.Unix(1e9, 0)
 			var ev acsm.Event
 			tr.ObserveInto(&p, &ev)
@@ -258,6 +259,17 @@ func TestStateMatchesUserSpace(t *testing.T) {
 		files, frames, userFrames, flows, connDiffs, len(differs))
 	if len(differs) > 5 {
 		t.Errorf("%d captures differ for a known cause: more than the 5 expected", len(differs))
+	}
+}
+
+// TestStateLayout pins the sizes user space reads: a cell's Conn is
+// flowtable.Conn's bytes, and an event is 272 bytes in the ring.
+func TestStateLayout(t *testing.T) {
+	if bpf.ConnBytes != flowtable.ConnSize {
+		t.Errorf("Cell.Conn is %d bytes, flowtable.Conn %d", bpf.ConnBytes, flowtable.ConnSize)
+	}
+	if bpf.EventSize != 272 {
+		t.Errorf("an event is %d bytes, want 272", bpf.EventSize)
 	}
 }
 

@@ -260,6 +260,28 @@ func TestStateTime(t *testing.T) {
 	if _, ok, err := s.Take(k); ok || err != nil {
 		t.Errorf("Take again: %v, %v", ok, err)
 	}
+	// Cells with a Take of each cell it gives: each once, then none.
+	n, taken := 0, map[[40]byte]bool{}
+	if err := s.Cells(func(key [40]byte, _ bpf.Cell) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Cells(func(key [40]byte, _ bpf.Cell) bool {
+		if _, ok, err := s.Take(key); !ok || err != nil || taken[key] {
+			t.Errorf("Take in Cells: %v, %v, taken before %v", ok, err, taken[key])
+		}
+		taken[key] = true
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	if err := s.Cells(func([40]byte, bpf.Cell) bool { left++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || len(taken) != n || left != 0 {
+		t.Errorf("Cells: %d cells, %d taken, %d left", n, len(taken), left)
+	}
 	sc, err := s.Counters()
 	if err != nil {
 		t.Fatal(err)
