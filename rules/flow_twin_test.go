@@ -27,7 +27,7 @@ type twin struct {
 	fsh   *Shard
 	frec  *recorder
 	flows map[uint64]*record.Flow
-	ended []*record.Flow // ended, their records not yet written (linger)
+	ended []*record.Flow  // ended, their records not yet written (linger)
 	seen  map[string]bool // the flow path's host-pair history
 	end   time.Time
 	// events counts the flow events sent, by kind; anoms are the flows'
@@ -77,16 +77,21 @@ func (w *twin) udp(src string, sp uint16, dst string, dp uint16, at time.Duratio
 }
 
 func (w *twin) send(k capture.Key, tcp bool, flags capture.TCPFlags, at time.Duration, size uint32) {
-	r := w.r
 	c, rev := k.Canonical()
-	ts := t0.Add(at)
-	p := capture.Packet{Timestamp: ts, Key: c, Reversed: rev, Hash: c.Hash(), HasTCP: tcp, Flags: flags,
+	p := capture.Packet{Timestamp: t0.Add(at), Key: c, Reversed: rev, Hash: c.Hash(), HasTCP: tcp, Flags: flags,
 		WireLen: size, IPLen: uint16(size - linkHeader)}
-	r.ev = r.tr.Observe(&p)
-	r.sh.Packet(&p, &r.ev)
-	r.end, w.end = ts, ts
+	w.sendPacket(&p)
+}
+
+// sendPacket sends a decoded packet down both paths.
+func (w *twin) sendPacket(p *capture.Packet) {
+	r := w.r
+	r.ev = r.tr.Observe(p)
+	r.sh.Packet(p, &r.ev)
+	r.end, w.end = p.Timestamp, p.Timestamp
 	ev := &r.ev
-	t := ts.UnixNano()
+	t := p.Timestamp.UnixNano()
+	k, tcp, flags := p.Directed(), p.Key.Proto == capture.ProtoTCP && p.HasTCP, p.Flags
 	w.flushEnded(t)
 	f := w.flows[ev.Hash]
 	if ev.New {
