@@ -127,7 +127,11 @@ func (s *Shard) flowInterim(set *Set, x *packetCtx, f *record.Flow) uint64 {
 		}
 		e.leftS0 = true
 	}
-	e.pkts, e.bytes, e.last = pkts, bytes, s.flowNow
+	prev := f.Start
+	if e.end != 0 {
+		prev = e.end
+	}
+	e.pkts, e.bytes, e.last, e.end, e.every = pkts, bytes, s.flowNow, f.End, max(f.End-prev, 0)
 	return n
 }
 
@@ -196,16 +200,21 @@ func sub0(a, b uint64) uint64 {
 
 // flowMemo remembers, for the flows that had an interim record, what
 // their records counted so far, keyed by flow hash and first packet time
-// (a 5-tuple's later flow is another): memoSize entries (192 KiB), made
-// at the first interim record. Only flows longer than the active timeout
-// are there. An entry is freed at its flow's end, or taken over by
-// another flow once memoStale has passed since its flow's last record
-// (the end's event was lost).
+// (a 5-tuple's later flow is another): memoSize entries of 64 bytes
+// (256 KiB), made at the first interim record. Only flows longer than the
+// active timeout are there. An entry is freed at its flow's end, or taken
+// over by another flow once its own has had no record for memoStale (past
+// the default idle timeout of an established flow, an hour, and the sweep
+// that finds it) and twice the time between its last two records (the
+// active timeout): its end's event was lost.
 type flowMemo struct{ slots []memoEntry }
 
 type memoEntry struct {
 	h           uint64 // flow hash | 1; 0: free
 	start, last int64  // the flow's first packet time; the shard's clock at its last record
+	// end is the last packet time of the flow's last record; every, the
+	// time between its last two records (about the active timeout).
+	end, every  int64
 	pkts, bytes uint64 // counted so far
 	leftS0      bool   // taken out of the half-open count
 }
@@ -213,7 +222,7 @@ type memoEntry struct {
 const (
 	memoSize   = 1 << 12
 	memoProbes = 8
-	memoStale  = int64(time.Hour)
+	memoStale  = int64(2 * time.Hour)
 )
 
 // find returns the flow's entry, nil if it has none.
@@ -243,7 +252,7 @@ func (m *flowMemo) take(h uint64, start, now int64) *memoEntry {
 	k := h | 1
 	for i := range uint64(memoProbes) {
 		e := &m.slots[(k+i)&(memoSize-1)]
-		if e.h == 0 || now-e.last > memoStale {
+		if e.h == 0 || now-e.last > memoStale+2*e.every {
 			*e = memoEntry{h: k, start: start}
 			return e
 		}

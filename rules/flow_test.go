@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/record"
@@ -429,6 +430,9 @@ func TestFlowMemoBounded(t *testing.T) {
 	*held[3] = memoEntry{} // its flow ended
 	if e := m.take(memoProbes*memoSize, 99, now); e == nil {
 		t.Fatalf("a freed slot was not taken")
+	}
+	if n := unsafe.Sizeof(memoEntry{}); n != 64 {
+		t.Errorf("an entry is %d bytes, want 64 (a cache line; memoSize of them, 256 KiB)", n)
 	}
 	if e := m.take(10*memoSize, 100, now+memoStale+1); e == nil {
 		t.Fatalf("a stale slot was not taken")
