@@ -10,9 +10,10 @@ import (
 )
 
 // Shard evaluates the rules for one pipeline shard, on its goroutine. It
-// implements the engine's consumer hook (Packet, Duplicate, Finish) and
-// allocates nothing per packet: only an alert that fires for the first
-// time within its suppress window is built.
+// implements the engine's consumer hook (Packet, Duplicate, Finish, and
+// Flow for the flows kept in the kernel, flow.go) and allocates nothing
+// per packet: only an alert that fires for the first time within its
+// suppress window is built.
 type Shard struct {
 	// What every packet touches comes first, in a few cache lines; the
 	// tables after them are touched only by some packets.
