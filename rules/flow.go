@@ -158,11 +158,21 @@ func (s *Shard) flowEnded(set *Set, x *packetCtx, f *record.Flow) uint64 {
 }
 
 // flowPackets runs the packet and volume rules on x's packets and bytes.
+// A rule that counts a late record in a later window moves x.t there for
+// its alert (count): the next rule starts from the record's time again.
 func (s *Shard) flowPackets(set *Set, x *packetCtx) uint64 {
+	t := x.t
 	for _, r := range set.holdAll {
 		s.count(r, x)
+		x.t = t
 	}
-	return uint64(len(set.holdAll)) + s.countPackets(set, x)
+	for _, r := range set.onPacket {
+		if r.Match.matches(x) {
+			s.count(r, x)
+			x.t = t
+		}
+	}
+	return uint64(len(set.holdAll) + len(set.onPacket))
 }
 
 // startState is the conn_state a flow's first packet gave it, as far as

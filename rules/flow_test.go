@@ -382,6 +382,10 @@ groups:
         kind: threshold
         track: by_dst
         threshold: {event: packet, above: 100}
+      - alert: HeavyFlow
+        kind: volume
+        track: by_flow
+        volume: {measure: bytes, above: 10000}
 `)
 	sh := r.sh
 	f := record.Flow{Start: t0.UnixNano(), End: t0.Add(time.Second).UnixNano(), Hash: 7, Proto: capture.ProtoUDP,
@@ -391,14 +395,18 @@ groups:
 	g.Start, g.End, g.Hash, g.OrigPkts = t0.Add(25*time.Second).UnixNano(), t0.Add(25*time.Second).UnixNano(), 8, 1
 	sh.Flow(&record.Event{Kind: record.FlowStarted, Flow: &g}) // the clock is in window 2
 	sh.Flow(&record.Event{Kind: record.FlowEnded, Flow: &f})
-	a := r.rec.firing("Packets")
-	if len(a) != 1 || a[0].StartsAt.Before(t0.Add(20*time.Second)) {
-		t.Fatalf("firing %+v, want one alert in the current window", a)
+	for _, name := range []string{"Packets", "HeavyFlow"} {
+		a := r.rec.firing(name)
+		if len(a) != 1 || a[0].StartsAt.Before(t0.Add(20*time.Second)) {
+			t.Fatalf("%s: firing %+v, want one alert in the current window", name, a)
+		}
 	}
 	g.End = t0.Add(35 * time.Second).UnixNano()
-	sh.Flow(&record.Event{Kind: record.FlowEnded, Flow: &g}) // window 2 ends: the alert held in it
-	if res := r.rec.resolved("Packets"); len(res) != 0 {
-		t.Errorf("resolved %+v at the end of the window it crossed in", res)
+	sh.Flow(&record.Event{Kind: record.FlowEnded, Flow: &g}) // window 2 ends: the alerts held in it
+	for _, name := range []string{"Packets", "HeavyFlow"} {
+		if res := r.rec.resolved(name); len(res) != 0 {
+			t.Errorf("%s: resolved %+v at the end of the window it crossed in", name, res)
+		}
 	}
 	sh.publish()
 	if late := r.eng.Stats().Late; late != 0 {

@@ -285,11 +285,15 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 		if h.bytes {
 			n = x.wireLen
 		}
-		ts := x.t
-		if x.flow && ts < h.start {
-			ts = h.start // a record behind the table's window: count it in the window (flow.go)
+		if x.flow {
+			// A record behind the current window counts in it (flow.go):
+			// the table holds one window.
+			if c := st.win.cur.Load(); c != noWindow {
+				x.t = max(x.t, c*st.win.size)
+			}
+			x.t = max(x.t, h.start)
 		}
-		if after, crossed := h.count(x.ev.Hash, ts, n); crossed {
+		if after, crossed := h.count(x.ev.Hash, x.t, n); crossed {
 			s.cross(r, x, x.ev.Hash, h.start/h.size, float64(after))
 		}
 		return
