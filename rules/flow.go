@@ -38,7 +38,8 @@ import (
 // timeout counts all its packets at its end. A record comes after its
 // last packet (an idle flow's, the idle timeout later), so its time may
 // be behind the windows: what its window can no longer take goes to the
-// current window. The shard's clock, which ticks the engine, is the
+// current window (a by_flow volume rule's table holds one window: what
+// any earlier one would have). The shard's clock, which ticks the engine, is the
 // latest time its events carried. Duplicates rules count nothing of these
 // flows: no dedup stage sees their packets.
 //
