@@ -101,9 +101,17 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, stderr io.Wr
 	return a, nil
 }
 
+// A rules.Shard counts the dedup stage's duplicates and takes the flows
+// kept in the kernel as flow events.
+var (
+	_ pipeline.DuplicateConsumer = (*rules.Shard)(nil)
+	_ pipeline.FlowConsumer      = (*rules.Shard)(nil)
+)
+
 // RulesConsumer attaches eng to a pipeline as a consumer
 // (pipeline.Config.Consumers): a rules.Shard on each shard, asking the
-// shard's lookups.
+// shard's lookups (the one for the kernel's flows reads a start's novelty
+// from its event).
 func RulesConsumer(eng *rules.Engine) pipeline.NewConsumer {
 	return func(_, _ int, lk pipeline.Lookups) (pipeline.Consumer, error) {
 		return eng.NewShard(rules.Lookups{Watchlists: lk.Watchlists, Novel: lk.Novel})

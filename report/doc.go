@@ -8,7 +8,10 @@
 // pipeline.Consumer adds every packet past dedup into the bucket of its
 // packet time (packets, wire bytes, tunnelled packets; the duplicates
 // dedup drops through pipeline.DuplicateConsumer): a subtraction, a
-// shift, a compare and a few adds, no allocation. A record.Sink takes
+// shift, a compare and a few adds, no allocation. The flows kept in the
+// kernel bring no packets: their final records' packets and bytes are
+// spread evenly over the buckets of their lives (pipeline.FlowConsumer),
+// so for them the series shows average rates. A record.Sink takes
 // every flow record once, on the pipeline's delivery goroutine: the
 // buckets of its first and last packet (flows started and ended, and its
 // final conn_state), and the tops. An alerts.Sink keeps the alerts' times.

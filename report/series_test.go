@@ -7,6 +7,8 @@ import (
 
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/record"
 )
 
 // direct counts times into the buckets of g by their bounds, as the
@@ -130,5 +132,54 @@ func BenchmarkConsumerPacket(b *testing.B) {
 	for i := range b.N {
 		p.Timestamp = time.Unix(1_700_000_000, int64(i)*10_000)
 		cons.Packet(p, ev)
+	}
+}
+
+// TestFlowSpread: a kernel-kept flow's final record spreads its packets
+// and bytes over the buckets of its life in proportion to their parts of
+// it, the sums exact; a one-packet flow goes to its bucket; its start and
+// interim records add nothing.
+func TestFlowSpread(t *testing.T) {
+	c := NewCollector(10)
+	cons, err := c.Consumer()(1, 2, pipelineLookups())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, ok := cons.(pipeline.FlowConsumer)
+	if !ok {
+		t.Fatal("the collector's consumer is not a pipeline.FlowConsumer")
+	}
+	s := cons.(*shardSeries)
+	base := int64(1_700_000_000) * 1e9
+	f := record.Flow{Start: base, End: base + 10e9, OrigPkts: 7000, RespPkts: 3001, OrigIPBytes: 5_000_000, RespIPBytes: 123_457}
+	for _, k := range []record.EventKind{record.FlowStarted, record.FlowInterim} {
+		fc.Flow(&record.Event{Kind: k, Flow: &f})
+	}
+	if s.s.g.used != 0 {
+		t.Fatalf("a start or interim record counted: %d buckets", s.s.g.used)
+	}
+	fc.Flow(&record.Event{Kind: record.FlowEnded, Flow: &f})
+	one := record.Flow{Start: base + 5e9, End: base + 5e9, OrigPkts: 1, OrigIPBytes: 40}
+	fc.Flow(&record.Event{Kind: record.FlowEnded, Flow: &one})
+	var pkts, bytes uint64
+	g := s.s.g
+	width := float64(int64(1) << g.shift)
+	for i, b := range s.s.buckets() {
+		pkts += b.Packets
+		bytes += b.Bytes
+		lo, hi := g.origin+int64(i)<<g.shift, g.origin+int64(i+1)<<g.shift
+		if lo < f.Start || hi > f.End {
+			continue // the first and last buckets hold parts
+		}
+		want := 10001 * width / 10e9
+		if lo <= one.Start && one.Start < hi {
+			want++
+		}
+		if d := float64(b.Packets) - want; d < -1 || d > 1 {
+			t.Errorf("bucket %d: %d packets, want %.1f", i, b.Packets, want)
+		}
+	}
+	if pkts != 10002 || bytes != 5_123_457+14*10001+40+14 {
+		t.Errorf("%d packets, %d bytes: want 10002 and %d", pkts, bytes, 5_123_457+14*10001+40+14)
 	}
 }

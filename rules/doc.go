@@ -63,6 +63,11 @@
 // when a suppress window passes without one. Nothing on the per-packet
 // path allocates: an alert is built only when it fires anew.
 //
+// Flows kept in the kernel bring flow events instead of packets (their
+// start, interim records, their end): a Shard of their own evaluates the
+// same rules on them (Shard.Flow), each kind at the event that tells
+// what it counts (flow.go; docs/rules.md, "Flows kept in the kernel").
+//
 // Time is packet time throughout: a replay raises the same alerts every
 // run, with the capture's timestamps.
 package rules

@@ -127,7 +127,7 @@ func (e *Engine) NewShard(lk Lookups) (*Shard, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := &Shard{eng: e, nextFlush: minInt64, lk: lk}
+	s := &Shard{eng: e, nextFlush: minInt64, flowNow: minInt64, lk: lk}
 	e.shards = append(e.shards, s)
 	e.lists = lk.Watchlists
 	return s, nil

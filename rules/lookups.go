@@ -78,7 +78,7 @@ func (s *Shard) lookup(set *Set, x *packetCtx) {
 				s.fire(r, x, x.key(r.Track), 0)
 			}
 		case KindNovelty:
-			if s.lk.Novel != nil && s.lk.Novel() {
+			if x.flow && x.novel || !x.flow && s.lk.Novel != nil && s.lk.Novel() {
 				s.fire(r, x, x.key(r.Track), 0)
 			}
 		}

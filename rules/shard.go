@@ -10,9 +10,10 @@ import (
 )
 
 // Shard evaluates the rules for one pipeline shard, on its goroutine. It
-// implements the engine's consumer hook (Packet, Duplicate, Finish) and
-// allocates nothing per packet: only an alert that fires for the first
-// time within its suppress window is built.
+// implements the engine's consumer hook (Packet, Duplicate, Finish, and
+// Flow for the flows kept in the kernel, flow.go) and allocates nothing
+// per packet: only an alert that fires for the first time within its
+// suppress window is built.
 type Shard struct {
 	// What every packet touches comes first, in a few cache lines; the
 	// tables after them are touched only by some packets.
@@ -40,6 +41,12 @@ type Shard struct {
 	// x is the packet being evaluated: a field, reset per packet, not a
 	// local the compiler would zero whole each time.
 	x packetCtx
+	// For flow events (flow.go): the event x reads, the latest time the
+	// events carried (the shard's clock), and what interim records
+	// counted.
+	fev     acsm.Event
+	flowNow int64
+	memo    flowMemo
 	// lk answers watchlist and novelty rules for the new flow in hand.
 	lk Lookups
 
@@ -76,27 +83,12 @@ func (s *Shard) Duplicate(*capture.Packet) { s.nDups++ }
 func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 	s.nPackets++
 	t := p.Timestamp.UnixNano()
-	if t >= s.nextFlush {
-		// Once a second of packet time: report what the front folded,
-		// and take the engine's set (a reload is seen within the second).
-		// Between, the shard reads only its own copies, so a packet
-		// touches no line of the engine's.
-		s.flushAll()
-		s.publish()
-		s.nextFlush = t + sweepEvery
-		s.set = s.eng.set.Load()
-		s.nextTick = minInt64
-	}
 	set := s.set
+	if t >= s.nextFlush || t >= s.nextTick {
+		set = s.advance(t)
+	}
 	if set == nil {
 		return
-	}
-	if t >= s.nextTick {
-		if t >= s.eng.nextTick.Load() {
-			s.publish()
-			s.eng.tick(t)
-		}
-		s.nextTick = s.eng.nextTick.Load()
 	}
 	// Per-flow volume rules that match everything (the heavy hitter) first,
 	// straight from the packet: most packets need nothing else.
@@ -115,13 +107,20 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 		s.nEvals += uint64(len(set.holdAll))
 		return
 	}
-	x := s.context(p, ev, t)
-	n := uint64(len(set.holdAll))
-	for _, r := range set.onPacket {
-		n++
-		if r.Match.matches(x) {
-			s.count(r, x)
-		}
+	s.nEvals += uint64(len(set.holdAll)) + s.step(set, s.context(p, ev, t), true)
+}
+
+// step evaluates on x the rules its event triggers: with packets, the
+// packet and volume rules (but the by_flow ones that match everything,
+// which the caller counts); at a new flow, the new-flow and lookup rules;
+// at a change of conn_state, the transition and conn_state rules; at
+// flag anomalies, the anomaly rules. It returns the rules tried. A packet
+// and a flow event (flow.go) go through it alike.
+func (s *Shard) step(set *Set, x *packetCtx, packets bool) uint64 {
+	ev := x.ev
+	var n uint64
+	if packets {
+		n += s.countPackets(set, x)
 	}
 	if ev.New {
 		for _, r := range set.onNew {
@@ -135,7 +134,7 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 		n += uint64(len(set.onLookup))
 		s.lookup(set, x)
 	}
-	if changed {
+	if ev.State != ev.Prev && ev.State != acsm.ConnUnknown {
 		for _, r := range set.onChange {
 			n++
 			s.changed(r, x)
@@ -149,14 +148,52 @@ func (s *Shard) Packet(p *capture.Packet, ev *acsm.Event) {
 			}
 		}
 	}
-	s.nEvals += n
+	return n
+}
+
+// advance moves the shard's clock to packet time t, and returns the set
+// in effect (nil: none). Once a second of packet time it reports what
+// the front folded and takes the engine's set (a reload is seen within
+// the second); between, the shard reads only its own copies, so a packet
+// touches no line of the engine's. Past the engine's next tick, it ticks.
+func (s *Shard) advance(t int64) *Set {
+	if t >= s.nextFlush {
+		s.flushAll()
+		s.publish()
+		s.nextFlush = t + sweepEvery
+		s.set = s.eng.set.Load()
+		s.nextTick = minInt64
+	}
+	set := s.set
+	if set == nil {
+		return nil
+	}
+	if t >= s.nextTick {
+		if t >= s.eng.nextTick.Load() {
+			s.publish()
+			s.eng.tick(t)
+		}
+		s.nextTick = s.eng.nextTick.Load()
+	}
+	return set
+}
+
+// countPackets runs the packet and volume rules (but the by_flow ones that
+// match everything) on x, and returns how many.
+func (s *Shard) countPackets(set *Set, x *packetCtx) uint64 {
+	for _, r := range set.onPacket {
+		if r.Match.matches(x) {
+			s.count(r, x)
+		}
+	}
+	return uint64(len(set.onPacket))
 }
 
 // context fills the shard's packet context for p.
 func (s *Shard) context(p *capture.Packet, ev *acsm.Event, t int64) *packetCtx {
 	x := &s.x
-	x.ev, x.origOK, x.hashed, x.t = ev, false, 0, t
-	x.proto, x.isTCP, x.flags, x.wireLen = p.Key.Proto, p.Key.Proto == capture.ProtoTCP && p.HasTCP, p.Flags, p.WireLen
+	x.ev, x.origOK, x.hashed, x.t, x.flow = ev, false, 0, t, false
+	x.proto, x.isTCP, x.flags, x.wireLen, x.pkts = p.Key.Proto, p.Key.Proto == capture.ProtoTCP && p.HasTCP, p.Flags, p.WireLen, 1
 	return x
 }
 
@@ -176,12 +213,26 @@ type packetCtx struct {
 	srcH, dstH uint64
 	// t is the packet's time, ns: alerts' times are made from it (utc), not
 	// from p.Timestamp, whose location pointer would make p escape.
-	t       int64
-	orig    capture.Key // the flow from originator to responder, once origOK
-	proto   uint8
-	isTCP   bool
-	flags   capture.TCPFlags
-	wireLen uint32
+	t     int64
+	orig  capture.Key // the flow from originator to responder, once origOK
+	proto uint8
+	isTCP bool
+	flags capture.TCPFlags
+	// wireLen and pkts are the bytes and packets the packet and volume
+	// rules count: a packet's own, or a flow record's since the flow's
+	// previous one.
+	wireLen, pkts uint32
+	// flow says x is a flow event (flow.go), whose fields follow.
+	flow bool
+	// novel is a start's Event.Novel; leftS0 says an earlier record of
+	// the flow took it out of the half-open count; start is the flow's
+	// first packet time (ns), whose window the half-open count's
+	// decrement goes to.
+	novel, leftS0 bool
+	start         int64
+	// pkts64 and bytes64 are the flow's record's totals (bytes as frame
+	// bytes).
+	pkts64, bytes64 uint64
 }
 
 // origin returns the flow from originator to responder.
@@ -230,15 +281,34 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 	st := r.st
 	if r.holdIndex >= 0 {
 		h := s.holds[r.holdIndex]
-		if after, crossed := h.count(x.ev.Hash, x.t, h.units(x.wireLen)); crossed {
+		n := x.pkts
+		if h.bytes {
+			n = x.wireLen
+		}
+		if x.flow {
+			// A record behind the current window counts in it (flow.go):
+			// the table holds one window.
+			if c := st.win.cur.Load(); c != noWindow {
+				x.t = max(x.t, c*st.win.size)
+			}
+			x.t = max(x.t, h.start)
+		}
+		if after, crossed := h.count(x.ev.Hash, x.t, n); crossed {
 			s.cross(r, x, x.ev.Hash, h.start/h.size, float64(after))
 		}
 		return
 	}
 	w, ok := st.win.at(x.t)
 	if !ok {
-		s.nLate++
-		return
+		if !x.flow {
+			s.nLate++
+			return
+		}
+		// A flow's record comes after its last packet (an idle flow's, its
+		// timeout later): what its window can no longer take goes to the
+		// current one (flow.go).
+		w = st.win.cur.Load()
+		x.t = max(x.t, w*st.win.size)
 	}
 	sl := slot(w)
 	key := x.key(r.Track)
@@ -256,7 +326,7 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 	var before, after float64
 	switch r.Kind {
 	case KindVolume:
-		n := uint32(1)
+		n := x.pkts
 		if r.Volume.Measure == Bytes {
 			n = x.wireLen
 		}
@@ -275,7 +345,11 @@ func (s *Shard) count(r *rule, x *packetCtx) {
 			}
 			fallthrough
 		default:
-			before, after = st.counts[sl].add(key, 0, 1)
+			n := uint32(1)
+			if r.Threshold.Event == EventPacket {
+				n = x.pkts
+			}
+			before, after = st.counts[sl].add(key, 0, n)
 			if st.done[sl] != nil {
 				if after <= r.thresh {
 					return // half-open is at most the attempts: no crossing
@@ -301,8 +375,12 @@ func (s *Shard) changed(r *rule, x *packetCtx) {
 		}
 	case r.Threshold.Event == EventHalfOpen:
 		// An answer (or a reset) takes the flow out of the half-open count.
-		if x.ev.Prev == acsm.S0 && r.Match.matchesFlow(x) {
-			w, ok := r.st.win.at(x.t)
+		if x.ev.Prev == acsm.S0 && !(x.flow && x.leftS0) && r.Match.matchesFlow(x) {
+			at := x.t
+			if x.flow {
+				at = x.start // with the attempt it undoes, late as it comes (flow.go)
+			}
+			w, ok := r.st.win.at(at)
 			if !ok {
 				s.nLate++
 				return
