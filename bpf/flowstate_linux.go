@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 	"unsafe"
 
@@ -450,4 +451,23 @@ func (s *State) ResetCounters() error {
 		return fmt.Errorf("reset the eBPF flow state's counters: %w", err)
 	}
 	return nil
+}
+
+// MemoryBytes is the memory the kernel charges for the program's maps
+// (their memlock as the kernel reports it), fixed when they are made.
+func (s *State) MemoryBytes() uint64 {
+	var n uint64
+	v := reflect.ValueOf(&s.objs.flowstateMaps).Elem()
+	for i := range v.NumField() {
+		m, ok := v.Field(i).Interface().(*ebpf.Map)
+		if !ok || m == nil {
+			continue
+		}
+		if info, err := m.Info(); err == nil {
+			if b, ok := info.Memlock(); ok {
+				n += b
+			}
+		}
+	}
+	return n
 }

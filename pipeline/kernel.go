@@ -31,8 +31,10 @@ type KernelStateSummary struct {
 	Events      uint64 `json:"events"`
 	EventsLost  uint64 `json:"events_lost"`
 	RecordsLost uint64 `json:"records_lost"`
-	// Cells is the most flows its map holds (its memory is fixed).
-	Cells int `json:"cells"`
+	// Cells is the most flows its map holds, and MemoryBytes what the
+	// kernel charges for its maps: both fixed by the settings.
+	Cells       int    `json:"cells"`
+	MemoryBytes uint64 `json:"memory_bytes"`
 }
 
 // finishKernel writes the records of the flows the kernel still holds,
@@ -61,7 +63,7 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	s.FlowsTimedOut += st.TimedOut
 	s.KernelState = &KernelStateSummary{Frames: st.Seen, Counted: st.Counted, ToUser: st.Whole,
 		InsertFailed: st.InsertFailed, Malformed: st.Malformed, Flows: st.Started, Records: st.Records,
-		TimedOut: st.TimedOut, Events: st.Events, EventsLost: st.EventsLost, RecordsLost: st.RecordsLost, Cells: st.Cells}
+		TimedOut: st.TimedOut, Events: st.Events, EventsLost: st.EventsLost, RecordsLost: st.RecordsLost, Cells: st.Cells, MemoryBytes: st.MemoryBytes}
 	if cerr := p.kernel.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

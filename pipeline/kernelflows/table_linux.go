@@ -414,5 +414,6 @@ func (t *Table) Stats() (Stats, error) {
 	}
 	s.EventsLost, s.RecordsLost = pc.EventsLost, pc.RecordsLost
 	s.Cells = t.cells
+	s.MemoryBytes = t.st.MemoryBytes()
 	return s, nil
 }
