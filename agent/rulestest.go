@@ -18,6 +18,7 @@ import (
 	"github.com/flowmon/flowmon/alerts"
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/pipeline"
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
 	"github.com/flowmon/flowmon/rules"
 )
 
@@ -36,6 +37,10 @@ type ruleTest struct {
 	Pcap    string     `yaml:"pcap"`
 	Gen     *genRecipe `yaml:"gen"`
 	Workers int        `yaml:"workers"`
+	// FlowState is where the replay keeps the flows: user (the default)
+	// or kernel (pipeline.Settings.FlowState), whose rules see flow
+	// events instead of packets.
+	FlowState string `yaml:"flow_state"`
 	// Alerts are every alert the test expects to fire: an alert fired
 	// that none matches, or a count that differs, fails the test.
 	Alerts []expectedAlert `yaml:"alerts"`
@@ -142,6 +147,13 @@ func (t *ruleTest) run(dir string, newSet func() (*rules.Set, error)) ([]string,
 	cfg := pipeline.DefaultConfig()
 	if t.Workers > 0 {
 		cfg.Workers = t.Workers
+	}
+	switch t.FlowState {
+	case "", pipeline.FlowStateUser:
+	case pipeline.FlowStateKernel:
+		cfg.KernelState = &kernelflows.Config{Cells: cfg.MaxFlows}
+	default:
+		return nil, fmt.Errorf("flow_state %q: want user or kernel", t.FlowState)
 	}
 	cfg.Consumers = []pipeline.NewConsumer{RulesConsumer(rules.NewEngine(set, alerts.NewManager(alerts.ManagerOptions{}, rec)))}
 	if _, err := pipeline.Replay(context.Background(), []string{trace}, pipeline.ReplayOptions{Config: cfg}); err != nil {
