@@ -147,8 +147,8 @@ struct {
 
 /* Per CPU: every frame once in seen and once more in exactly one of
  * counted (its flow's cell took it), skipped (a fragment or a TCP packet
- * without its header, left to user space), whole (a tunnel or a link
- * layer this parser leaves to user space), insert_failed (a new flow and
+ * without its header, left to user space), whole (a tunnel, left to
+ * user space), insert_failed (a new flow and
  * the map full) or reasons[] (it did not parse; left to user space).
  * events_lost counts events the full ring refused, records_lost the DONE
  * events among them: the flow's final counts, gone with the cell's reset. */
@@ -283,7 +283,7 @@ static __always_inline void send(struct state_counters *sc, struct flow_event *e
 
 /* state_packet takes the frame into its flow's cell and returns 1, or
  * returns 2 for a frame it leaves to user space (one that does not parse
- * here, a tunnel, a link layer only the Go decoder knows, a fragment,
+ * here, a tunnel, a fragment,
  * a TCP packet without its header), 0 for a new flow the map has no room
  * for. */
 static __always_inline int state_packet(struct pkt *k, __u64 now)
@@ -453,8 +453,13 @@ int flowmon_state_xdp(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* The replay's program: the frame's first 8 bytes are its packet time. */
-SEC("xdp")
+/* The replay's program: the frame's first 8 bytes are its packet time.
+ * It takes frames in several buffers (xdp.frags), so that a test run
+ * takes a frame as long as GRO or TSO made it: the kernel puts the first
+ * page's worth in the linear part and the rest in fragments. The parser
+ * reads headers in the linear part only (data_end) and takes the frame's
+ * length, which bounds the IP datagram, from bpf_xdp_get_buff_len. */
+SEC("xdp.frags")
 int flowmon_state_replay(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -468,7 +473,7 @@ int flowmon_state_replay(struct xdp_md *ctx)
 		.data = (void *)(long)ctx->data,
 		.end = (void *)(long)ctx->data_end,
 	};
-	k.len = k.end - k.data;
+	k.len = bpf_xdp_get_buff_len(ctx);
 	/* The verdict tells the replay which frames are user space's. */
 	switch (state_packet(&k, now)) {
 	case 1:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -73,6 +74,8 @@ const noTimeout = math.MaxInt64
 // State is a loaded flow-state program and its maps.
 type State struct {
 	objs flowstateObjects
+	// tooLong counts the frames Run did not run for their length.
+	tooLong atomic.Uint64
 }
 
 // ConnBytes is the size of Cell.Conn: flowtable.Conn's.
@@ -246,10 +249,10 @@ const (
 	// Kept: the frame's flow cell took it.
 	Kept Verdict = iota
 	// Whole: a frame the program does not keep, for user space to
-	// decode and count: a tunnel, a link layer only the Go decoder
-	// knows, a fragment (first or later: user space reassembles), a TCP
-	// packet without its header, a frame that does not parse here, or
-	// one Run does not take (StateCounters says which).
+	// decode and count: a tunnel, a fragment (first or later: user
+	// space reassembles), a TCP packet without its header, a frame that
+	// does not parse here, or one Run does not take (StateCounters says
+	// which).
 	Whole
 	// Left: a new flow's packet the map had no room for
 	// (StateCounters.InsertFailed), left out.
@@ -259,10 +262,15 @@ const (
 // Run runs one Ethernet frame through the replay program at packet time
 // now (nanoseconds), with BPF_PROG_TEST_RUN, and says what the program did
 // with it. buf is scratch space the caller keeps between calls. Frames
-// shorter than an Ethernet header or longer than a test run takes
-// (MaxRunFrame) are not run: Whole.
+// shorter than an Ethernet header are not run: Whole. Nor are frames
+// longer than a test run takes (MaxRunFrame): Whole, and counted in
+// StateCounters.Seen and Whole.
 func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
-	if len(frame) < 14 || len(frame) > MaxRunFrame {
+	if len(frame) < 14 {
+		return Whole, nil
+	}
+	if len(frame) > MaxRunFrame {
+		s.tooLong.Add(1)
 		return Whole, nil
 	}
 	b := append((*buf)[:0], 0, 0, 0, 0, 0, 0, 0, 0)
@@ -284,9 +292,18 @@ func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
 	return Left, fmt.Errorf("run the eBPF flow state: the program returned %d", ret)
 }
 
-// MaxRunFrame is the longest frame Run takes: an XDP test run's data
-// fits in a page with its headroom and the skb_shared_info at its end.
-const MaxRunFrame = 4096 - 256 - 320 - 8
+// MaxRunFrame is the longest frame Run takes. The replay program takes
+// frames of several buffers: an XDP test run puts what fits in a page,
+// after its headroom and before the skb_shared_info at its end, in the
+// linear part, and the rest in up to MAX_SKB_FRAGS (17) pages of
+// fragments; the packet time's 8 bytes come first. Longer than 64 KiB,
+// so it takes any IP datagram, and frames GRO or TSO made.
+const MaxRunFrame = maxRunLinear + maxRunFrags*4096 - 8
+
+const (
+	maxRunLinear = 4096 - 256 - 320
+	maxRunFrags  = 17
+)
 
 // ClearCells empties the cell map (between two replays of one loaded
 // program).
@@ -315,7 +332,8 @@ func (s *State) Counters() (StateCounters, error) {
 	if err := s.objs.StateStats.Lookup(uint32(0), &per); err != nil {
 		return StateCounters{}, fmt.Errorf("read the eBPF flow state's counters: %w", err)
 	}
-	var c StateCounters
+	n := s.tooLong.Load()
+	c := StateCounters{Seen: n, Whole: n}
 	for _, p := range per {
 		c.Seen += p.Seen
 		c.Counted += p.Counted
@@ -449,5 +467,6 @@ func (s *State) ResetCounters() error {
 	if err := s.objs.StateStats.Put(uint32(0), make([]flowstateStateCounters, n)); err != nil {
 		return fmt.Errorf("reset the eBPF flow state's counters: %w", err)
 	}
+	s.tooLong.Store(0)
 	return nil
 }
