@@ -62,21 +62,25 @@ const sweepEvery = int64(10 * time.Second)
 func New(c Config) (*Table, error) {
 	tables := acsm.MachineTables(c.Machine)
 	idle := make([]bool, tables.Values)
+	s0 := make([]bool, tables.Values)
 	for v := range idle {
 		idle[v] = flowtable.IdleNew(tables.Conn[v])
+		s0[v] = tables.Conn[v] == acsm.S0
 	}
 	to := c.withDefaults()
 	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
-		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts)}
+		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
+		dedupBytes: to.DedupPayloadBytes}
 	if t := takeLoaded(key); t != nil {
 		t.out, t.events = to.Out, to.Events
 		return t, nil
 	}
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
 		Machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
-			ServerPorts: tables.ServerPorts, IdleNew: idle},
+			ServerPorts: tables.ServerPorts, IdleNew: idle, S0: s0},
 		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
-		ActiveTimeout: to.ActiveTimeout})
+		ActiveTimeout: to.ActiveTimeout, DedupSlots: to.DedupSlots, DedupWindow: to.DedupWindow,
+		DedupPayloadBytes: to.DedupPayloadBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +121,8 @@ type loadKey struct {
 	cells, ring              int
 	idleNew, idleEst, active time.Duration
 	ports                    string
+	dedupSlots, dedupBytes   int
+	dedupWindow              time.Duration
 }
 
 var loaded struct {
@@ -135,7 +141,7 @@ func takeLoaded(k loadKey) *Table {
 // keep empties t and keeps it for the next New of its shape, if none is
 // kept yet.
 func (t *Table) keep() bool {
-	if t.st.ClearCells() != nil || t.st.ResetCounters() != nil {
+	if t.st.ClearCells() != nil || t.st.ClearDedup() != nil || t.st.ResetCounters() != nil {
 		return false
 	}
 	t.rd.SetDeadline(time.Now())
@@ -215,6 +221,8 @@ func (t *Table) event(e *bpf.Event) {
 		t.write(&e.Key, &e.Cell, why, true)
 	case bpf.EventInterim:
 		t.write(&e.Key, &e.Cell, record.EndActive, false)
+	case bpf.EventAnswered:
+		t.answered(&e.Key, &e.Cell)
 	}
 }
 
@@ -365,11 +373,23 @@ func (t *Table) write(key *[capture.KeySize]byte, c *bpf.Cell, why record.EndRea
 
 // started tells the consumers of a flow's start.
 func (t *Table) started(key *[capture.KeySize]byte, c *bpf.Cell) {
+	t.tell(record.FlowStarted, key, c)
+}
+
+// answered tells the consumers that a flow left S0.
+func (t *Table) answered(key *[capture.KeySize]byte, c *bpf.Cell) {
+	t.stats.Answered++
+	t.tell(record.FlowAnswered, key, c)
+}
+
+// tell calls the consumers with an event of kind about the flow in c,
+// keyed key, as it stands.
+func (t *Table) tell(kind record.EventKind, key *[capture.KeySize]byte, c *bpf.Cell) {
 	if t.events == nil {
 		return
 	}
 	t.fill(&t.rec, key, c)
-	t.fev.Kind, t.fev.Flow, t.fev.Anomalies, t.fev.Novel = record.FlowStarted, &t.rec, acsm.Anomaly(c.Anomalies), false
+	t.fev.Kind, t.fev.Flow, t.fev.Anomalies, t.fev.Novel = kind, &t.rec, acsm.Anomaly(c.Anomalies), false
 	t.events(&t.fev)
 }
 
@@ -408,7 +428,7 @@ func (t *Table) Stats() (Stats, error) {
 		return s, err
 	}
 	s.Started = pc.NewFlows
-	s.Seen, s.Counted, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Whole, pc.InsertFailed
+	s.Seen, s.Counted, s.Duplicates, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Duplicates, pc.Whole, pc.InsertFailed
 	for _, n := range pc.Reasons {
 		s.Malformed += n
 	}
