@@ -15,9 +15,8 @@ import (
 
 type flowstateDedupBucket struct {
 	_      structs.HostLayout
-	Cell   [15]uint64
+	Cell   [15]uint32
 	Cursor uint32
-	Pad    uint32
 }
 
 type flowstateFlowCell struct {
