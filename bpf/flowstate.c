@@ -91,27 +91,26 @@ struct {
 } config SEC(".maps");
 
 /* The duplicate window: pipeline/dedup's fingerprint table
- * (filters/recent) in the kernel, in its layout. A frame's fingerprint
- * (dedup_print) picks a bucket of one cache line and a 25-bit tag; a
- * bucket is a ring of the last DEDUP_CELLS fingerprints that fell in it,
- * each with the tick of packet time it was written in (its low 7 bits; a
- * tick is a quarter of the window), the oldest overwritten first. A
- * fingerprint written at tick t is held while the clock's tick is at most
- * t + 4: for the window at least and 1.25 windows at most, as the
- * user-space table holds it. The user-space table sweeps expired cells
- * before their 7-bit tick wraps; here nothing sweeps, so an expired cell
- * whose age is within 4 ticks of a multiple of 128 looks held again: a
- * frame is taken for a duplicate when such a cell of its bucket holds
- * its tag, at most 15 * 5/128 * 2^-25 (1.7e-8) a frame, under the user-
- * space table's bound (recent.FalsePositiveBound, 4.5e-7). */
+ * (filters/recent) in the kernel. A frame's fingerprint (dedup_print)
+ * picks a bucket and a 32-bit tag; a bucket is a ring of the last
+ * DEDUP_CELLS fingerprints that fell in it, each with the tick of packet
+ * time it was written in (a tick is a quarter of the window), the oldest
+ * overwritten first. A fingerprint written at tick t is held while the
+ * clock's tick is at most t + 4: for the window at least and 1.25
+ * windows at most, as the user-space table holds it. The user-space
+ * table keeps 7 bits of the tick and sweeps expired cells before they
+ * wrap; nothing sweeps here, so a cell keeps 32 bits of its tick, and two
+ * cache lines a bucket where the user-space table has one: with 7 bits,
+ * an expired cell whose age is near a multiple of 128 ticks looks held
+ * again, and the same frame sent periodically (a routing protocol's
+ * hello) would be taken for a duplicate of its earlier copy. */
 #define DEDUP_CELLS 15
 #define DEDUP_HELD_TICKS 4
-#define DEDUP_TICK_BITS 7
-#define DEDUP_TICK_MASK ((1 << DEDUP_TICK_BITS) - 1)
 
 struct dedup_bucket {
-	__u32 cell[DEDUP_CELLS]; /* tag << 7 | tick; 0: empty */
+	__u64 cell[DEDUP_CELLS]; /* tick << 32 | tag; 0: empty */
 	__u32 cursor;            /* the next cell written */
+	__u32 pad;
 };
 
 struct {
@@ -366,7 +365,7 @@ static __noinline __u64 dedup_print(struct pkt *k, const struct parsed *p, const
 
 /* dedup_seen says whether fp was seen within the window at now, and
  * writes it into its bucket if it was not. CPUs share the map without a
- * lock: a cell is one 32-bit word, written whole, and the cursor is
+ * lock: a cell is one 64-bit word, written whole, and the cursor is
  * bounded where it is read, so a race corrupts nothing. It may lose a
  * fingerprint: two CPUs writing into one bucket at once may take the
  * same cell (the program is built for BPF v1, which has no atomic fetch);
@@ -391,17 +390,17 @@ static __always_inline int dedup_seen(const struct state_config *cfg, __u64 fp, 
 	struct dedup_bucket *b = bpf_map_lookup_elem(&dedup, &idx);
 	if (!b)
 		return 0;
-	__u32 tag = (__u32)fp & ((1U << (32 - DEDUP_TICK_BITS)) - 1);
+	__u32 tag = (__u32)fp;
 	if (!tag)
 		tag = 1;
 	for (int i = 0; i < DEDUP_CELLS; i++) {
-		__u32 cell = b->cell[i];
-		if (cell >> DEDUP_TICK_BITS == tag && ((tick - cell) & DEDUP_TICK_MASK) <= DEDUP_HELD_TICKS)
+		__u64 cell = b->cell[i];
+		if (cell && (__u32)cell == tag && (__s32)(tick - (__u32)(cell >> 32)) <= DEDUP_HELD_TICKS)
 			return 1;
 	}
 	__u32 cur = b->cursor;
 	b->cursor = cur + 1 < DEDUP_CELLS ? cur + 1 : 0;
-	b->cell[cur < DEDUP_CELLS ? cur : 0] = tag << DEDUP_TICK_BITS | (tick & DEDUP_TICK_MASK);
+	b->cell[cur < DEDUP_CELLS ? cur : 0] = (__u64)tick << 32 | tag;
 	return 0;
 }
 

@@ -15,8 +15,9 @@ import (
 
 type flowstateDedupBucket struct {
 	_      structs.HostLayout
-	Cell   [15]uint32
+	Cell   [15]uint64
 	Cursor uint32
+	Pad    uint32
 }
 
 type flowstateFlowCell struct {

@@ -177,7 +177,7 @@ func TestStateAnswered(t *testing.T) {
 // duplicate and left out of its cell (its verdict Kept: handled); after
 // the window, or with another payload byte among those the fingerprint
 // takes, it counts. The window holds a fingerprint for the window at
-// least and 1.25 windows at most.
+// least and 1.25 windows at most, and only so long.
 func TestStateDedup(t *testing.T) {
 	bpftest.Require(t)
 	const w = 50 * time.Millisecond
@@ -204,6 +204,10 @@ func TestStateDedup(t *testing.T) {
 		{data(1), w - time.Millisecond, true},
 		{data(1), w * 5 / 4, false}, // past 1.25 windows: held no longer
 		{data(1), w*5/4 + time.Millisecond, true},
+		// The same frame sent again 32 windows later (128 ticks of a
+		// quarter window: where a 7-bit tick would wrap) is no duplicate.
+		{data(3), 3 * w, false},
+		{data(3), 35 * w, false},
 	} {
 		before, err := s.Counters()
 		if err != nil {
@@ -224,7 +228,7 @@ func TestStateDedup(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := s.Counters()
-	if _, err := s.Run(data(1), int64(time.Hour+w*5/4+2*time.Millisecond), &buf); err != nil {
+	if _, err := s.Run(data(3), int64(time.Hour+35*w+time.Millisecond), &buf); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := s.Counters(); after.Duplicates != before.Duplicates {

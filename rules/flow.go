@@ -45,7 +45,8 @@ import (
 // current window (a by_flow volume rule's table holds one window: what
 // any earlier one would have). The shard's clock, which ticks the engine, is the
 // latest time its events carried. Duplicates rules count nothing of these
-// flows: no dedup stage sees their packets.
+// flows: the kernel's duplicate window drops their duplicates and sends
+// up only its count.
 //
 // What an interim record counted, and whether the flow's leaving S0 was
 // counted, is remembered per flow, for the next record to count only the
