@@ -28,6 +28,9 @@ type Config struct {
 	// that many fingerprints, held for DedupWindow (bpf.StateOptions): the
 	// dedup stage's place for the frames it keeps. DedupPayloadBytes is
 	// the payload bytes a fingerprint takes (dedup.Config.PayloadBytes).
+	// The window is the fingerprint table's whatever dedup.Config.FBF
+	// says, and it has no retransmission window: the frames it keeps
+	// are not checked for retransmissions.
 	DedupSlots        int
 	DedupWindow       time.Duration
 	DedupPayloadBytes int
