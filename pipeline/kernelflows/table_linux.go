@@ -38,8 +38,11 @@ type Table struct {
 	idleNew, idleEst, linger int64
 	// ended flows wait linger for their stragglers, oldest first.
 	ended []endedFlow
-	// nextSweep is the packet time of the next sweep over the cells.
+	// nextSweep is the packet time of the next sweep over the cells, set
+	// at the first packet (sweepSet): a packet time may be negative (a
+	// frame without a timestamp reads as the zero time.Time).
 	nextSweep int64
+	sweepSet  bool
 	now       int64
 
 	byState [256]uint64
@@ -95,7 +98,6 @@ func New(c Config) (*Table, error) {
 	}
 	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
-	t.nextSweep = -1
 	return t, nil
 }
 
@@ -156,7 +158,7 @@ func (t *Table) keep() bool {
 		loaded.m = map[loadKey]*Table{}
 	}
 	*t = Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
-		linger: t.linger, states: map[string]uint64{}, nextSweep: -1}
+		linger: t.linger, states: map[string]uint64{}}
 	loaded.m[t.key] = t
 	return true
 }
@@ -241,8 +243,8 @@ func (t *Table) Advance(now int64) error {
 	if n > 0 {
 		t.ended = append(t.ended[:0], t.ended[n:]...)
 	}
-	if t.nextSweep < 0 {
-		t.nextSweep = now + sweepEvery
+	if !t.sweepSet {
+		t.nextSweep, t.sweepSet = now+sweepEvery, true
 	}
 	if now >= t.nextSweep {
 		t.nextSweep = now + sweepEvery
