@@ -41,6 +41,7 @@ char __license[] SEC("license") = "Dual BSD/GPL";
 #define INFO_TERMINAL (1 << 1)
 #define INFO_CLOSED (1 << 2)
 #define INFO_IDLE_NEW (1 << 3) /* times out after idle_new: S0, SH, SHR, unknown */
+#define INFO_S0 (1 << 4)       /* conn state S0: the flow leaving it is answered */
 
 #define TCP_FIN 0x01
 #define TCP_SYN 0x02
@@ -73,6 +74,12 @@ struct {
 struct state_config {
 	__s64 idle_new, idle_est, linger;
 	__u32 active_sec;
+	/* The duplicate window (see dedup_seen): buckets in the dedup map
+	 * (0: off), a tick of it (a quarter of the window, ns) and the
+	 * payload bytes a fingerprint takes. */
+	__u32 dedup_buckets;
+	__s64 dedup_tick;
+	__u32 payload_bytes;
 	__u32 pad;
 };
 
@@ -83,6 +90,45 @@ struct {
 	__type(value, struct state_config);
 } config SEC(".maps");
 
+/* The duplicate window: pipeline/dedup's fingerprint table
+ * (filters/recent) in the kernel. A frame's fingerprint (dedup_print)
+ * picks a bucket and a 32-bit tag; a bucket is a ring of the last
+ * DEDUP_CELLS fingerprints that fell in it, each with the tick of packet
+ * time it was written in (a tick is a quarter of the window), the oldest
+ * overwritten first. A fingerprint written at tick t is held while the
+ * clock's tick is at most t + 4: for the window at least and 1.25
+ * windows at most, as the user-space table holds it. The user-space
+ * table keeps 7 bits of the tick and sweeps expired cells before they
+ * wrap; nothing sweeps here, so a cell keeps 32 bits of its tick, and two
+ * cache lines a bucket where the user-space table has one: with 7 bits,
+ * an expired cell whose age is near a multiple of 128 ticks looks held
+ * again, and the same frame sent periodically (a routing protocol's
+ * hello) would be taken for a duplicate of its earlier copy. */
+#define DEDUP_CELLS 15
+#define DEDUP_HELD_TICKS 4
+
+struct dedup_bucket {
+	__u64 cell[DEDUP_CELLS]; /* tick << 32 | tag; 0: empty */
+	__u32 cursor;            /* the next cell written */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dedup_bucket);
+} dedup SEC(".maps");
+
+/* The window's clock: the latest packet time seen (ns); an earlier one
+ * counts as it, as in the user-space table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dedup_clock SEC(".maps");
+
 /* One flow, as a cell and an event carry it. Sides are indexed by the
  * key's direction: 0 sent by the key's Src. */
 struct flow_state {
@@ -91,8 +137,8 @@ struct flow_state {
 	 * state); machine steps on at every packet, stragglers too, as the
 	 * ACSM does, for their orientation and a reuse. */
 	__u16 value, machine;
-	__u8 ended; /* the flow ended at ended_at: its END event is sent */
-	__u8 pad;
+	__u8 ended;    /* the flow ended at ended_at: its END event is sent */
+	__u8 answered; /* its value left S0: its ANSWERED event is sent */
 	__u16 anomalies; /* acsm.Anomaly's flag bits (the first five) seen */
 	__u32 starts;     /* flows this cell has held, this one included */
 	__u32 interim_at; /* seconds after first of the last interim event */
@@ -126,6 +172,7 @@ struct {
 #define EV_END 2     /* its packet ended the flow: the record is due after the linger */
 #define EV_DONE 3    /* the flow is over and the cell holds another: its record is due now */
 #define EV_INTERIM 4 /* an open flow's active timeout */
+#define EV_ANSWERED 5 /* the flow's value left S0 (once a flow) */
 
 /* DONE reasons (bpf.ReasonReused...). */
 #define RS_REUSED 1 /* a SYN after a side closed: a new flow of the 5-tuple */
@@ -146,9 +193,10 @@ struct {
 } events SEC(".maps");
 
 /* Per CPU: every frame once in seen and once more in exactly one of
- * counted (its flow's cell took it), skipped (a fragment or a TCP packet
- * without its header, left to user space), whole (a tunnel or a link
- * layer this parser leaves to user space), insert_failed (a new flow and
+ * counted (its flow's cell took it), duplicates (a duplicate within the
+ * window, handled: not applied to its cell), skipped (a fragment or a TCP packet
+ * without its header, left to user space), whole (a tunnel, left to
+ * user space), insert_failed (a new flow and
  * the map full) or reasons[] (it did not parse; left to user space).
  * events_lost counts events the full ring refused, records_lost the DONE
  * events among them: the flow's final counts, gone with the cell's reset. */
@@ -162,6 +210,8 @@ struct state_counters {
 	__u64 ended;
 	__u64 done;
 	__u64 interims;
+	__u64 answered;
+	__u64 duplicates;
 	__u64 events_lost;
 	__u64 records_lost;
 	__u64 reasons[16];
@@ -266,6 +316,94 @@ static __always_inline __u16 flag_anomalies(__u16 f)
 	return a;
 }
 
+static __always_inline __u64 fp_mix(__u64 h, __u64 w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+/* dedup_print is dedup.Fingerprint's identity of a packet, over the same
+ * fields (the flow hash, the direction, the fragment kind, the TCP flags,
+ * IP id and total length, TCP window, sequence and acknowledgement
+ * numbers, the transport payload's length) and the first payload_bytes
+ * captured payload bytes; its hash is this program's own, as only the
+ * kernel's window compares it. The payload is read a word at a time, up
+ * to PAYLOAD_MAX, and only in the linear part. A subprogram, so that the
+ * verifier follows the rest of the packet's path once, not once for each
+ * length the loop may stop at. */
+static __noinline __u64 dedup_print(struct pkt *k, const struct parsed *p, const __u64 *key, int rev, __u32 nbytes)
+{
+	__u64 h = fp_mix(flow_hash(key), (__u64)rev | (__u64)p->fragment << 8 | (__u64)p->tcp_flags << 16 |
+						 (__u64)p->ip_id << 32);
+	h = fp_mix(h, (__u64)p->ip_len | (__u64)p->window << 16 | (__u64)p->seq << 32);
+	h = fp_mix(h, (__u64)p->ack | (__u64)p->payload_len << 32);
+	__u32 n = p->pcap < nbytes ? p->pcap : nbytes;
+	__u32 i = 0;
+	/* Whole words first, then the last bytes one at a time. */
+	for (int j = 0; j < PAYLOAD_MAX / 8; j++) {
+		if (i + 8 > n)
+			break;
+		__u64 *w = at(k, p->poff + i, 8);
+		if (!w)
+			break;
+		h = fp_mix(h, *w);
+		i += 8;
+	}
+	__u64 w = 0;
+	for (int j = 0; j < 8; j++) {
+		if (i >= n)
+			break;
+		__u8 *b = at(k, p->poff + i, 1);
+		if (!b)
+			break;
+		w = w << 8 | *b;
+		i++;
+	}
+	return fp_mix(h, w ^ ((__u64)i << 56));
+}
+
+/* dedup_seen says whether fp was seen within the window at now, and
+ * writes it into its bucket if it was not. CPUs share the map without a
+ * lock: a cell is one 64-bit word, written whole, and the cursor is
+ * bounded where it is read, so a race corrupts nothing. It may lose a
+ * fingerprint: two CPUs writing into one bucket at once may take the
+ * same cell (the program is built for BPF v1, which has no atomic fetch);
+ * and two copies of one frame checked at once on two CPUs both find the
+ * bucket without it. The clock is raised by a plain store, which a CPU
+ * with an earlier time may undo until the next packet (the window then
+ * looks younger by a tick at most). Each costs at worst a duplicate let
+ * through. */
+static __always_inline int dedup_seen(const struct state_config *cfg, __u64 fp, __u64 now)
+{
+	__u32 zero = 0;
+	__u64 *clock = bpf_map_lookup_elem(&dedup_clock, &zero);
+	if (!clock || cfg->dedup_tick <= 0)
+		return 0;
+	__u64 c = *clock;
+	if ((__s64)(now - c) > 0 || c == 0) {
+		*clock = now;
+		c = now;
+	}
+	__u32 tick = (__u32)(c / (__u64)cfg->dedup_tick);
+	__u32 idx = (__u32)(((fp >> 32) * (__u64)cfg->dedup_buckets) >> 32);
+	struct dedup_bucket *b = bpf_map_lookup_elem(&dedup, &idx);
+	if (!b)
+		return 0;
+	__u32 tag = (__u32)fp;
+	if (!tag)
+		tag = 1;
+	for (int i = 0; i < DEDUP_CELLS; i++) {
+		__u64 cell = b->cell[i];
+		if (cell && (__u32)cell == tag && (__s32)(tick - (__u32)(cell >> 32)) <= DEDUP_HELD_TICKS)
+			return 1;
+	}
+	__u32 cur = b->cursor;
+	b->cursor = cur + 1 < DEDUP_CELLS ? cur + 1 : 0;
+	b->cell[cur < DEDUP_CELLS ? cur : 0] = (__u64)tick << 32 | tag;
+	return 0;
+}
+
 static __always_inline void send(struct state_counters *sc, struct flow_event *e, __u8 type)
 {
 	e->type = type;
@@ -280,10 +418,11 @@ static __always_inline void send(struct state_counters *sc, struct flow_event *e
 #define SENT_START 2
 #define SENT_END 4
 #define SENT_INTERIM 8
+#define SENT_ANSWERED 16
 
 /* state_packet takes the frame into its flow's cell and returns 1, or
  * returns 2 for a frame it leaves to user space (one that does not parse
- * here, a tunnel, a link layer only the Go decoder knows, a fragment,
+ * here, a tunnel, a fragment,
  * a TCP packet without its header), 0 for a new flow the map has no room
  * for. */
 static __always_inline int state_packet(struct pkt *k, __u64 now)
@@ -323,6 +462,11 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		return 2;
 	}
 	rev = rev ? 1 : 0;
+	/* The dedup stage's place: before anything counts the frame. */
+	if (cfg->dedup_buckets && dedup_seen(cfg, dedup_print(k, &p, key, rev, cfg->payload_bytes), now)) {
+		sc->duplicates++;
+		return 1;
+	}
 	__u16 flags = p.proto == 6 ? p.tcp_flags : 0;
 	int data = p.payload_len > 0;
 	int syn = (flags & (TCP_SYN | TCP_ACK | TCP_FIN | TCP_RST)) == TCP_SYN;
@@ -385,6 +529,14 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		__u16 n = m->next[((__u32)s->machine * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
 		s->machine = n & ~TRANS_ENDS;
 		if (!s->ended) {
+			/* The rules' half-open count learns here that the
+			 * flow was answered, as a packet shard learns at the
+			 * answer, not at the record. */
+			if (!s->answered && (m->info[s->value & (MAX_VALUES - 1)] & INFO_S0) &&
+			    !(m->info[s->machine & (MAX_VALUES - 1)] & INFO_S0)) {
+				s->answered = 1;
+				sent |= SENT_ANSWERED;
+			}
 			s->value = s->machine;
 			if (n & TRANS_ENDS) {
 				s->ended = 1;
@@ -412,13 +564,13 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 			sent |= SENT_INTERIM;
 		}
 	}
-	if (sent & (SENT_START | SENT_END | SENT_INTERIM)) {
+	if (sent & (SENT_START | SENT_END | SENT_INTERIM | SENT_ANSWERED)) {
 		sb->ev.reason = 0;
 		sb->ev.s = *s;
 	}
 	bpf_spin_unlock(&c->lock);
 	sc->counted++;
-	if (sent & (SENT_DONE | SENT_START | SENT_END | SENT_INTERIM)) {
+	if (sent) {
 		__builtin_memcpy(sb->ev.key, key, 40);
 		if (sent & SENT_DONE) {
 			__builtin_memcpy(sb->old.key, key, 40);
@@ -428,6 +580,10 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		if (sent & SENT_START) {
 			sc->new_flows++;
 			send(sc, &sb->ev, EV_START);
+		}
+		if (sent & SENT_ANSWERED) {
+			sc->answered++;
+			send(sc, &sb->ev, EV_ANSWERED);
 		}
 		if (sent & SENT_END) {
 			sc->ended++;
@@ -453,8 +609,13 @@ int flowmon_state_xdp(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* The replay's program: the frame's first 8 bytes are its packet time. */
-SEC("xdp")
+/* The replay's program: the frame's first 8 bytes are its packet time.
+ * It takes frames in several buffers (xdp.frags), so that a test run
+ * takes a frame as long as GRO or TSO made it: the kernel puts the first
+ * page's worth in the linear part and the rest in fragments. The parser
+ * reads headers in the linear part only (data_end) and takes the frame's
+ * length, which bounds the IP datagram, from bpf_xdp_get_buff_len. */
+SEC("xdp.frags")
 int flowmon_state_replay(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -468,7 +629,7 @@ int flowmon_state_replay(struct xdp_md *ctx)
 		.data = (void *)(long)ctx->data,
 		.end = (void *)(long)ctx->data_end,
 	};
-	k.len = k.end - k.data;
+	k.len = bpf_xdp_get_buff_len(ctx);
 	/* The verdict tells the replay which frames are user space's. */
 	switch (state_packet(&k, now)) {
 	case 1:
@@ -484,3 +645,4 @@ int flowmon_state_replay(struct xdp_md *ctx)
 const struct flow_event *unused_flow_event __attribute__((unused));
 const struct state_counters *unused_state_counters __attribute__((unused));
 const struct state_config *unused_state_config __attribute__((unused));
+const struct dedup_bucket *unused_dedup_bucket __attribute__((unused));

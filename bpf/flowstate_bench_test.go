@@ -19,7 +19,12 @@ import (
 // clock around the run), in the trace's order, and reports the median
 // for a flow's first packet and for the packets after it. The trace is
 // FLOWMON_STATE_TRACE (e.g. make bench-replay's eth trace; its first
-// 400,000 frames), else the bundled one.
+// 400,000 frames), else the bundled one. Its sub-benchmarks run the
+// program as loaded by default (plain: no answered events, no duplicate
+// window), with answered events (the machine's S0 values given, as
+// pipeline/kernelflows gives them), and with the duplicate window too,
+// sized as the pipeline sizes it for the dedup stage's defaults (50 ms,
+// 50,000 packets a window, 32 payload bytes).
 func BenchmarkStateProgram(b *testing.B) {
 	bpftest.Require(b)
 	name := os.Getenv("FLOWMON_STATE_TRACE")
@@ -48,8 +53,26 @@ func BenchmarkStateProgram(b *testing.B) {
 	if len(frames) == 0 {
 		b.Skip("no Ethernet frames in " + name)
 	}
+	plain := bpf.StateOptions{Cells: 1 << 18, Machine: stateMachine(acsm.MachineZeek)}
+	answered := plain
+	tab := acsm.MachineTables(acsm.MachineZeek)
+	answered.Machine.S0 = make([]bool, len(tab.Conn))
+	for v, c := range tab.Conn {
+		answered.Machine.S0[v] = c == acsm.S0
+	}
+	dedup := answered
+	dedup.DedupSlots, dedup.DedupWindow, dedup.DedupPayloadBytes = 15625*bpf.DedupBucketSlots, 50*time.Millisecond, 32
+	for _, c := range []struct {
+		name string
+		opt  bpf.StateOptions
+	}{{"plain", plain}, {"answered", answered}, {"answered+dedup", dedup}} {
+		b.Run(c.name, func(b *testing.B) { benchState(b, c.opt, frames, first) })
+	}
+}
+
+func benchState(b *testing.B, opt bpf.StateOptions, frames [][]byte, first []bool) {
 	for b.Loop() {
-		s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 18, Machine: stateMachine(acsm.MachineZeek)})
+		s, err := bpf.LoadState(opt)
 		if err != nil {
 			b.Fatal(err)
 		}

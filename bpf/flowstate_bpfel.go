@@ -13,6 +13,13 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type flowstateDedupBucket struct {
+	_      structs.HostLayout
+	Cell   [15]uint64
+	Cursor uint32
+	Pad    uint32
+}
+
 type flowstateFlowCell struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -37,7 +44,7 @@ type flowstateFlowState struct {
 	Value      uint16
 	Machine    uint16
 	Ended      uint8
-	Pad        uint8
+	Answered   uint8
 	Anomalies  uint16
 	Starts     uint32
 	InterimAt  uint32
@@ -103,12 +110,15 @@ type flowstateStateBuf struct {
 }
 
 type flowstateStateConfig struct {
-	_         structs.HostLayout
-	IdleNew   int64
-	IdleEst   int64
-	Linger    int64
-	ActiveSec uint32
-	Pad       uint32
+	_            structs.HostLayout
+	IdleNew      int64
+	IdleEst      int64
+	Linger       int64
+	ActiveSec    uint32
+	DedupBuckets uint32
+	DedupTick    int64
+	PayloadBytes uint32
+	Pad          uint32
 }
 
 type flowstateStateCounters struct {
@@ -122,6 +132,8 @@ type flowstateStateCounters struct {
 	Ended        uint64
 	Done         uint64
 	Interims     uint64
+	Answered     uint64
+	Duplicates   uint64
 	EventsLost   uint64
 	RecordsLost  uint64
 	Reasons      [16]uint64
@@ -133,6 +145,8 @@ type flowstateStateCounters struct {
 const (
 	flowstateMapCells               = "cells"
 	flowstateMapConfig              = "config"
+	flowstateMapDedup               = "dedup"
+	flowstateMapDedupClock          = "dedup_clock"
 	flowstateMapEvents              = "events"
 	flowstateMapMachine             = "machine"
 	flowstateMapScratch             = "scratch"
@@ -141,6 +155,7 @@ const (
 	flowstateMapTunnelPorts         = "tunnel_ports"
 	flowstateProgFlowmonStateReplay = "flowmon_state_replay"
 	flowstateProgFlowmonStateXdp    = "flowmon_state_xdp"
+	flowstateVarUnusedDedupBucket   = "unused_dedup_bucket"
 	flowstateVarUnusedFlowEvent     = "unused_flow_event"
 	flowstateVarUnusedStateConfig   = "unused_state_config"
 	flowstateVarUnusedStateCounters = "unused_state_counters"
@@ -198,6 +213,8 @@ type flowstateProgramSpecs struct {
 type flowstateMapSpecs struct {
 	Cells       *ebpf.MapSpec `ebpf:"cells"`
 	Config      *ebpf.MapSpec `ebpf:"config"`
+	Dedup       *ebpf.MapSpec `ebpf:"dedup"`
+	DedupClock  *ebpf.MapSpec `ebpf:"dedup_clock"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Machine     *ebpf.MapSpec `ebpf:"machine"`
 	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
@@ -210,6 +227,7 @@ type flowstateMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowstateVariableSpecs struct {
+	UnusedDedupBucket   *ebpf.VariableSpec `ebpf:"unused_dedup_bucket"`
 	UnusedFlowEvent     *ebpf.VariableSpec `ebpf:"unused_flow_event"`
 	UnusedStateConfig   *ebpf.VariableSpec `ebpf:"unused_state_config"`
 	UnusedStateCounters *ebpf.VariableSpec `ebpf:"unused_state_counters"`
@@ -237,6 +255,8 @@ func (o *flowstateObjects) Close() error {
 type flowstateMaps struct {
 	Cells       *ebpf.Map `ebpf:"cells"`
 	Config      *ebpf.Map `ebpf:"config"`
+	Dedup       *ebpf.Map `ebpf:"dedup"`
+	DedupClock  *ebpf.Map `ebpf:"dedup_clock"`
 	Events      *ebpf.Map `ebpf:"events"`
 	Machine     *ebpf.Map `ebpf:"machine"`
 	Scratch     *ebpf.Map `ebpf:"scratch"`
@@ -249,6 +269,8 @@ func (m *flowstateMaps) Close() error {
 	return _FlowstateClose(
 		m.Cells,
 		m.Config,
+		m.Dedup,
+		m.DedupClock,
 		m.Events,
 		m.Machine,
 		m.Scratch,
@@ -262,6 +284,7 @@ func (m *flowstateMaps) Close() error {
 //
 // It can be passed to loadFlowstateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowstateVariables struct {
+	UnusedDedupBucket   *ebpf.Variable `ebpf:"unused_dedup_bucket"`
 	UnusedFlowEvent     *ebpf.Variable `ebpf:"unused_flow_event"`
 	UnusedStateConfig   *ebpf.Variable `ebpf:"unused_state_config"`
 	UnusedStateCounters *ebpf.Variable `ebpf:"unused_state_counters"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -25,18 +26,26 @@ import (
 // arrays (the caller converts, so that this package stays a leaf).
 type StateMachine struct {
 	Next []uint16 // [value*256+input], bit 15: the transition ends the flow
-	Info []uint8  // [value]: bit 0 origIsDst, bit 1 terminal, bit 2 closed (bit 3 is IdleNew's)
+	Info []uint8  // [value]: bit 0 origIsDst, bit 1 terminal, bit 2 closed (bits 3 and 4 are IdleNew's and S0's)
 	// IdleNew, when set (one per value), says a flow at that value
 	// times out after StateOptions.IdleNew: conn states S0, SH, SHR and
 	// unknown (from acsm.Tables.Conn). Without it every flow times out
 	// after IdleEstablished.
-	IdleNew     []bool
+	IdleNew []bool
+	// S0, when set (one per value), says which values have conn state
+	// S0: a flow whose value leaves them sends EventAnswered. Without it
+	// no flow does.
+	S0          []bool
 	Start       [3][2][2]uint16
 	ServerPorts [1024]uint64
 }
 
-// infoIdleNew is the program's INFO_IDLE_NEW bit of Info.
-const infoIdleNew = 1 << 3
+// infoIdleNew and infoS0 are the program's INFO_IDLE_NEW and INFO_S0
+// bits of Info.
+const (
+	infoIdleNew = 1 << 3
+	infoS0      = 1 << 4
+)
 
 // MaxStateValues is the most values a machine may have.
 const MaxStateValues = 512
@@ -61,7 +70,29 @@ type StateOptions struct {
 	// interim event at its first packet that long after its start or its
 	// last interim event.
 	ActiveTimeout time.Duration
+	// DedupSlots is the size of the duplicate window, in fingerprints
+	// (0: no duplicate window), rounded up to whole buckets of
+	// DedupBucketSlots: pipeline/dedup's fingerprint table, which
+	// filters/recent sizes at four keys a bucket over the 1.25 windows a
+	// key may be held. A frame whose fingerprint the window holds is
+	// counted (StateCounters.Duplicates) and left out of its cell.
+	DedupSlots int
+	// DedupWindow is how long a fingerprint is held: at least that long,
+	// at most a quarter longer (at least 4 ns when DedupSlots is set).
+	DedupWindow time.Duration
+	// DedupPayloadBytes is how many of a frame's captured payload bytes
+	// its fingerprint takes (dedup.Config.PayloadBytes; at most
+	// MaxDedupPayload).
+	DedupPayloadBytes int
 }
+
+// DedupBucketSlots is the fingerprints in one bucket of the duplicate
+// window (filters/recent.CellsPerBucket).
+const DedupBucketSlots = 15
+
+// MaxDedupPayload is the most payload bytes a fingerprint takes
+// (dedup.MaxPayloadBytes).
+const MaxDedupPayload = 64
 
 // DefaultLinger is StateOptions.Linger's default: flowtable's linger,
 // Zeek's tcp_close_delay.
@@ -74,6 +105,9 @@ const noTimeout = math.MaxInt64
 // State is a loaded flow-state program and its maps.
 type State struct {
 	objs flowstateObjects
+	// tooLong counts the frames Run did not run for their length.
+	tooLong      atomic.Uint64
+	dedupBuckets int
 }
 
 // ConnBytes is the size of Cell.Conn: flowtable.Conn's.
@@ -87,7 +121,10 @@ type Cell struct {
 	Value uint16
 	// Ended says the flow ended at EndedAt (its END event was sent); its
 	// record is due after the linger, with the stragglers counted.
-	Ended                bool
+	Ended bool
+	// Answered says the flow's value left S0 (its ANSWERED event was
+	// sent).
+	Answered             bool
 	First, Last, EndedAt int64 // packet times, nanoseconds
 	Pkts                 [2]uint64
 	// Conn is the flow's conn.log fields, in flowtable.Conn's memory
@@ -121,6 +158,11 @@ const (
 	// EventInterim: an open flow's active timeout; the event carries its
 	// state so far.
 	EventInterim = 4
+	// EventAnswered: the packet moved the flow from a value of conn
+	// state S0 (StateMachine.S0) to one of another state: the flow was
+	// answered (or reset). Sent once a flow, before an EventEnd of the
+	// same packet; the event carries the state after the packet.
+	EventAnswered = 5
 )
 
 // EventDone's reasons (0 for the other events).
@@ -151,14 +193,17 @@ const EventSize = int(unsafe.Sizeof(flowstateFlowEvent{}))
 
 // StateCounters are the program's counts, summed over the CPUs: every
 // frame once in Seen and once more in exactly one of Counted, Skipped,
-// Whole, InsertFailed or Reasons. NewFlows, Ended, Done and Interims
-// count the events made, EventsLost those the full ring refused and
-// RecordsLost the DONE events among them.
+// Duplicates, Whole, InsertFailed or Reasons. NewFlows, Ended, Done,
+// Interims and Answered count the events made, EventsLost those the full
+// ring refused and RecordsLost the DONE events among them.
 type StateCounters struct {
 	Seen, Counted, Skipped, Whole, InsertFailed uint64
-	NewFlows, Ended, Done, Interims             uint64
-	EventsLost, RecordsLost                     uint64
-	Reasons                                     [16]uint64
+	// Duplicates is the frames the duplicate window held: not applied to
+	// their cells (Run's verdict: Kept, as they were handled).
+	Duplicates                                uint64
+	NewFlows, Ended, Done, Interims, Answered uint64
+	EventsLost, RecordsLost                   uint64
+	Reasons                                   [16]uint64
 }
 
 // LoadState loads the flow-state program and its maps, attached nowhere.
@@ -177,12 +222,24 @@ func LoadState(opt StateOptions) (*State, error) {
 	if len(m.IdleNew) != 0 && len(m.IdleNew) != len(m.Info) {
 		return nil, fmt.Errorf("load eBPF flow state: IdleNew of %d values, the machine %d", len(m.IdleNew), len(m.Info))
 	}
+	if len(m.S0) != 0 && len(m.S0) != len(m.Info) {
+		return nil, fmt.Errorf("load eBPF flow state: S0 of %d values, the machine %d", len(m.S0), len(m.Info))
+	}
 	if opt.IdleNew < 0 || opt.IdleEstablished < 0 || opt.Linger < 0 || opt.ActiveTimeout < 0 {
 		return nil, fmt.Errorf("load eBPF flow state: timeouts idle new %v, established %v, linger %v, active %v: want 0 or more",
 			opt.IdleNew, opt.IdleEstablished, opt.Linger, opt.ActiveTimeout)
 	}
 	if opt.Linger == 0 {
 		opt.Linger = DefaultLinger
+	}
+	if opt.DedupSlots < 0 || (opt.DedupSlots > 0 && opt.DedupWindow < 4) || opt.DedupPayloadBytes < 0 ||
+		opt.DedupPayloadBytes > MaxDedupPayload {
+		return nil, fmt.Errorf("load eBPF flow state: duplicate window of %d slots, %v, %d payload bytes: want 0 slots or a window of at least 4 ns, and 0 to %d bytes",
+			opt.DedupSlots, opt.DedupWindow, opt.DedupPayloadBytes, MaxDedupPayload)
+	}
+	buckets := (opt.DedupSlots + DedupBucketSlots - 1) / DedupBucketSlots
+	if buckets > 1<<24 {
+		return nil, fmt.Errorf("load eBPF flow state: a duplicate window of %d slots: want at most %d", opt.DedupSlots, (1<<24)*DedupBucketSlots)
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
@@ -193,7 +250,8 @@ func LoadState(opt StateOptions) (*State, error) {
 	}
 	spec.Maps["cells"].MaxEntries = uint32(opt.Cells)
 	spec.Maps["events"].MaxEntries = uint32(opt.EventRing)
-	s := &State{}
+	spec.Maps["dedup"].MaxEntries = uint32(max(buckets, 1))
+	s := &State{dedupBuckets: buckets}
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
 	}
@@ -204,6 +262,12 @@ func LoadState(opt StateOptions) (*State, error) {
 		t.Info[v] &^= infoIdleNew
 		if n {
 			t.Info[v] |= infoIdleNew
+		}
+	}
+	for v := range m.Info {
+		t.Info[v] &^= infoS0
+		if v < len(m.S0) && m.S0[v] {
+			t.Info[v] |= infoS0
 		}
 	}
 	t.Start, t.ServerPorts = m.Start, m.ServerPorts
@@ -218,7 +282,8 @@ func LoadState(opt StateOptions) (*State, error) {
 		return int64(d)
 	}
 	cfg := flowstateStateConfig{IdleNew: never(opt.IdleNew), IdleEst: never(opt.IdleEstablished),
-		Linger: int64(opt.Linger), ActiveSec: uint32(min(opt.ActiveTimeout/time.Second, 1<<32-1))}
+		Linger: int64(opt.Linger), ActiveSec: uint32(min(opt.ActiveTimeout/time.Second, 1<<32-1)),
+		DedupBuckets: uint32(buckets), DedupTick: int64(opt.DedupWindow / 4), PayloadBytes: uint32(opt.DedupPayloadBytes)}
 	if err := s.objs.Config.Put(uint32(0), &cfg); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("load eBPF flow state: set the timeouts: %w", err)
@@ -247,10 +312,10 @@ const (
 	// Kept: the frame's flow cell took it.
 	Kept Verdict = iota
 	// Whole: a frame the program does not keep, for user space to
-	// decode and count: a tunnel, a link layer only the Go decoder
-	// knows, a fragment (first or later: user space reassembles), a TCP
-	// packet without its header, a frame that does not parse here, or
-	// one Run does not take (StateCounters says which).
+	// decode and count: a tunnel, a fragment (first or later: user
+	// space reassembles), a TCP packet without its header, a frame that
+	// does not parse here, or one Run does not take (StateCounters says
+	// which).
 	Whole
 	// Left: a new flow's packet the map had no room for
 	// (StateCounters.InsertFailed), left out.
@@ -260,10 +325,15 @@ const (
 // Run runs one Ethernet frame through the replay program at packet time
 // now (nanoseconds), with BPF_PROG_TEST_RUN, and says what the program did
 // with it. buf is scratch space the caller keeps between calls. Frames
-// shorter than an Ethernet header or longer than a test run takes
-// (MaxRunFrame) are not run: Whole.
+// shorter than an Ethernet header are not run: Whole. Nor are frames
+// longer than a test run takes (MaxRunFrame): Whole, and counted in
+// StateCounters.Seen and Whole.
 func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
-	if len(frame) < 14 || len(frame) > MaxRunFrame {
+	if len(frame) < 14 {
+		return Whole, nil
+	}
+	if len(frame) > MaxRunFrame {
+		s.tooLong.Add(1)
 		return Whole, nil
 	}
 	b := append((*buf)[:0], 0, 0, 0, 0, 0, 0, 0, 0)
@@ -285,9 +355,18 @@ func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
 	return Left, fmt.Errorf("run the eBPF flow state: the program returned %d", ret)
 }
 
-// MaxRunFrame is the longest frame Run takes: an XDP test run's data
-// fits in a page with its headroom and the skb_shared_info at its end.
-const MaxRunFrame = 4096 - 256 - 320 - 8
+// MaxRunFrame is the longest frame Run takes. The replay program takes
+// frames of several buffers: an XDP test run puts what fits in a page,
+// after its headroom and before the skb_shared_info at its end, in the
+// linear part, and the rest in up to MAX_SKB_FRAGS (17) pages of
+// fragments; the packet time's 8 bytes come first. Longer than 64 KiB,
+// so it takes any IP datagram, and frames GRO or TSO made.
+const MaxRunFrame = maxRunLinear + maxRunFrags*4096 - 8
+
+const (
+	maxRunLinear = 4096 - 256 - 320
+	maxRunFrags  = 17
+)
 
 // ClearCells empties the cell map (between two replays of one loaded
 // program).
@@ -310,13 +389,34 @@ func (s *State) ClearCells() error {
 	return nil
 }
 
+// ClearDedup empties the duplicate window and its clock (between two
+// replays of one loaded program: a capture replayed again would find
+// its own frames).
+func (s *State) ClearDedup() error {
+	if err := s.objs.DedupClock.Put(uint32(0), uint64(0)); err != nil {
+		return fmt.Errorf("clear the eBPF duplicate window: %w", err)
+	}
+	if s.dedupBuckets == 0 {
+		return nil
+	}
+	keys := make([]uint32, s.dedupBuckets)
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	if _, err := s.objs.Dedup.BatchUpdate(keys, make([]flowstateDedupBucket, s.dedupBuckets), nil); err != nil {
+		return fmt.Errorf("clear the eBPF duplicate window: %w", err)
+	}
+	return nil
+}
+
 // Counters returns the program's counts.
 func (s *State) Counters() (StateCounters, error) {
 	var per []flowstateStateCounters
 	if err := s.objs.StateStats.Lookup(uint32(0), &per); err != nil {
 		return StateCounters{}, fmt.Errorf("read the eBPF flow state's counters: %w", err)
 	}
-	var c StateCounters
+	n := s.tooLong.Load()
+	c := StateCounters{Seen: n, Whole: n}
 	for _, p := range per {
 		c.Seen += p.Seen
 		c.Counted += p.Counted
@@ -327,6 +427,8 @@ func (s *State) Counters() (StateCounters, error) {
 		c.Ended += p.Ended
 		c.Done += p.Done
 		c.Interims += p.Interims
+		c.Answered += p.Answered
+		c.Duplicates += p.Duplicates
 		c.EventsLost += p.EventsLost
 		c.RecordsLost += p.RecordsLost
 		for r := range c.Reasons {
@@ -337,7 +439,7 @@ func (s *State) Counters() (StateCounters, error) {
 }
 
 func cellOf(st *flowstateFlowState) Cell {
-	c := Cell{Value: st.Value, Ended: st.Ended != 0, First: int64(st.First), Last: int64(st.Last),
+	c := Cell{Value: st.Value, Ended: st.Ended != 0, Answered: st.Answered != 0, First: int64(st.First), Last: int64(st.Last),
 		EndedAt: int64(st.EndedAt), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
 		FirstIPID: st.FirstIpid, FirstFlags: st.FirstFlags, Anomalies: st.Anomalies, Starts: st.Starts,
 		InterimAt: st.InterimAt}
@@ -450,6 +552,7 @@ func (s *State) ResetCounters() error {
 	if err := s.objs.StateStats.Put(uint32(0), make([]flowstateStateCounters, n)); err != nil {
 		return fmt.Errorf("reset the eBPF flow state's counters: %w", err)
 	}
+	s.tooLong.Store(0)
 	return nil
 }
 

@@ -35,8 +35,8 @@ const (
 	// RawMax is the most of a frame the program hands up whole (a record
 	// of reason ReasonRaw, the frame's first bytes after it).
 	RawMax = 2048
-	// ReasonRaw is Record.Reason of a frame handed up whole: a tunnel, a
-	// link layer only user space decodes.
+	// ReasonRaw is Record.Reason of a frame handed up whole: a tunnel,
+	// which user space decodes.
 	// Record.PayloadLen is then the number of the frame's bytes that
 	// follow the record.
 	ReasonRaw = 0xff
@@ -195,7 +195,7 @@ func (o *Objects) Counters(i int) (Counters, error) {
 // SetTunnelPorts sets the UDP ports whose datagrams carry a tunnel
 // (VXLAN, Geneve, GTP-U, Teredo, AYIYA, GRE over UDP): the program hands
 // their frames up whole, for user space to decapsulate, as it does GRE,
-// IP in IP and the link layers it does not parse. Until it is called, no
+// and IP in IP. Until it is called, no
 // UDP port does.
 func (o *Objects) SetTunnelPorts(ports []uint16) error {
 	var pb flowmonPortBits

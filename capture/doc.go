@@ -135,6 +135,7 @@
 // reader drops the pages behind it as it goes, and nothing downstream
 // keeps a frame's bytes (the pipeline copies packets into its batches
 // without their payload, the defragmenter copies what it holds). The eBPF
-// program parses as Decode does without the tunnels and the PBB, VN-tag
-// and FabricPath headers: its packets are keyed on the outer header.
+// program parses as Decode does without the tunnels (it walks the PBB,
+// VN-tag and FabricPath headers as Decode does) and hands a tunnel's
+// frames up whole for Decode.
 package capture

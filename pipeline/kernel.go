@@ -10,19 +10,24 @@ import (
 // many frames each side handled, and what became of the flows it kept.
 type KernelStateSummary struct {
 	// Frames is every frame the program saw; Counted those its flows'
-	// cells took, ToUser those it left to user space whole (tunnels,
+	// cells took, Duplicates those its duplicate window held (left out,
+	// as the dedup stage leaves them out; in Summary.Duplicates too),
+	// ToUser those it left to user space whole (tunnels,
 	// fragments, what it does not parse), InsertFailed those of new
 	// flows that found its map full (counted, not kept) and Malformed
 	// those it found broken (left to user space, which counts them by
 	// reason).
 	Frames       uint64 `json:"frames"`
 	Counted      uint64 `json:"packets_counted"`
+	Duplicates   uint64 `json:"duplicates"`
 	ToUser       uint64 `json:"frames_to_user"`
 	InsertFailed uint64 `json:"insert_failed"`
 	Malformed    uint64 `json:"malformed"`
-	// Flows is the flows it started, Records those whose final record
-	// was written, TimedOut those of them found idle by the sweep.
+	// Flows is the flows it started, Answered those that left S0 (their
+	// answered event read), Records those whose final record was
+	// written, TimedOut those of them found idle by the sweep.
 	Flows    uint64 `json:"flows"`
+	Answered uint64 `json:"flows_answered"`
 	Records  uint64 `json:"records"`
 	TimedOut uint64 `json:"flows_timed_out"`
 	// Events is the flow events read; EventsLost those the full ring did
@@ -61,9 +66,10 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	}
 	s.Flows += st.Started
 	s.FlowsTimedOut += st.TimedOut
-	s.KernelState = &KernelStateSummary{Frames: st.Seen, Counted: st.Counted, ToUser: st.Whole,
-		InsertFailed: st.InsertFailed, Malformed: st.Malformed, Flows: st.Started, Records: st.Records,
-		TimedOut: st.TimedOut, Events: st.Events, EventsLost: st.EventsLost, RecordsLost: st.RecordsLost, Cells: st.Cells, MemoryBytes: st.MemoryBytes}
+	s.KernelState = &KernelStateSummary{Frames: st.Seen, Counted: st.Counted, Duplicates: st.Duplicates, ToUser: st.Whole,
+		InsertFailed: st.InsertFailed, Malformed: st.Malformed, Flows: st.Started, Answered: st.Answered, Records: st.Records,
+		TimedOut: st.TimedOut, Events: st.Events, EventsLost: st.EventsLost, RecordsLost: st.RecordsLost, Cells: st.Cells,
+		MemoryBytes: st.MemoryBytes}
 	if cerr := p.kernel.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -18,15 +18,15 @@ import (
 	"github.com/flowmon/flowmon/record"
 )
 
-// stateRecords replays files with one worker, the exact ACSM and no
-// dedup stage, in kernel state or not, and returns the final records (not the interim
-// ones) and the summary.
-func stateRecords(t *testing.T, files []string, kernel bool) ([]record.Flow, *Summary, error) {
+// stateRecords replays files with one worker, the exact ACSM and the
+// dedup stage (the default) or none, in kernel state or not, and returns
+// the final records (not the interim ones) and the summary.
+func stateRecords(t *testing.T, files []string, kernel, dedup bool) ([]record.Flow, *Summary, error) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Workers = 1
 	cfg.ACSM.Backend = acsm.BackendExact
-	cfg.NoDedup = true
+	cfg.NoDedup = !dedup
 	var keep reasons
 	cfg.Sinks = []record.Named{{Name: "keep", Sink: &keep}}
 	if kernel {
@@ -117,11 +117,21 @@ func compareKernel(user, kern []record.Flow) kernelCompare {
 
 // TestKernelStateMatchesUserState replays every real Ethernet capture and
 // a generated trace with the flows kept in the kernel's flow state and
-// with them kept in user space (both with the exact ACSM, one worker),
-// and pairs the records by uid: conn_state, orientation, packets, bytes,
-// IP bytes, flag unions, history, missed bytes and times must agree for
-// at least 99.9% of the flows. Every difference is logged with its flow.
-func TestKernelStateMatchesUserState(t *testing.T) {
+// with them kept in user space (both with the exact ACSM, one worker, no
+// dedup stage), and pairs the records by uid: conn_state, orientation,
+// packets, bytes, IP bytes, flag unions, history, missed bytes and times
+// must agree for at least 99.9% of the flows. Every difference is logged
+// with its flow.
+func TestKernelStateMatchesUserState(t *testing.T) { matchKernelState(t, false) }
+
+// TestKernelStateMatchesUserStateDedup is TestKernelStateMatchesUserState
+// with the dedup stage on both sides (the default): the kernel's
+// duplicate window for the frames it keeps, the user-space stage for the
+// others and for every frame in user state. The summaries' duplicates
+// must agree too.
+func TestKernelStateMatchesUserStateDedup(t *testing.T) { matchKernelState(t, true) }
+
+func matchKernelState(t *testing.T, dedup bool) {
 	bpftest.Require(t)
 	trace := genTrace(t, gen.Options{Flows: 20000, Seed: 5, Duration: 60 * time.Second})
 	files := []string{trace}
@@ -131,10 +141,11 @@ func TestKernelStateMatchesUserState(t *testing.T) {
 		}
 	}
 	total, agree := 0, 0
+	var udup, kdup uint64
 	byCapture := map[string][]string{}
 	for _, f := range files {
-		user, us, uerr := stateRecords(t, []string{f}, false)
-		kern, ks, kerr := stateRecords(t, []string{f}, true)
+		user, us, uerr := stateRecords(t, []string{f}, false, dedup)
+		kern, ks, kerr := stateRecords(t, []string{f}, true, dedup)
 		if uerr != nil || kerr != nil {
 			// A damaged capture: both must stop on it alike.
 			if (uerr == nil) != (kerr == nil) {
@@ -149,6 +160,11 @@ func TestKernelStateMatchesUserState(t *testing.T) {
 		}
 		if us.Packets != ks.Packets {
 			t.Errorf("%s: %d packets read in user state, %d in kernel state", f, us.Packets, ks.Packets)
+		}
+		udup += us.Duplicates
+		kdup += ks.Duplicates
+		if us.Duplicates != ks.Duplicates {
+			t.Logf("%s: %d duplicates in user state, %d in kernel state", f, us.Duplicates, ks.Duplicates)
 		}
 		c := compareKernel(user, kern)
 		total += c.flows
@@ -168,7 +184,8 @@ func TestKernelStateMatchesUserState(t *testing.T) {
 		}
 	}
 	share := float64(agree) / float64(max(total, 1))
-	t.Logf("%d files, %d flows, %d agree (%.4f%%), %d files with a difference", len(files), total, agree, 100*share, len(byCapture))
+	t.Logf("%d files, %d flows, %d agree (%.4f%%), %d files with a difference; duplicates %d in user state, %d in kernel state",
+		len(files), total, agree, 100*share, len(byCapture), udup, kdup)
 	if share < 0.999 {
 		t.Errorf("%.4f%% of the flows agree, want at least 99.9%%", 100*share)
 	}

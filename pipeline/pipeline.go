@@ -15,6 +15,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/capture/defrag"
+	"github.com/flowmon/flowmon/filters/recent"
 	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
@@ -265,6 +266,15 @@ func newPipeline(cfg Config, live []capture.LiveSource) (*Pipeline, error) {
 	return p, nil
 }
 
+// dedupSlots is the fingerprints of the kernel's duplicate window for
+// packets a window, as dedup.New sizes its fingerprint table
+// (filters/recent.New): recent.LoadPerBucket keys a bucket over the 1.25
+// windows a key may be held, in whole buckets.
+func dedupSlots(packets uint64) int {
+	buckets := max(1, uint64(math.Ceil(float64(packets)*1.25/recent.LoadPerBucket)))
+	return int(min(buckets, 1<<24)) * recent.CellsPerBucket
+}
+
 // buildKernel loads the kernel's flow state for cfg, its records going
 // to the sinks as the shards' do.
 func (p *Pipeline) buildKernel(cfg Config, workers int) error {
@@ -276,6 +286,10 @@ func (p *Pipeline) buildKernel(cfg Config, workers int) error {
 		dec = *cfg.Decode
 	}
 	kc.TunnelPorts = dec.UDPTunnelPorts()
+	if !cfg.NoDedup {
+		dc := cfg.Dedup.WithDefaults()
+		kc.DedupWindow, kc.DedupSlots, kc.DedupPayloadBytes = dc.Window, dedupSlots(dc.PacketsPerWindow), dc.PayloadBytes
+	}
 	if p.sinks != nil {
 		direct := p.sinks
 		if workers > 1 {
@@ -616,6 +630,9 @@ func (p *Pipeline) Finish(s *Summary, end time.Time) error {
 	s.Workers = len(p.shards)
 	s.UniquePackets = counts.unique
 	s.Duplicates = counts.duplicates
+	if s.KernelState != nil {
+		s.Duplicates += s.KernelState.Duplicates
+	}
 	s.Retransmissions = counts.retransmissions
 	return err
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // A flow kept outside the pipeline's shards (the kernel's flow state)
-// brings no packets, only events: its start (after its first packet), an
-// interim record at each active timeout, its end. Shard.Flow evaluates
+// brings no packets, only events: its start (after its first packet), its
+// leaving S0 (at the packet that answered it), an interim record at each
+// active timeout, its end. Shard.Flow evaluates
 // the same rules on them, through the same step, sketches, windows,
 // matches and alerts as a packet (Shard.step), each rule kind at the
 // event that tells what it counts:
@@ -22,11 +23,14 @@ import (
 //     counts, watchlist and novelty (Event.Novel), the transition into
 //     the start state and its conn_state count, the first packet's
 //     anomalies;
+//   - when it leaves S0: half_open's decrement, as the packet path's at
+//     the answer;
 //   - at an interim record and the end: the packet and volume rules, with
 //     the packets and bytes since the flow's previous record (match.flags
 //     tested against every flag the flow's packets sent, match.conn_state
 //     against the record's state); half_open's decrement when the flow is
-//     out of S0 (the packet path's comes at the answer, earlier);
+//     out of S0 and its leaving S0 was not counted (its event was lost, or
+//     found the flow table full);
 //   - at the end only: the transition into the final state, from the
 //     start state (the states between are not seen), and its conn_state
 //     count, when the final state is not the start state; the anomalies
@@ -41,12 +45,15 @@ import (
 // current window (a by_flow volume rule's table holds one window: what
 // any earlier one would have). The shard's clock, which ticks the engine, is the
 // latest time its events carried. Duplicates rules count nothing of these
-// flows: no dedup stage sees their packets.
+// flows: the kernel's duplicate window drops their duplicates and sends
+// up only its count.
 //
-// What an interim record counted is remembered per flow, for the next
-// record to count only the difference, in a table of fixed size
-// (flowMemo); a flow that finds it full counts nothing at that interim
-// record, and all it did not count at its next record.
+// What an interim record counted, and whether the flow's leaving S0 was
+// counted, is remembered per flow, for the next record to count only the
+// difference, in a table of fixed size (flowMemo); a flow that finds it
+// full counts nothing at that interim record, and all it did not count at
+// its next record, and a flow that finds it full when it leaves S0 is
+// taken out of the half-open count at its next record instead.
 
 // linkHeader is the bytes a frame adds to its IP packet on Ethernet, the
 // only link the kernel's flow state takes (pipeline/kernelflows): a flow
@@ -79,6 +86,8 @@ func (s *Shard) Flow(ev *record.Event) {
 	case record.FlowStarted:
 		x.ev.New, x.ev.Prev, x.pkts = true, acsm.ConnUnknown, 1
 		s.nEvals += s.step(set, x, false)
+	case record.FlowAnswered:
+		s.nEvals += s.flowAnswered(set, x, f)
 	case record.FlowInterim:
 		s.nEvals += s.flowInterim(set, x, f)
 	case record.FlowEnded:
@@ -118,21 +127,42 @@ func (s *Shard) flowInterim(set *Set, x *packetCtx, f *record.Flow) uint64 {
 	if x.pkts > 0 {
 		n = s.flowPackets(set, x)
 	}
-	if startState(f) == acsm.S0 && f.State != acsm.S0 && !e.leftS0 {
-		x.ev.Prev = acsm.S0
-		for _, r := range set.onChange {
-			if r.Kind == KindThreshold && r.Threshold.Event == EventHalfOpen {
-				n++
-				s.changed(r, x)
-			}
-		}
-		e.leftS0 = true
-	}
+	n += s.leaveS0(set, x, f, e)
 	prev := f.Start
 	if e.end != 0 {
 		prev = e.end
 	}
 	e.pkts, e.bytes, e.last, e.end, e.every = pkts, bytes, s.flowNow, f.End, max(f.End-prev, 0)
+	return n
+}
+
+// flowAnswered takes a flow that left S0 out of the half-open count, and
+// remembers that it did (a new entry has counted no packets yet), so
+// that the flow's later records do not take it out again.
+func (s *Shard) flowAnswered(set *Set, x *packetCtx, f *record.Flow) uint64 {
+	e := s.memo.take(f.Hash, f.Start, s.flowNow)
+	if e == nil {
+		return 0 // the table is full: the next record takes it out
+	}
+	e.last = s.flowNow
+	return s.leaveS0(set, x, f, e)
+}
+
+// leaveS0 takes a flow that started in S0 and is out of it now out of
+// the half-open count, once: e remembers it.
+func (s *Shard) leaveS0(set *Set, x *packetCtx, f *record.Flow, e *memoEntry) uint64 {
+	if startState(f) != acsm.S0 || f.State == acsm.S0 || e.leftS0 {
+		return 0
+	}
+	x.ev.Prev = acsm.S0
+	var n uint64
+	for _, r := range set.onChange {
+		if r.Kind == KindThreshold && r.Threshold.Event == EventHalfOpen {
+			n++
+			s.changed(r, x)
+		}
+	}
+	e.leftS0 = true
 	return n
 }
 
@@ -209,20 +239,23 @@ func sub0(a, b uint64) uint64 {
 	return a - b
 }
 
-// flowMemo remembers, for the flows that had an interim record, what
-// their records counted so far, keyed by flow hash and first packet time
-// (a 5-tuple's later flow is another): memoSize entries of 64 bytes
-// (256 KiB), made at the first interim record. Only flows longer than the
-// active timeout are there. An entry is freed at its flow's end, or taken
-// over by another flow once its own has had no record for memoStale (past
-// the default idle timeout of an established flow, an hour, and the sweep
-// that finds it) and twice the time between its last two records (the
-// active timeout): its end's event was lost.
+// flowMemo remembers, for the flows that had an interim record or left
+// S0, what their records counted so far and whether their leaving S0 was
+// counted, keyed by flow hash and first packet time (a 5-tuple's later
+// flow is another): memoSize entries of 64 bytes (1 MiB), made at the
+// first event that needs one. The flows longer than the active timeout
+// and the open flows that were answered are there. An entry is freed at
+// its flow's end, or taken over by another flow once its own has had no
+// record for memoStale (past the default idle timeout of an established
+// flow, an hour, and the sweep that finds it) and twice the time between
+// its last two records (the active timeout): its end's event was lost. A
+// live flow whose entry was taken over counts its earlier interim records
+// again, and leaves S0 again at its end.
 type flowMemo struct{ slots []memoEntry }
 
 type memoEntry struct {
 	h           uint64 // flow hash | 1; 0: free
-	start, last int64  // the flow's first packet time; the shard's clock at its last record
+	start, last int64  // the flow's first packet time; the shard's clock at its last record or answer
 	// end is the last packet time of the flow's last record; every, the
 	// time between its last two records (about the active timeout).
 	end, every  int64
@@ -231,7 +264,7 @@ type memoEntry struct {
 }
 
 const (
-	memoSize   = 1 << 12
+	memoSize   = 1 << 14
 	memoProbes = 8
 	memoStale  = int64(2 * time.Hour)
 )

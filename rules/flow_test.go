@@ -112,48 +112,75 @@ groups:
 
 // TestFlowHalfOpen: unanswered SYNs to a host raise its alert on both
 // paths; a served host's connections, answered and closed, leave the
-// half-open count at their records, written a linger (5 s) after their
-// ends: 150 in a window, one every 60 ms, keep fewer than 100 open at
-// once and raise nothing. (As many within a second would: the packet
-// path takes a flow out at its answer, the flow events at its record.)
+// half-open count at their answers (the flow events' FlowAnswered), or,
+// when those events are lost, at their records, written a linger (5 s)
+// after their ends: 150 in a window, one every 60 ms, keep fewer than 100
+// open at once and raise nothing either way.
 func TestFlowHalfOpen(t *testing.T) {
-	w := newTwin(t, floodRule, nil)
-	for i := range 300 {
-		at := time.Duration(i) * 30 * time.Millisecond
-		w.packet(fmt.Sprintf("203.0.%d.%d", i/250, i%250+1), uint16(1024+i), "198.18.0.1", 80, capture.SYN, at, 60)
-		if i%2 == 0 {
-			w.handshake(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), uint16(2000+i), "198.18.0.2", 443, at, true)
+	for _, lose := range []bool{false, true} {
+		w := newTwin(t, floodRule, nil)
+		w.loseAnswered = lose
+		for i := range 300 {
+			at := time.Duration(i) * 30 * time.Millisecond
+			w.packet(fmt.Sprintf("203.0.%d.%d", i/250, i%250+1), uint16(1024+i), "198.18.0.1", 80, capture.SYN, at, 60)
+			if i%2 == 0 {
+				w.handshake(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), uint16(2000+i), "198.18.0.2", 443, at, true)
+			}
 		}
-	}
-	w.finish()
-	if got := w.same(1); got["[{alertname SYNFlood} {dst 198.18.0.1} {severity warning}]"] != 1 {
-		t.Errorf("alerts %v, want the flood's victim", got)
+		w.finish()
+		if got := w.same(1); got["[{alertname SYNFlood} {dst 198.18.0.1} {severity warning}]"] != 1 {
+			t.Errorf("answered events lost %v: alerts %v, want the flood's victim", lose, got)
+		}
+		if n := w.events[record.FlowAnswered]; (n == 0) != lose {
+			t.Errorf("answered events lost %v: %d sent", lose, n)
+		}
 	}
 }
 
 // TestFlowHalfOpenOpenFlows: answered flows that stay open leave the
-// half-open count only at their next record, an interim one or their
-// end; until then they count as attempts. 150 answered flows to a host
-// within a window raise the packet path nothing and the flow events an
-// alert; with an interim record after the first 75, the count stays 75
-// + 75 and neither fires.
+// half-open count at their answers, as on the packet path: 150 answered
+// flows to a host within a window raise nothing. When their answered
+// events are lost they leave it at their next record, an interim one or
+// their end, and count as attempts until then: the flow events raise an
+// alert, and with an interim record after the first 75 the count stays
+// 75 + 75 and nothing fires. No flow leaves the count twice: 150
+// unanswered SYNs to the same host among them raise its alert whatever
+// the records.
 func TestFlowHalfOpenOpenFlows(t *testing.T) {
-	for _, interim := range []bool{false, true} {
+	for _, c := range []struct {
+		lose, interim, syns bool
+		wantFlow            int
+	}{
+		{false, false, false, 0},
+		{false, true, false, 0},
+		{true, false, false, 1},
+		{true, true, false, 0},
+		{false, true, true, 1},
+		{true, true, true, 1},
+	} {
 		w := newTwin(t, floodRule, nil)
+		w.loseAnswered = c.lose
 		for i := range 150 {
-			if interim && i == 75 {
+			if c.interim && i == 75 {
 				w.interim()
 			}
-			w.handshake(fmt.Sprintf("10.0.0.%d", i+1), 2000, "198.18.0.2", 443, time.Duration(i)*time.Millisecond, false)
+			at := time.Duration(i) * time.Millisecond
+			w.handshake(fmt.Sprintf("10.0.0.%d", i+1), 2000, "198.18.0.2", 443, at, false)
+			if c.syns {
+				w.packet(fmt.Sprintf("203.0.113.%d", i+1), 3000, "198.18.0.2", 443, capture.SYN, at, 60)
+			}
+		}
+		if c.interim {
+			w.interim()
 		}
 		w.finish()
 		pkt, flow := alertSet(w.r.rec), alertSet(w.frec)
-		wantFlow := 1
-		if interim {
-			wantFlow = 0
+		wantPkt := 0
+		if c.syns {
+			wantPkt = 1
 		}
-		if len(pkt) != 0 || len(flow) != wantFlow {
-			t.Errorf("interim %v: packet path %v, flow events %v; want none and %d", interim, pkt, flow, wantFlow)
+		if len(pkt) != wantPkt || len(flow) != c.wantFlow {
+			t.Errorf("%+v: packet path %v, flow events %v; want %d and %d", c, pkt, flow, wantPkt, c.wantFlow)
 		}
 	}
 }
@@ -440,7 +467,7 @@ func TestFlowMemoBounded(t *testing.T) {
 		t.Fatalf("a freed slot was not taken")
 	}
 	if n := unsafe.Sizeof(memoEntry{}); n != 64 {
-		t.Errorf("an entry is %d bytes, want 64 (a cache line; memoSize of them, 256 KiB)", n)
+		t.Errorf("an entry is %d bytes, want 64 (a cache line; memoSize of them, 1 MiB)", n)
 	}
 	if e := m.take(10*memoSize, 100, now+memoStale+1); e == nil {
 		t.Fatalf("a stale slot was not taken")

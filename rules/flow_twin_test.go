@@ -34,12 +34,16 @@ type twin struct {
 	// anomalies so far, by flow hash and start.
 	events map[record.EventKind]int
 	anoms  map[[2]int64]acsm.Anomaly
+	// answered are the flows that left S0, by flow hash and start;
+	// loseAnswered drops their answered events, as a full ring does.
+	answered     map[[2]int64]bool
+	loseAnswered bool
 }
 
 func newTwin(t testing.TB, rulesYAML string, lists Watchlists) *twin {
 	t.Helper()
 	w := &twin{t: t, flows: map[uint64]*record.Flow{}, seen: map[string]bool{},
-		events: map[record.EventKind]int{}, anoms: map[[2]int64]acsm.Anomaly{}}
+		events: map[record.EventKind]int{}, anoms: map[[2]int64]acsm.Anomaly{}, answered: map[[2]int64]bool{}}
 	seen := map[string]bool{}
 	var r *rig
 	r = newRig(t, rulesYAML, Lookups{Watchlists: lists, Novel: func() bool {
@@ -116,12 +120,19 @@ func (w *twin) sendPacket(p *capture.Packet) {
 		f.RespTCPFlags |= flags
 	}
 	f.End = t
+	prev := f.State
 	if ev.State != acsm.ConnUnknown {
 		f.State = ev.State
 	}
 	w.anomalies(f, ev.Anomalies)
 	if ev.New {
 		w.emit(record.FlowStarted, f, novelPair(w.seen, ev.Originator()))
+	} else if k := [2]int64{int64(f.Hash), f.Start}; prev == acsm.S0 && f.State != acsm.S0 && !w.answered[k] {
+		// The kernel's answered event: once a flow, as it leaves S0.
+		w.answered[k] = true
+		if !w.loseAnswered {
+			w.emit(record.FlowAnswered, f, false)
+		}
 	}
 	if ev.Ended {
 		w.ended = append(w.ended, f)

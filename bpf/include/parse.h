@@ -4,8 +4,12 @@
  * Offsets are u32 counts from the frame's start. Each header is checked
  * twice: against the logical end of its layer (the captured frame, or the
  * IP datagram's length, which drops Ethernet padding), as the Go decoder
- * checks its slices, and against data_end, which only the verifier needs
- * (the logical end never passes data_end). */
+ * checks its slices, and against data_end. In a frame of one buffer the
+ * logical end never passes data_end, which only the verifier needs; in a
+ * frame of several (an xdp.frags program's), pkt.len is the whole frame
+ * and data_end the end of its linear part, so lengths (the payload's, the
+ * datagram's) come from the headers and the frame, while a header past
+ * the linear part reads as truncated. */
 #ifndef FLOWMON_PARSE_H
 #define FLOWMON_PARSE_H
 
@@ -36,8 +40,7 @@ enum reason {
 };
 
 /* record.reason of a frame handed up whole: the record is a header, the
- * frame's first bytes follow it, and user space decodes them (tunnels,
- * the link layers only the Go decoder knows). */
+ * frame's first bytes follow it, and user space decodes them (tunnels). */
 #define R_RAW 0xff
 
 /* capture.FragKind. */
@@ -67,13 +70,13 @@ struct parsed {
 	__u16 sport, dport;
 	__u32 saddr, daddr; /* offsets of the addresses */
 	__u32 poff, pcap;   /* the payload's offset and the bytes of it to copy */
-	__u8 encap;         /* the frame carries a tunnel or a link layer this parser leaves to user space */
+	__u8 encap;         /* the frame carries a tunnel, which this parser leaves to user space */
 };
 
 struct pkt {
 	void *data;
 	void *end;
-	__u32 len;           /* end - data */
+	__u32 len;           /* the frame's length: end - data, or more in a frame of several buffers */
 	volatile __u32 *tmp; /* this CPU's scratch word: see forget */
 };
 
@@ -103,6 +106,10 @@ static __always_inline void *at(struct pkt *k, __u32 off, __u32 n)
 	if (off > MAX_OFF)
 		return 0;
 	void *p = k->data + off;
+	/* The pointer checked is the pointer returned: clang would otherwise
+	 * compute data + off again for the access, a pointer the verifier
+	 * has not seen checked when off is forgotten. */
+	asm volatile("" : "+r"(p));
 	if (p + n > k->end)
 		return 0;
 	return p;
@@ -379,6 +386,9 @@ static __always_inline int parse(struct pkt *k, struct parsed *p)
 	int version = 0; /* 4 or 6: the header the link layer names; 0: by its version nibble */
 
 	for (int i = 0; i < MAX_LINK_HOPS; i++) {
+		/* Hops of four lengths would give the verifier an offset of
+		 * each sum to check the rest with: forgotten, one. */
+		off = forget(k, off);
 		switch (et) {
 		case 0x0800:
 			version = 4;
@@ -423,12 +433,29 @@ static __always_inline int parse(struct pkt *k, struct parsed *p)
 			}
 			off += 8;
 			goto ip;
-		case 0x88e7: /* PBB (802.1ah) */
+		/* Link-layer hops capture.decodeEtherType walks: the next
+		 * ethertype, then the header after the hop. */
+		case 0x88e7: /* PBB (802.1ah): the I-TAG, then the customer's Ethernet header */
+			b = at(k, off, 18);
+			if (!b)
+				return R_LINK_TRUNCATED;
+			et = be16(b + 16);
+			off += 18;
+			continue;
 		case 0x8926: /* VN-tag */
-		case 0x8903: /* Cisco FabricPath */
-			p->ether_type = et;
-			p->encap = 1;
-			return R_NONE;
+			b = at(k, off, 6);
+			if (!b)
+				return R_LINK_TRUNCATED;
+			et = be16(b + 4);
+			off += 6;
+			continue;
+		case 0x8903: /* Cisco FabricPath: FTag and TTL, then the inner Ethernet header */
+			b = at(k, off, 16);
+			if (!b)
+				return R_LINK_TRUNCATED;
+			et = be16(b + 14);
+			off += 16;
+			continue;
 		default:
 			p->ether_type = et;
 			return R_NOT_IP;

@@ -24,14 +24,24 @@ type Config struct {
 	// user-space table's (flowtable.Config); ActiveTimeout, when not 0,
 	// writes an open flow's interim record that often (whole seconds).
 	IdleNew, IdleEstablished, ActiveTimeout time.Duration
+	// DedupSlots, when not 0, gives the program a duplicate window of
+	// that many fingerprints, held for DedupWindow (bpf.StateOptions): the
+	// dedup stage's place for the frames it keeps. DedupPayloadBytes is
+	// the payload bytes a fingerprint takes (dedup.Config.PayloadBytes).
+	// The window is the fingerprint table's whatever dedup.Config.FBF
+	// says, and it has no retransmission window: the frames it keeps
+	// are not checked for retransmissions.
+	DedupSlots        int
+	DedupWindow       time.Duration
+	DedupPayloadBytes int
 	// TunnelPorts are the UDP ports whose datagrams carry a tunnel: their
 	// frames go to user space.
 	TunnelPorts []uint16
 	// Out takes the records (nil: none are written, flows are counted).
 	Out flowtable.Out
-	// Events, when set, is called with each flow's start, interim
-	// records and end (the consumers' flow events); its argument is
-	// valid during the call.
+	// Events, when set, is called with each flow's start, its leaving
+	// S0, interim records and end (the consumers' flow events); its
+	// argument is valid during the call.
 	Events func(*record.Event)
 }
 
@@ -49,16 +59,18 @@ func (c Config) withDefaults() Config {
 
 // Stats are a Table's counts.
 type Stats struct {
-	// Events is the flow events read; Started the flows started.
-	Events, Started uint64
+	// Events is the flow events read; Started the flows started;
+	// Answered those whose answered event came (they left S0).
+	Events, Started, Answered uint64
 	// Records is the flows whose final record was written (or counted,
 	// without records); TimedOut those of them the sweep found idle.
 	Records, TimedOut uint64
 	// The program's counts, summed over the CPUs: every frame it saw once
 	// in Seen and once more in one of Counted (its flow's cell took it),
-	// Whole (left to user space), InsertFailed (a new flow and the map
-	// full) or Malformed.
-	Seen, Counted, Whole, InsertFailed, Malformed uint64
+	// Duplicates (the duplicate window held it: left out), Whole (left to
+	// user space), InsertFailed (a new flow and the map full) or
+	// Malformed.
+	Seen, Counted, Duplicates, Whole, InsertFailed, Malformed uint64
 	// EventsLost is the events the full ring did not take, and
 	// RecordsLost the flows whose final counts went with them.
 	EventsLost, RecordsLost uint64

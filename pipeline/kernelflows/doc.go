@@ -21,9 +21,21 @@
 //     for an idle flow;
 //   - the active timeout: an interim event carrying the counts so far.
 //
+// A flow that started in S0 and leaves it (answered, or reset) makes the
+// program send an answered event, once: Config.Events gets a
+// record.FlowAnswered, so that the rules' half-open count learns of the
+// answer when the packet path would.
+//
+// With Config.DedupSlots the program keeps a duplicate window in the
+// dedup stage's place (pipeline/dedup's fingerprint table, in a fixed
+// array map): a frame whose fingerprint it holds is counted
+// (Stats.Duplicates) and applied to no cell.
+//
 // In a replay (Table.TakeFrame) the program runs each Ethernet frame
 // with BPF_PROG_TEST_RUN at the frame's packet time, so timeouts fall
-// where they fall in user space; the frames it leaves to user space
-// (tunnels, fragments, what it does not parse) go on to the Go decoder
-// and the shards, as in a replay without it.
+// where they fall in user space; the replay program takes frames of
+// several buffers, up to bpf.MaxRunFrame (GRO's and TSO's included). The
+// frames it leaves to user space (tunnels, fragments, what it does not
+// parse) go on to the Go decoder and the shards, and their dedup stage,
+// as in a replay without it.
 package kernelflows

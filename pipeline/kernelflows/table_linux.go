@@ -38,8 +38,11 @@ type Table struct {
 	idleNew, idleEst, linger int64
 	// ended flows wait linger for their stragglers, oldest first.
 	ended []endedFlow
-	// nextSweep is the packet time of the next sweep over the cells.
+	// nextSweep is the packet time of the next sweep over the cells, set
+	// at the first packet (sweepSet): a packet time may be negative (a
+	// frame without a timestamp reads as the zero time.Time).
 	nextSweep int64
+	sweepSet  bool
 	now       int64
 
 	byState [256]uint64
@@ -62,21 +65,25 @@ const sweepEvery = int64(10 * time.Second)
 func New(c Config) (*Table, error) {
 	tables := acsm.MachineTables(c.Machine)
 	idle := make([]bool, tables.Values)
+	s0 := make([]bool, tables.Values)
 	for v := range idle {
 		idle[v] = flowtable.IdleNew(tables.Conn[v])
+		s0[v] = tables.Conn[v] == acsm.S0
 	}
 	to := c.withDefaults()
 	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
-		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts)}
+		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
+		dedupBytes: to.DedupPayloadBytes}
 	if t := takeLoaded(key); t != nil {
 		t.out, t.events = to.Out, to.Events
 		return t, nil
 	}
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
 		Machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
-			ServerPorts: tables.ServerPorts, IdleNew: idle},
+			ServerPorts: tables.ServerPorts, IdleNew: idle, S0: s0},
 		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
-		ActiveTimeout: to.ActiveTimeout})
+		ActiveTimeout: to.ActiveTimeout, DedupSlots: to.DedupSlots, DedupWindow: to.DedupWindow,
+		DedupPayloadBytes: to.DedupPayloadBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +98,6 @@ func New(c Config) (*Table, error) {
 	}
 	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
-	t.nextSweep = -1
 	return t, nil
 }
 
@@ -117,6 +123,8 @@ type loadKey struct {
 	cells, ring              int
 	idleNew, idleEst, active time.Duration
 	ports                    string
+	dedupSlots, dedupBytes   int
+	dedupWindow              time.Duration
 }
 
 var loaded struct {
@@ -135,7 +143,7 @@ func takeLoaded(k loadKey) *Table {
 // keep empties t and keeps it for the next New of its shape, if none is
 // kept yet.
 func (t *Table) keep() bool {
-	if t.st.ClearCells() != nil || t.st.ResetCounters() != nil {
+	if t.st.ClearCells() != nil || t.st.ClearDedup() != nil || t.st.ResetCounters() != nil {
 		return false
 	}
 	t.rd.SetDeadline(time.Now())
@@ -150,7 +158,7 @@ func (t *Table) keep() bool {
 		loaded.m = map[loadKey]*Table{}
 	}
 	*t = Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
-		linger: t.linger, states: map[string]uint64{}, nextSweep: -1}
+		linger: t.linger, states: map[string]uint64{}}
 	loaded.m[t.key] = t
 	return true
 }
@@ -215,6 +223,8 @@ func (t *Table) event(e *bpf.Event) {
 		t.write(&e.Key, &e.Cell, why, true)
 	case bpf.EventInterim:
 		t.write(&e.Key, &e.Cell, record.EndActive, false)
+	case bpf.EventAnswered:
+		t.answered(&e.Key, &e.Cell)
 	}
 }
 
@@ -233,8 +243,8 @@ func (t *Table) Advance(now int64) error {
 	if n > 0 {
 		t.ended = append(t.ended[:0], t.ended[n:]...)
 	}
-	if t.nextSweep < 0 {
-		t.nextSweep = now + sweepEvery
+	if !t.sweepSet {
+		t.nextSweep, t.sweepSet = now+sweepEvery, true
 	}
 	if now >= t.nextSweep {
 		t.nextSweep = now + sweepEvery
@@ -365,11 +375,23 @@ func (t *Table) write(key *[capture.KeySize]byte, c *bpf.Cell, why record.EndRea
 
 // started tells the consumers of a flow's start.
 func (t *Table) started(key *[capture.KeySize]byte, c *bpf.Cell) {
+	t.tell(record.FlowStarted, key, c)
+}
+
+// answered tells the consumers that a flow left S0.
+func (t *Table) answered(key *[capture.KeySize]byte, c *bpf.Cell) {
+	t.stats.Answered++
+	t.tell(record.FlowAnswered, key, c)
+}
+
+// tell calls the consumers with an event of kind about the flow in c,
+// keyed key, as it stands.
+func (t *Table) tell(kind record.EventKind, key *[capture.KeySize]byte, c *bpf.Cell) {
 	if t.events == nil {
 		return
 	}
 	t.fill(&t.rec, key, c)
-	t.fev.Kind, t.fev.Flow, t.fev.Anomalies, t.fev.Novel = record.FlowStarted, &t.rec, acsm.Anomaly(c.Anomalies), false
+	t.fev.Kind, t.fev.Flow, t.fev.Anomalies, t.fev.Novel = kind, &t.rec, acsm.Anomaly(c.Anomalies), false
 	t.events(&t.fev)
 }
 
@@ -408,7 +430,7 @@ func (t *Table) Stats() (Stats, error) {
 		return s, err
 	}
 	s.Started = pc.NewFlows
-	s.Seen, s.Counted, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Whole, pc.InsertFailed
+	s.Seen, s.Counted, s.Duplicates, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Duplicates, pc.Whole, pc.InsertFailed
 	for _, n := range pc.Reasons {
 		s.Malformed += n
 	}
