@@ -290,3 +290,15 @@ func TestStateTime(t *testing.T) {
 		t.Errorf("counters %+v", sc)
 	}
 }
+
+// stateMachine is machine k with its idle tiers, as
+// pipeline/kernelflows.Machine loads it but without its S0 values (no
+// answered events), which this package's tests may not import.
+func stateMachine(k acsm.MachineKind) bpf.StateMachine {
+	t := acsm.MachineTables(k)
+	idleNew := make([]bool, len(t.Info))
+	for v, s := range t.Conn {
+		idleNew[v] = s == acsm.S0 || s == acsm.SH || s == acsm.SHR || s == acsm.ConnUnknown
+	}
+	return bpf.StateMachine{Next: t.Next, Info: t.Info, IdleNew: idleNew, Start: t.Start, ServerPorts: t.ServerPorts}
+}

@@ -64,12 +64,6 @@ const sweepEvery = int64(10 * time.Second)
 // New loads the kernel's flow state for c.
 func New(c Config) (*Table, error) {
 	tables := acsm.MachineTables(c.Machine)
-	idle := make([]bool, tables.Values)
-	s0 := make([]bool, tables.Values)
-	for v := range idle {
-		idle[v] = flowtable.IdleNew(tables.Conn[v])
-		s0[v] = tables.Conn[v] == acsm.S0
-	}
 	to := c.withDefaults()
 	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
 		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
@@ -79,8 +73,7 @@ func New(c Config) (*Table, error) {
 		return t, nil
 	}
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
-		Machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
-			ServerPorts: tables.ServerPorts, IdleNew: idle, S0: s0},
+		Machine: Machine(c.Machine),
 		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
 		ActiveTimeout: to.ActiveTimeout, DedupSlots: to.DedupSlots, DedupWindow: to.DedupWindow,
 		DedupPayloadBytes: to.DedupPayloadBytes})
@@ -99,6 +92,19 @@ func New(c Config) (*Table, error) {
 	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
 	return t, nil
+}
+
+// Machine is ACSM machine k as the kernel's program steps it: its tables,
+// and which values time out as new flows and which are S0.
+func Machine(k acsm.MachineKind) bpf.StateMachine {
+	t := acsm.MachineTables(k)
+	idle := make([]bool, t.Values)
+	s0 := make([]bool, t.Values)
+	for v := range idle {
+		idle[v] = flowtable.IdleNew(t.Conn[v])
+		s0[v] = t.Conn[v] == acsm.S0
+	}
+	return bpf.StateMachine{Next: t.Next, Info: t.Info, Start: t.Start, ServerPorts: t.ServerPorts, IdleNew: idle, S0: s0}
 }
 
 // Close releases the program and its maps, or keeps them, emptied, for

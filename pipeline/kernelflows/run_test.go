@@ -1,6 +1,6 @@
 //go:build linux
 
-package bpf_test
+package kernelflows_test
 
 import (
 	"encoding/binary"
@@ -16,6 +16,7 @@ import (
 	"github.com/flowmon/flowmon/capture"
 	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 	"github.com/flowmon/flowmon/pipeline/flowtable"
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
 )
 
 // tcpFrame is an Ethernet frame of n bytes holding an IPv4 TCP segment
@@ -43,7 +44,7 @@ func tcpFrame(n, ipLen int) []byte {
 // Whole, and counted.
 func TestStateLongFrames(t *testing.T) {
 	bpftest.Require(t)
-	s, err := bpf.LoadState(bpf.StateOptions{Cells: 16, EventRing: 1 << 16, Machine: stateMachine(acsm.MachineZeek), Linger: never})
+	s, err := bpf.LoadState(bpf.StateOptions{Cells: 16, EventRing: 1 << 16, Machine: kernelflows.Machine(acsm.MachineZeek), Linger: never})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -120,7 +121,7 @@ func segment(flags byte, fromServer bool) []byte {
 // packet; a flow that never was in S0 sends none.
 func TestStateAnswered(t *testing.T) {
 	bpftest.Require(t)
-	m := stateMachine(acsm.MachineZeek)
+	m := kernelflows.Machine(acsm.MachineZeek)
 	tab := acsm.MachineTables(acsm.MachineZeek)
 	m.S0 = make([]bool, len(m.Info))
 	for v := range m.S0 {
@@ -181,7 +182,7 @@ func TestStateAnswered(t *testing.T) {
 func TestStateDedup(t *testing.T) {
 	bpftest.Require(t)
 	const w = 50 * time.Millisecond
-	s, err := bpf.LoadState(bpf.StateOptions{Cells: 16, EventRing: 1 << 16, Machine: stateMachine(acsm.MachineZeek), Linger: never,
+	s, err := bpf.LoadState(bpf.StateOptions{Cells: 16, EventRing: 1 << 16, Machine: kernelflows.Machine(acsm.MachineZeek), Linger: never,
 		DedupSlots: 1000, DedupWindow: w, DedupPayloadBytes: 4})
 	if err != nil {
 		t.Fatal(err)

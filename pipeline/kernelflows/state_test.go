@@ -1,6 +1,6 @@
 //go:build linux
 
-package bpf_test
+package kernelflows_test
 
 import (
 	"errors"
@@ -22,17 +22,9 @@ import (
 	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
 	"github.com/flowmon/flowmon/pipeline/flowtable"
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
 	"github.com/flowmon/flowmon/record"
 )
-
-func stateMachine(k acsm.MachineKind) bpf.StateMachine {
-	t := acsm.MachineTables(k)
-	idleNew := make([]bool, len(t.Info))
-	for v, s := range t.Conn {
-		idleNew[v] = s == acsm.S0 || s == acsm.SH || s == acsm.SHR || s == acsm.ConnUnknown
-	}
-	return bpf.StateMachine{Next: t.Next, Info: t.Info, IdleNew: idleNew, Start: t.Start, ServerPorts: t.ServerPorts}
-}
 
 // never is a linger no capture reaches, even one whose clock jumps
 // by centuries.
@@ -87,7 +79,7 @@ func TestStateMatchesUserSpace(t *testing.T) {
 	for _, l := range [][]uint16{opts.VXLANPorts, opts.GenevePorts, opts.GTPPorts, opts.TeredoPorts, opts.AYIYAPorts, opts.GREOverUDPPorts} {
 		ports = append(ports, l...)
 	}
-	s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 16, EventRing: 1 << 20, Machine: stateMachine(acsm.MachineZeek),
+	s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 16, EventRing: 1 << 20, Machine: kernelflows.Machine(acsm.MachineZeek),
 		Linger: never})
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +295,7 @@ func TestStateTwoCPUs(t *testing.T) {
 		t.Fatal("no frames")
 	}
 	cells := func(runs []int) map[[40]byte]bpf.Cell {
-		s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 12, EventRing: 1 << 20, Machine: stateMachine(acsm.MachineZeek),
+		s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 12, EventRing: 1 << 20, Machine: kernelflows.Machine(acsm.MachineZeek),
 			Linger: never})
 		if err != nil {
 			t.Fatal(err)
