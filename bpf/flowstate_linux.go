@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"time"
 	"unsafe"
 
@@ -60,6 +61,14 @@ type StateOptions struct {
 	// interim event at its first packet that long after its start or its
 	// last interim event.
 	ActiveTimeout time.Duration
+	// Live loads the live programs (AttachXDP, AttachTC) instead of the
+	// replay's (Run): each load verifies only the programs it runs.
+	Live bool
+	// FrameRing is a live state's ring of the frames left to user space
+	// (NewFrameReader), in bytes: a power of two, a multiple of the page
+	// size (default 4 MiB). FrameWakeup is how much it holds before the
+	// program wakes its reader (default a quarter of it).
+	FrameRing, FrameWakeup int
 }
 
 // DefaultLinger is StateOptions.Linger's default: flowtable's linger,
@@ -70,9 +79,26 @@ const DefaultLinger = 5 * time.Second
 // distance from another with a timeout, and no distance is larger.
 const noTimeout = math.MaxInt64
 
-// State is a loaded flow-state program and its maps.
+// State is a loaded flow-state program and its maps. Loaded Live, it
+// attaches at XDP or TC (AttachXDP, AttachTC) and hands the frames it
+// leaves to user space up through its frames ring (NewFrameReader).
 type State struct {
-	objs flowstateObjects
+	objs  flowstateObjects
+	hooks hooks
+}
+
+// stateReplay and stateLive are the programs of a replay's and a live
+// state's load: only they are verified.
+type stateReplay struct {
+	flowstateMaps
+	Replay *ebpf.Program `ebpf:"flowmon_state_replay"`
+}
+
+type stateLive struct {
+	flowstateMaps
+	XDP       *ebpf.Program `ebpf:"flowmon_state_xdp"`
+	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
+	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
 }
 
 // ConnBytes is the size of Cell.Conn: flowtable.Conn's.
@@ -183,6 +209,17 @@ func LoadState(opt StateOptions) (*State, error) {
 	if opt.Linger == 0 {
 		opt.Linger = DefaultLinger
 	}
+	if !opt.Live {
+		opt.FrameRing = os.Getpagesize() // unused: the smallest ring
+	} else if opt.FrameRing == 0 {
+		opt.FrameRing = 4 << 20
+	}
+	if fr := opt.FrameRing; fr < os.Getpagesize() || fr&(fr-1) != 0 || fr > 1<<30 {
+		return nil, fmt.Errorf("load eBPF flow state: frame ring %d: want a power of two from %d (a page) to %d", fr, os.Getpagesize(), 1<<30)
+	}
+	if opt.FrameWakeup == 0 {
+		opt.FrameWakeup = opt.FrameRing / 4
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
 	}
@@ -192,9 +229,25 @@ func LoadState(opt StateOptions) (*State, error) {
 	}
 	spec.Maps["cells"].MaxEntries = uint32(opt.Cells)
 	spec.Maps["events"].MaxEntries = uint32(opt.EventRing)
+	spec.Maps["frames"].MaxEntries = uint32(opt.FrameRing)
 	s := &State{}
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
-		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
+	if opt.Live {
+		var l stateLive
+		if err := spec.LoadAndAssign(&l, nil); err != nil {
+			return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
+		}
+		s.objs.flowstateMaps = l.flowstateMaps
+		s.objs.FlowmonStateXdp, s.objs.FlowmonStateTcIngress, s.objs.FlowmonStateTcEgress = l.XDP, l.TCIngress, l.TCEgress
+	} else {
+		var r stateReplay
+		if err := spec.LoadAndAssign(&r, nil); err != nil {
+			return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
+		}
+		s.objs.flowstateMaps, s.objs.FlowmonStateReplay = r.flowstateMaps, r.Replay
+	}
+	if err := s.objs.FrameSettings.Put(uint32(0), flowstateFrameConfig{WakeupBytes: uint32(opt.FrameWakeup)}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("load eBPF flow state: set the frames' wakeup: %w", err)
 	}
 	var t flowstateMachineTables
 	copy(t.Next[:], m.Next)
@@ -225,8 +278,8 @@ func LoadState(opt StateOptions) (*State, error) {
 	return s, nil
 }
 
-// Close releases the program and its maps.
-func (s *State) Close() error { return s.objs.Close() }
+// Close detaches the live programs and releases the programs and maps.
+func (s *State) Close() error { return errors.Join(s.hooks.detach(), s.objs.Close()) }
 
 // SetTunnelPorts sets the UDP ports whose datagrams carry a tunnel: the
 // program leaves their frames (StateCounters.Whole) to user space.
@@ -269,6 +322,9 @@ func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
 	binary.LittleEndian.PutUint64(b, uint64(now))
 	b = append(b, frame...)
 	*buf = b
+	if s.objs.FlowmonStateReplay == nil {
+		return Left, errors.New("run the eBPF flow state: loaded live, without the replay's program")
+	}
 	ret, err := s.objs.FlowmonStateReplay.Run(&ebpf.RunOptions{Data: b})
 	if err != nil {
 		return Left, fmt.Errorf("run the eBPF flow state: %w", err)
@@ -421,9 +477,6 @@ func ParseEvent(b []byte, e *Event) error {
 	return nil
 }
 
-// XDPProgram is the live XDP program (for Program.Benchmark and
-// attaching).
-func (s *State) XDPProgram() *ebpf.Program { return s.objs.FlowmonStateXdp }
 
 // Lookup reads the cell of key, taken under its lock, leaving it in the
 // map.
