@@ -477,7 +477,6 @@ func ParseEvent(b []byte, e *Event) error {
 	return nil
 }
 
-
 // Lookup reads the cell of key, taken under its lock, leaving it in the
 // map.
 func (s *State) Lookup(key [40]byte) (c Cell, ok bool, err error) {
