@@ -106,8 +106,11 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		}
 		a.closers.add(undelivered(closeIPFIX))
 	}
-	if a.srcs, err = openSources(&cfg); err != nil {
+	if a.srcs, err = openSources(&cfg, &ecfg); err != nil {
 		return nil, err
+	}
+	if t := ecfg.KernelTable; t != nil {
+		a.closers.add(t.Close) // the pipeline's Finish closes it first, but a failed Open does not get there
 	}
 	a.closers.add(func() error {
 		for _, s := range a.srcs {

@@ -87,7 +87,7 @@ func TestFull(t *testing.T) {
 			CIDRs: "10.0.0.0/8, 2001:db8::/32", Ports: "53, 443"},
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
-			MaxFlows: 500000, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second,
+			MaxFlows: 500000, FlowState: pipeline.FlowStateUser, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second,
 			VXLANPorts: "4789,8472", GenevePorts: "none", GTPPorts: "2152", TeredoPorts: "3544,3545", AYIYAPorts: "none",
 			GREOverUDPPorts: "4754,4755", NoTunnelDetect: true, MaxTunnelDepth: 2, VerifyChecksums: true,
 			Defrag: true, DefragMaxDatagrams: 2048, DefragMaxBytes: 8 << 20, DefragTimeout: time.Minute, DefragPolicy: "last"},
@@ -111,10 +111,11 @@ func TestFull(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)
 	}
-	// All but the three that exclude the others (no-dedup, decode-only,
-	// and defrag, whose other keys do nothing when it is false).
-	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-3 {
-		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-3, changed)
+	// All but the four that exclude the others (no-dedup, decode-only,
+	// defrag, whose other keys do nothing when it is false, and
+	// flow-state, whose kernel needs source xdp or tc and every flow).
+	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-4 {
+		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-4, changed)
 	}
 }
 

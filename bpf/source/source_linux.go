@@ -83,10 +83,23 @@ func (s *Ring) SetDecodeOptions(o capture.DecodeOptions) {
 	_ = s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
 }
 
+// program is what a source attaches and reads the counts of: the capture
+// program (bpf.Objects), or the flow state's live programs (stateProgram).
+type program interface {
+	AttachXDP(ifindex int, mode string) (string, error)
+	AttachTC(ifindex int, mode string) (string, error)
+	Detach() error
+	SetTunnelPorts(ports []uint16) error
+	Counters(ring int) (bpf.Counters, error)
+	// Close releases what the sources own: the capture program, or the
+	// flow state's attach (the state is its table's).
+	Close() error
+}
+
 // shared is what the sources of one Open share: the program, its
 // maps and links, released when the last source closes.
 type shared struct {
-	objs   *bpf.Objects
+	objs   program
 	sample uint32 // 1 flow kept in sample (1: every flow)
 	c      Config
 	w      *ifacewatch.Watch // nil for a source attached nowhere (tests)

@@ -62,7 +62,12 @@ type Stats struct {
 	// EventsLost is the events the full ring did not take, and
 	// RecordsLost the flows whose final counts went with them.
 	EventsLost, RecordsLost uint64
-	// Cells is the map's size in flows, and MemoryBytes its memory.
+	// Cells is the map's size in flows, and MemoryBytes its memory;
+	// CellsInUse the flows it holds (counted from the program's new and
+	// done flows and the cells the table took out).
 	Cells       int
 	MemoryBytes uint64
+	CellsInUse  uint64
+
+	taken uint64 // cells taken out with their records
 }

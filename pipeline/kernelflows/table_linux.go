@@ -20,7 +20,8 @@ import (
 
 // Table is the user-space side of the kernel's flow state: it loads the
 // program and its maps, reads its events and sweeps its cells, and
-// writes the records. One goroutine uses it.
+// writes the records. One goroutine uses it; Stats and Close may be
+// called from any.
 type Table struct {
 	key    loadKey
 	st     *bpf.State
@@ -45,6 +46,17 @@ type Table struct {
 	byState [256]uint64
 	states  map[string]uint64
 	stats   Stats
+
+	// live is a live run's table (NewLive): its times are the kernel's
+	// monotonic clock, and off (wall clock minus monotonic, ns) moves
+	// them to the records' wall clock; a replay's are packet times, off 0.
+	live bool
+	off  int64
+
+	// mu guards pub, the stats as last published for Stats, and closed.
+	mu     sync.Mutex
+	pub    Stats
+	closed bool
 }
 
 type endedFlow struct {
@@ -60,11 +72,8 @@ const sweepEvery = int64(10 * time.Second)
 
 // New loads the kernel's flow state for c.
 func New(c Config) (*Table, error) {
-	tables := acsm.MachineTables(c.Machine)
-	idle := make([]bool, tables.Values)
-	for v := range idle {
-		idle[v] = flowtable.IdleNew(tables.Conn[v])
-	}
+	mt := tablesOf(c.Machine)
+	tables := mt.acsm
 	to := c.withDefaults()
 	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
 		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts)}
@@ -72,9 +81,7 @@ func New(c Config) (*Table, error) {
 		t.out, t.events = to.Out, to.Events
 		return t, nil
 	}
-	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
-		Machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
-			ServerPorts: tables.ServerPorts, IdleNew: idle},
+	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing, Machine: mt.machine,
 		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
 		ActiveTimeout: to.ActiveTimeout})
 	if err != nil {
@@ -95,10 +102,33 @@ func New(c Config) (*Table, error) {
 	return t, nil
 }
 
+// machineTables are a machine's tables as the ACSM has them and as the
+// program steps them.
+type machineTables struct {
+	acsm    acsm.Tables
+	machine bpf.StateMachine
+}
+
+func tablesOf(k acsm.MachineKind) machineTables {
+	tables := acsm.MachineTables(k)
+	idle := make([]bool, tables.Values)
+	for v := range idle {
+		idle[v] = flowtable.IdleNew(tables.Conn[v])
+	}
+	return machineTables{acsm: tables, machine: bpf.StateMachine{Next: tables.Next, Info: tables.Info, Start: tables.Start,
+		ServerPorts: tables.ServerPorts, IdleNew: idle}}
+}
+
 // Close releases the program and its maps, or keeps them, emptied, for
 // the next New of the same shape in this process (keepLoaded).
 func (t *Table) Close() error {
-	if t.keep() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	if !t.live && t.keep() {
 		return nil
 	}
 	err := t.rd.Close()
@@ -149,9 +179,9 @@ func (t *Table) keep() bool {
 	if loaded.m == nil {
 		loaded.m = map[loadKey]*Table{}
 	}
-	*t = Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
+	k := &Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
 		linger: t.linger, states: map[string]uint64{}, nextSweep: -1}
-	loaded.m[t.key] = t
+	loaded.m[t.key] = k
 	return true
 }
 
@@ -254,6 +284,7 @@ func (t *Table) flushEnded(f *endedFlow) error {
 	if c, ok, err = t.st.Take(f.key); err != nil || !ok {
 		return err
 	}
+	t.stats.taken++
 	t.write(&f.key, &c, record.EndOfFlow, true)
 	return nil
 }
@@ -280,6 +311,7 @@ func (t *Table) sweep(now int64, final bool) error {
 		if !ok {
 			continue
 		}
+		t.stats.taken++
 		why := record.EndIdle
 		switch {
 		case c.Ended:
@@ -328,7 +360,15 @@ func (t *Table) Finish() error {
 		}
 	}
 	t.byState = [256]uint64{}
+	t.publish()
 	return nil
+}
+
+// publish makes the table's counts what Stats returns.
+func (t *Table) publish() {
+	t.mu.Lock()
+	t.pub = t.stats
+	t.mu.Unlock()
 }
 
 // States is the flows by final conn_state, filled by Finish.
@@ -390,8 +430,9 @@ func (t *Table) fill(f *record.Flow, key *[capture.KeySize]byte, c *bpf.Cell) {
 	origIsDst := t.tables.Info[v]&acsm.InfoOrigIsDst != 0
 	conn, _ := flowtable.ConnFromBytes(c.Conn[:])
 	h := k.Hash()
-	*f = record.Flow{Start: c.First, End: c.Last, Hash: h, Proto: k.Proto, State: t.tables.Conn[v], Confidence: 1,
-		UID:  flowtable.UIDSeed(h, c.First, c.FirstSeq, c.FirstAck, c.FirstIPID, capture.TCPFlags(c.FirstFlags)),
+	first := c.First + t.off
+	*f = record.Flow{Start: first, End: c.Last + t.off, Hash: h, Proto: k.Proto, State: t.tables.Conn[v], Confidence: 1,
+		UID:  flowtable.UIDSeed(h, first, c.FirstSeq, c.FirstAck, c.FirstIPID, capture.TCPFlags(c.FirstFlags)),
 		Orig: k.Src, OrigPort: k.SrcPort, Resp: k.Dst, RespPort: k.DstPort, OrigPkts: c.Pkts[0], RespPkts: c.Pkts[1]}
 	if origIsDst {
 		f.Orig, f.OrigPort, f.Resp, f.RespPort = k.Dst, k.DstPort, k.Src, k.SrcPort
@@ -400,9 +441,15 @@ func (t *Table) fill(f *record.Flow, key *[capture.KeySize]byte, c *bpf.Cell) {
 	conn.Fill(f, k.Proto, origIsDst)
 }
 
-// Stats returns the table's counts and the program's.
+// Stats returns the table's counts as last published (at Finish; in a
+// live run after each read of the events) and the program's.
 func (t *Table) Stats() (Stats, error) {
-	s := t.stats
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return t.pub, errors.New("read the kernel flow state's counts: closed")
+	}
+	s := t.pub
 	pc, err := t.st.Counters()
 	if err != nil {
 		return s, err
@@ -414,5 +461,10 @@ func (t *Table) Stats() (Stats, error) {
 	}
 	s.EventsLost, s.RecordsLost = pc.EventsLost, pc.RecordsLost
 	s.Cells = t.cells
+	// Each new flow enters a cell, or takes over a done flow's (DONE);
+	// the records written from the cells took theirs out.
+	if made := pc.NewFlows - pc.Done; made > s.taken {
+		s.CellsInUse = made - s.taken
+	}
 	return s, nil
 }
