@@ -455,7 +455,7 @@ func (t *Table) Stats() (Stats, error) {
 		return s, err
 	}
 	s.Started = pc.NewFlows
-	s.Seen, s.Counted, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Whole, pc.InsertFailed
+	s.Seen, s.Counted, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Whole+pc.Skipped, pc.InsertFailed
 	for _, n := range pc.Reasons {
 		s.Malformed += n
 	}
