@@ -37,6 +37,9 @@ BIN=${1:-bin/flowmon}
 PCAP_BIN=${2:-bin/flowmon-pcap}
 ROUNDS=${ROUNDS:-3}
 LOOPS=${LOOPS:-5}
+PARTS=${PARTS:-capture kstate}
+KFLOWS=${KFLOWS:-200000}
+KOUT=${KOUT:-docs/results/bpf-kernel-state.md}
 [ "$(id -u)" = 0 ] || { echo "bench-live: needs root (network namespaces, AF_PACKET)" >&2; exit 1; }
 command -v tcpreplay >/dev/null || { echo "bench-live: needs tcpreplay (scripts/install-deps.sh test)" >&2; exit 1; }
 
@@ -58,8 +61,6 @@ ip -n "$ns" link set "$a" up
 ip -n "$ns" link set "$b" up
 ip -n "$ns" link set lo up
 
-"$BIN" gen -o "$dir/syn.pcap" --flows 200000 --duration 2s --mix synflood=1 --seed 21 >/dev/null
-"$BIN" gen -o "$dir/mix.pcap" --flows 20000 --duration 5s --seed 22 >/dev/null
 
 # send TRACE: tcpreplay's packets and elapsed seconds, "N SECS".
 send() {
@@ -71,31 +72,60 @@ hz=$(getconf CLK_TCK)
 # cputicks PID: the process's user and system time in clock ticks, "U S".
 cputicks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 
-# capture BIN SOURCE WORKERS TRACE: "SENT SECS PACKETS KERNEL DROPS USER_NS SYS_NS",
-# the last two flowmon's CPU time while it captured.
+# busyticks: the machine's busy time over every core (user, nice,
+# system, irq, softirq and steal of /proc/stat's cpu line), in clock ticks.
+busyticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+
+# sendbusy TRACE: send's "N SECS" and the machine's busy time from the
+# send to a second after it, "N SECS BUSY_NS" (the sender alone).
+sendbusy() {
+	local m0 m1 sent
+	m0=$(busyticks)
+	sent=$(send "$1")
+	sleep 1
+	m1=$(busyticks)
+	echo "$sent $(((m1 - m0) * 1000000000 / hz))"
+}
+
+# The kernel flow state's runs take its config (flow-state kernel needs
+# its source in the same file).
+for s in xdp tc; do printf 'source: %s\npipeline:\n  flow-state: kernel\n' "$s" >"$dir/kstate-$s.yaml"; done
+
+# capture BIN SOURCE WORKERS TRACE [ARGS...]: "SENT SECS PACKETS KERNEL
+# DROPS USER_NS SYS_NS BUSY_NS", USER_NS and SYS_NS flowmon's CPU time
+# while it captured, BUSY_NS the machine's over every core from the send
+# to a second after it (the window sendbusy measures). ARGS go to
+# flowmon run.
 capture() {
 	local bin=$1 source=$2 workers=$3 trace=$4 out=$dir/out.json err=$dir/err.txt
+	shift 4
 	ip netns exec "$ns" "$bin" run --iface "$b" --source "$source" --workers "$workers" --json \
-		--rules none --listen 127.0.0.1:0 --no-status >"$out" 2>"$err" &
+		--rules none --listen 127.0.0.1:0 --no-status "$@" >"$out" 2>"$err" &
 	local pid=$!
 	for _ in $(seq 100); do grep -q "capturing on" "$err" && break; sleep 0.1; done
 	grep -q "capturing on" "$err" || { cat "$err" >&2; kill "$pid"; return 1; }
-	local sent u0 s0 u1 s1
+	local sent u0 s0 u1 s1 m0 m1
 	read -r u0 s0 <<<"$(cputicks "$pid")"
+	m0=$(busyticks)
 	sent=$(send "$trace")
 	sleep 1
+	m1=$(busyticks)
 	read -r u1 s1 <<<"$(cputicks "$pid")"
 	kill -TERM "$pid"
 	wait "$pid"
-	echo "$sent $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz))"
+	python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); k=s.get("kernel_state"); k and print("kernel state:", json.dumps(k), file=sys.stderr)' "$out"
+	echo "$sent $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz)) $(((m1 - m0) * 1000000000 / hz))"
 }
 
+# The sources' capture benchmark, into OUT's "## Live capture".
+capture_part() {
+"$BIN" gen -o "$dir/syn.pcap" --flows 200000 --duration 2s --mix synflood=1 --seed 21 >/dev/null
+"$BIN" gen -o "$dir/mix.pcap" --flows 20000 --duration 5s --seed 22 >/dev/null
 table=$dir/table.md
 {
 	echo "| trace | what | runs | sent packets | sender's rate (Mpps) | captured (Mpps) | kernel drops | user CPU (ns/pkt) | system CPU (ns/pkt) |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 } >"$table"
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 for trace in syn mix; do
 	declare -A rate=() capt=() drops=() sentn=() ucpu=() scpu=()
 	modes=("sender alone" "afpacket, 1 worker" "afpacket, 2 workers")
@@ -105,11 +135,11 @@ for trace in syn mix; do
 		for mode in "${modes[@]}"; do
 			case $mode in
 			"sender alone") read -r n s <<<"$(send "$dir/$trace.pcap")"; p=0; k=0; d=0; u=0; y=0 ;;
-			"afpacket, 1 worker") read -r n s p k d u y <<<"$(capture "$BIN" afpacket 1 "$dir/$trace.pcap")" ;;
-			"afpacket, 2 workers") read -r n s p k d u y <<<"$(capture "$BIN" afpacket 2 "$dir/$trace.pcap")" ;;
-			pcap) read -r n s p k d u y <<<"$(capture "$PCAP_BIN" pcap 1 "$dir/$trace.pcap")" ;;
-			"xdp, 1 worker") read -r n s p k d u y <<<"$(capture "$BIN" xdp 1 "$dir/$trace.pcap")" ;;
-			"tc, 1 worker") read -r n s p k d u y <<<"$(capture "$BIN" tc 1 "$dir/$trace.pcap")" ;;
+			"afpacket, 1 worker") read -r n s p k d u y _ <<<"$(capture "$BIN" afpacket 1 "$dir/$trace.pcap")" ;;
+			"afpacket, 2 workers") read -r n s p k d u y _ <<<"$(capture "$BIN" afpacket 2 "$dir/$trace.pcap")" ;;
+			pcap) read -r n s p k d u y _ <<<"$(capture "$PCAP_BIN" pcap 1 "$dir/$trace.pcap")" ;;
+			"xdp, 1 worker") read -r n s p k d u y _ <<<"$(capture "$BIN" xdp 1 "$dir/$trace.pcap")" ;;
+			"tc, 1 worker") read -r n s p k d u y _ <<<"$(capture "$BIN" tc 1 "$dir/$trace.pcap")" ;;
 			esac
 			rate[$mode]+="$(python3 -c "print($n/$s/1e6)") "
 			capt[$mode]+="$(python3 -c "print($p/$s/1e6)") "
@@ -178,3 +208,72 @@ after=$(mktemp)
 rm -f "$after"
 mv "$out.tmp" "$out"
 echo "bench-live: wrote $out" >&2
+}
+
+# The kernel flow state against afpacket on the flows trace.
+kstate_part() {
+	"$BIN" gen -o "$dir/flows.pcap" --flows "$KFLOWS" --duration 5s --mix normal=0.98,synflood=0.01,scan=0.01 --seed 23 >/dev/null
+	local trace=$dir/flows.pcap LOOPS=1 mode n s p k d u y m el
+	local modes=("sender alone" "afpacket, 1 worker" "xdp, 1 worker" "xdp, kernel state" "tc, kernel state")
+	declare -A ucpu=() mcpu=() sentn=() drops=() lost=()
+	for round in $(seq "$ROUNDS"); do
+		for mode in "${modes[@]}"; do
+			el=0
+			case $mode in
+			"sender alone") read -r n s m <<<"$(sendbusy "$trace")"; u=0; d=0 ;;
+			"afpacket, 1 worker") read -r n s p k d u y m <<<"$(capture "$BIN" afpacket 1 "$trace")" ;;
+			"xdp, 1 worker") read -r n s p k d u y m <<<"$(capture "$BIN" xdp 1 "$trace")" ;;
+			"xdp, kernel state") read -r n s p k d u y m <<<"$(capture "$BIN" xdp 1 "$trace" --config "$dir/kstate-xdp.yaml")" ;;
+			"tc, kernel state") read -r n s p k d u y m <<<"$(capture "$BIN" tc 1 "$trace" --config "$dir/kstate-tc.yaml")" ;;
+			esac
+			case $mode in *"kernel state") el=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernel_state"]["events_lost"])' "$dir/out.json") ;; esac
+			ucpu[$mode]+="$(python3 -c "print($u/max($n,1))") "
+			mcpu[$mode]+="$(python3 -c "print($m/max($n,1))") "
+			drops[$mode]+="$d "
+			lost[$mode]+="$el "
+			sentn[$mode]=$n
+			echo "round $round flows $mode: sent $n in ${s}s, flowmon user ${u} ns, machine busy ${m} ns, kernel drops $d, events lost $el" >&2
+		done
+	done
+	local base afu afm uc mc dd ll ktable=$dir/ktable.md
+	base=$(tr ' ' '\n' <<<"${mcpu["sender alone"]}" | grep . | median)
+	afu=$(tr ' ' '\n' <<<"${ucpu["afpacket, 1 worker"]}" | grep . | median)
+	afm=$(tr ' ' '\n' <<<"${mcpu["afpacket, 1 worker"]}" | grep . | median)
+	afm=$(python3 -c "print($afm - $base)")
+	{
+		echo "| what | runs | sent packets | flowmon user CPU (ns/pkt) | ÷ afpacket | machine CPU less the sender (ns/pkt) | ÷ afpacket | kernel drops | events lost |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		for mode in "${modes[@]}"; do
+			uc=$(tr ' ' '\n' <<<"${ucpu[$mode]}" | grep . | median)
+			mc=$(tr ' ' '\n' <<<"${mcpu[$mode]}" | grep . | median)
+			dd=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | median)
+			ll=$(tr ' ' '\n' <<<"${lost[$mode]}" | grep . | median)
+			if [ "$mode" = "sender alone" ]; then
+				printf '| %s | %d | %d | - | - | %.0f (the machine busy, the baseline) | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
+				continue
+			fi
+			printf '| %s | %d | %d | %.0f | %.3f | %.0f | %.2f | %s | %s |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$uc" \
+				"$(python3 -c "print($uc/max($afu,1e-9))")" "$(python3 -c "print($mc-$base)")" \
+				"$(python3 -c "print(($mc-$base)/max($afm,1e-9))")" "$dd" "$ll"
+		done
+	} >"$ktable"
+	cat "$ktable"
+	{
+		echo "Kernel flow state against afpacket: \`flowmon run\` on one end of a veth pair, \`tcpreplay --topspeed -K\`"
+		echo "sending a $KFLOWS-flow flowmon gen trace once into the other (PARTS=kstate make bench-live,"
+		echo "scripts/bench-live.sh; $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git describe --always --dirty), load average"
+		echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end). Medians of $ROUNDS runs; per packet sent."
+		echo
+		cat "$ktable"
+	} >"$KOUT"
+	echo "bench-live: wrote $KOUT" >&2
+}
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+for part in $PARTS; do
+	case $part in
+	capture) capture_part ;;
+	kstate) kstate_part ;;
+	*) echo "bench-live: unknown part $part (capture, kstate)" >&2; exit 1 ;;
+	esac
+done
