@@ -27,10 +27,20 @@
 # two cores shared by sender and capture: when flowmon drops nothing it
 # kept up with the sender, and the sender was the limit.
 #
+# Then the kernel flow state (pipeline.flow-state kernel) against
+# afpacket on "flows", a flowmon gen trace of KFLOWS flows (the default
+# mix without its heavy flows, so that the trace fits in memory for
+# tcpreplay -K), sent once a run: flowmon's user CPU per packet sent, and
+# the machine's: flowmon's, the sender's and the interrupts' and
+# softirqs' (/proc/stat, sampled at the tick on every core) from the
+# send to a second after it, less the sender alone's. Other processes on
+# the machine stay out of it. That table goes to stdout and to KOUT.
+#
 # Environment: ROUNDS=3, LOOPS=5 (times tcpreplay sends a trace in one
 # run), OUT=FILE (default docs/benchmarks.md: its "## Live capture"
 # section is replaced, the sections after it kept; make bench-replay
-# keeps it).
+# keeps it), PARTS="capture kstate" (the parts to run), KFLOWS=200000,
+# KOUT=FILE (default docs/results/bpf-kernel-state.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-bin/flowmon}
@@ -62,29 +72,38 @@ ip -n "$ns" link set "$b" up
 ip -n "$ns" link set lo up
 
 
-# send TRACE: tcpreplay's packets and elapsed seconds, "N SECS".
+# send TRACE: tcpreplay's packets and elapsed seconds, and its CPU time
+# (user and system, bash's times of the subshell's children, in ns),
+# "N SECS CPU_NS".
 send() {
-	ip netns exec "$ns" tcpreplay -q -K -i "$a" --topspeed --loop "$LOOPS" "$1" 2>&1 |
-		sed -n 's/.*Actual: \([0-9]*\) packets ([0-9]* bytes) sent in \([0-9.]*\) seconds.*/\1 \2/p'
+	local t
+	t=$( (ip netns exec "$ns" tcpreplay -q -K -i "$a" --topspeed --loop "$LOOPS" "$1" >"$dir/send.txt" 2>&1; times) | tail -1)
+	echo "$(sed -n 's/.*Actual: \([0-9]*\) packets ([0-9]* bytes) sent in \([0-9.]*\) seconds.*/\1 \2/p' "$dir/send.txt") $(python3 -c '
+import re, sys
+print(int(sum(float(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([0-9.]+)s", sys.argv[1])) * 1e9))' "$t")"
 }
 
 hz=$(getconf CLK_TCK)
 # cputicks PID: the process's user and system time in clock ticks, "U S".
 cputicks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 
-# busyticks: the machine's busy time over every core (user, nice,
-# system, irq, softirq and steal of /proc/stat's cpu line), in clock ticks.
-busyticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# irqticks: the time every core spent in interrupts and softirqs (irq
+# and softirq of /proc/stat's cpu line; sampled at the tick, wherever
+# they ran), in clock ticks: the kernel's receive path, with the eBPF
+# program and the AF_PACKET copy in it. The machine's CPU for a packet is
+# this, the sender's and flowmon's own time: other processes on the
+# machine stay out of it.
+irqticks() { awk '$1 == "cpu" {print $7 + $8}' /proc/stat; }
 
-# sendbusy TRACE: send's "N SECS" and the machine's busy time from the
-# send to a second after it, "N SECS BUSY_NS" (the sender alone).
+# sendbusy TRACE: the sender alone, "N SECS MACHINE_NS": its CPU and the
+# interrupts' from the send to a second after it.
 sendbusy() {
-	local m0 m1 sent
-	m0=$(busyticks)
-	sent=$(send "$1")
+	local q0 q1 n s c
+	q0=$(irqticks)
+	read -r n s c <<<"$(send "$1")"
 	sleep 1
-	m1=$(busyticks)
-	echo "$sent $(((m1 - m0) * 1000000000 / hz))"
+	q1=$(irqticks)
+	echo "$n $s $((c + (q1 - q0) * 1000000000 / hz))"
 }
 
 # The kernel flow state's runs take its config (flow-state kernel needs
@@ -92,9 +111,9 @@ sendbusy() {
 for s in xdp tc; do printf 'source: %s\npipeline:\n  flow-state: kernel\n' "$s" >"$dir/kstate-$s.yaml"; done
 
 # capture BIN SOURCE WORKERS TRACE [ARGS...]: "SENT SECS PACKETS KERNEL
-# DROPS USER_NS SYS_NS BUSY_NS", USER_NS and SYS_NS flowmon's CPU time
-# while it captured, BUSY_NS the machine's over every core from the send
-# to a second after it (the window sendbusy measures). ARGS go to
+# DROPS USER_NS SYS_NS MACHINE_NS", USER_NS and SYS_NS flowmon's CPU time
+# while it captured, MACHINE_NS that, the sender's and the interrupts'
+# from the send to a second after it (sendbusy's window). ARGS go to
 # flowmon run.
 capture() {
 	local bin=$1 source=$2 workers=$3 trace=$4 out=$dir/out.json err=$dir/err.txt
@@ -104,17 +123,17 @@ capture() {
 	local pid=$!
 	for _ in $(seq 100); do grep -q "capturing on" "$err" && break; sleep 0.1; done
 	grep -q "capturing on" "$err" || { cat "$err" >&2; kill "$pid"; return 1; }
-	local sent u0 s0 u1 s1 m0 m1
+	local n secs c u0 s0 u1 s1 q0 q1
 	read -r u0 s0 <<<"$(cputicks "$pid")"
-	m0=$(busyticks)
-	sent=$(send "$trace")
+	q0=$(irqticks)
+	read -r n secs c <<<"$(send "$trace")"
 	sleep 1
-	m1=$(busyticks)
+	q1=$(irqticks)
 	read -r u1 s1 <<<"$(cputicks "$pid")"
 	kill -TERM "$pid"
 	wait "$pid"
 	python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); k=s.get("kernel_state"); k and print("kernel state:", json.dumps(k), file=sys.stderr)' "$out"
-	echo "$sent $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz)) $(((m1 - m0) * 1000000000 / hz))"
+	echo "$n $secs $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz)) $((c + (u1 - u0 + s1 - s0 + q1 - q0) * 1000000000 / hz))"
 }
 
 # The sources' capture benchmark, into OUT's "## Live capture".
@@ -134,7 +153,7 @@ for trace in syn mix; do
 	for round in $(seq "$ROUNDS"); do
 		for mode in "${modes[@]}"; do
 			case $mode in
-			"sender alone") read -r n s <<<"$(send "$dir/$trace.pcap")"; p=0; k=0; d=0; u=0; y=0 ;;
+			"sender alone") read -r n s _ <<<"$(send "$dir/$trace.pcap")"; p=0; k=0; d=0; u=0; y=0 ;;
 			"afpacket, 1 worker") read -r n s p k d u y _ <<<"$(capture "$BIN" afpacket 1 "$dir/$trace.pcap")" ;;
 			"afpacket, 2 workers") read -r n s p k d u y _ <<<"$(capture "$BIN" afpacket 2 "$dir/$trace.pcap")" ;;
 			pcap) read -r n s p k d u y _ <<<"$(capture "$PCAP_BIN" pcap 1 "$dir/$trace.pcap")" ;;
@@ -241,7 +260,7 @@ kstate_part() {
 	afm=$(tr ' ' '\n' <<<"${mcpu["afpacket, 1 worker"]}" | grep . | median)
 	afm=$(python3 -c "print($afm - $base)")
 	{
-		echo "| what | runs | sent packets | flowmon user CPU (ns/pkt) | ÷ afpacket | machine CPU less the sender (ns/pkt) | ÷ afpacket | kernel drops | events lost |"
+		echo "| what | runs | sent packets | flowmon user CPU (ns/pkt) | ÷ afpacket | machine CPU less the sender alone (ns/pkt) | ÷ afpacket | kernel drops | events lost |"
 		echo "|---|---|---|---|---|---|---|---|---|"
 		for mode in "${modes[@]}"; do
 			uc=$(tr ' ' '\n' <<<"${ucpu[$mode]}" | grep . | median)
@@ -249,7 +268,7 @@ kstate_part() {
 			dd=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | median)
 			ll=$(tr ' ' '\n' <<<"${lost[$mode]}" | grep . | median)
 			if [ "$mode" = "sender alone" ]; then
-				printf '| %s | %d | %d | - | - | %.0f (the machine busy, the baseline) | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
+				printf '| %s | %d | %d | - | - | %.0f (its own: the baseline) | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
 				continue
 			fi
 			printf '| %s | %d | %d | %.0f | %.3f | %.0f | %.2f | %s | %s |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$uc" \
