@@ -391,6 +391,19 @@ func (s *State) Counters() (StateCounters, error) {
 	return c, nil
 }
 
+// cellBytes is a cell as the map holds it, in 8-byte words (the C
+// struct's alignment): cilium/ebpf copies an array of words in and out
+// of a system call as it is, where the generated struct, whose padding
+// is unexported fields, goes through encoding/binary's reflection, a
+// cell at a time.
+type cellBytes [unsafe.Sizeof(flowstateFlowCell{}) / 8]uint64
+
+// The cell is whole words.
+var _ = [1]struct{}{}[unsafe.Sizeof(flowstateFlowCell{})%8]
+
+// cell is b as the C struct, in native byte order and layout.
+func (b *cellBytes) cell() *flowstateFlowCell { return (*flowstateFlowCell)(unsafe.Pointer(b)) }
+
 func cellOf(st *flowstateFlowState) Cell {
 	c := Cell{Value: st.Value, Ended: st.Ended != 0, First: int64(st.First), Last: int64(st.Last),
 		EndedAt: int64(st.EndedAt), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
@@ -408,8 +421,46 @@ func cellOf(st *flowstateFlowState) Cell {
 // the next key is read before fn is called, as a hash map's next key
 // after a deleted one is its first.
 func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
+	err := s.cellsBatch(fn)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return s.cellsOneByOne(fn)
+	}
+	return err
+}
+
+// cellsBatch is Cells a batch of cells a system call (BPF_MAP_LOOKUP_BATCH
+// with BPF_F_LOCK): a sweep of a full map reads it in tens of calls, not
+// two a cell. A hash map's batch cursor is a bucket index, so a cell
+// taken out of a bucket already read changes nothing ahead.
+func (s *State) cellsBatch(fn func(key [40]byte, c Cell) bool) error {
+	const batch = 4096
+	keys := make([][40]byte, batch)
+	vals := make([]cellBytes, batch)
+	var cursor ebpf.MapBatchCursor
+	opts := &ebpf.BatchOptions{ElemFlags: uint64(ebpf.LookupLock)}
+	for {
+		n, err := s.objs.Cells.BatchLookup(&cursor, keys, vals, opts)
+		for i := range n {
+			if !fn(keys[i], cellOf(&vals[i].cell().S)) {
+				return nil
+			}
+		}
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return nil
+		case errors.Is(err, ebpf.ErrNotSupported):
+			return err
+		case err != nil:
+			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
+		}
+	}
+}
+
+// cellsOneByOne is Cells for kernels without batch lookups: two system
+// calls a cell.
+func (s *State) cellsOneByOne(fn func(key [40]byte, c Cell) bool) error {
 	var cur, next [40]byte
-	var c flowstateFlowCell
+	var c cellBytes
 	err := s.objs.Cells.NextKey(nil, &cur)
 	for {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -418,13 +469,13 @@ func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
 		if err != nil {
 			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
 		}
-		nextErr := s.objs.Cells.NextKey(cur, &next)
-		lerr := s.objs.Cells.LookupWithFlags(cur, &c, ebpf.LookupLock)
+		nextErr := s.objs.Cells.NextKey(&cur, &next)
+		lerr := s.objs.Cells.LookupWithFlags(&cur, &c, ebpf.LookupLock)
 		switch {
 		case errors.Is(lerr, ebpf.ErrKeyNotExist):
 		case lerr != nil:
 			return fmt.Errorf("read the eBPF flow state's cells: %w", lerr)
-		case !fn(cur, cellOf(&c.S)):
+		case !fn(cur, cellOf(&c.cell().S)):
 			return nil
 		}
 		cur, err = next, nextErr
@@ -436,20 +487,20 @@ func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
 // counts either in the cell returned or in a new flow's cell, never in
 // neither. ok is false when the map holds no cell for key.
 func (s *State) Take(key [40]byte) (c Cell, ok bool, err error) {
-	var fc flowstateFlowCell
-	err = s.objs.Cells.LookupAndDeleteWithFlags(key, &fc, ebpf.LookupLock)
+	var fc cellBytes
+	err = s.objs.Cells.LookupAndDeleteWithFlags(&key, &fc, ebpf.LookupLock)
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return Cell{}, false, nil
 	}
 	if err != nil {
 		return Cell{}, false, fmt.Errorf("take an eBPF flow state cell: %w", err)
 	}
-	return cellOf(&fc.S), true, nil
+	return cellOf(&fc.cell().S), true, nil
 }
 
 // Delete removes the cell of key (a flow whose record is written).
 func (s *State) Delete(key [40]byte) error {
-	if err := s.objs.Cells.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := s.objs.Cells.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete an eBPF flow state cell: %w", err)
 	}
 	return nil
@@ -480,15 +531,15 @@ func ParseEvent(b []byte, e *Event) error {
 // Lookup reads the cell of key, taken under its lock, leaving it in the
 // map.
 func (s *State) Lookup(key [40]byte) (c Cell, ok bool, err error) {
-	var fc flowstateFlowCell
-	err = s.objs.Cells.LookupWithFlags(key, &fc, ebpf.LookupLock)
+	var fc cellBytes
+	err = s.objs.Cells.LookupWithFlags(&key, &fc, ebpf.LookupLock)
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return Cell{}, false, nil
 	}
 	if err != nil {
 		return Cell{}, false, fmt.Errorf("read an eBPF flow state cell: %w", err)
 	}
-	return cellOf(&fc.S), true, nil
+	return cellOf(&fc.cell().S), true, nil
 }
 
 // ResetCounters sets the program's counts to zero (between two runs of

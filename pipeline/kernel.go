@@ -88,23 +88,24 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 // over before decoding them.
 var errNoFrames = errors.New("the kernel flow state needs a capture file's frames: this source decodes its own")
 
-// kernelPoll is how long a live run's reader of the kernel flow state
-// waits for an event before it ages the cells and, on a quiet link,
-// tells the consumers the time (Consumer.Idle) and flushes the sinks.
-const kernelPoll = 100 * time.Millisecond
+// kernelPoll is how often a live run reads the kernel flow state's
+// events and ages its cells: polling, the reader wakes once for the
+// events of 20 ms, where waiting on the ring it would be woken by each
+// event that found it caught up, a context switch an event
+// (docs/results/bpf.md, "Kernel flow state, live").
+const kernelPoll = 20 * time.Millisecond
 
 // runKernel reads a live run's kernel flow state until stop is closed:
 // its events as they come, its cells aged by the kernel's clock
 // (kernelflows.Table.Tick), its records handed to the sinks after each
-// read, as a live shard hands its records after each batch.
+// read, as a live shard hands its records after each batch; on a quiet
+// link it tells the consumers the time (Consumer.Idle) and flushes the
+// sinks.
 func (p *Pipeline) runKernel(stop <-chan struct{}) error {
+	tick := time.NewTicker(kernelPoll)
+	defer tick.Stop()
 	for {
-		select {
-		case <-stop:
-			return nil
-		default:
-		}
-		n, err := p.kernel.ReadEvents(kernelPoll)
+		n, err := p.kernel.ReadEvents(0)
 		if err == nil {
 			err = p.kernel.Tick()
 		}
@@ -120,6 +121,19 @@ func (p *Pipeline) runKernel(stop <-chan struct{}) error {
 				c.Idle(now)
 			}
 			p.sinks.flush()
+		}
+		if n >= kernelflows.MaxEventsRead {
+			select {
+			case <-stop:
+				return nil
+			default:
+				continue // more in the ring
+			}
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
 		}
 	}
 }

@@ -31,10 +31,12 @@
 # afpacket on "flows", a flowmon gen trace of KFLOWS flows (the default
 # mix without its heavy flows, so that the trace fits in memory for
 # tcpreplay -K), sent once a run: flowmon's user CPU per packet sent, and
-# the machine's: flowmon's, the sender's and the interrupts' and
-# softirqs' (/proc/stat, sampled at the tick on every core) from the
-# send to a second after it, less the sender alone's. Other processes on
-# the machine stay out of it. That table goes to stdout and to KOUT.
+# the machine's for the capture: flowmon's and the interrupts' and
+# softirqs' (/proc/stat, sampled at the tick on every core, where the
+# receive path and the eBPF programs run) from the send to a second
+# after it, less the sender alone's interrupts and softirqs. The
+# sender's own time and other processes stay out of it. That table goes
+# to stdout and to KOUT.
 #
 # Environment: ROUNDS=3, LOOPS=5 (times tcpreplay sends a trace in one
 # run), OUT=FILE (default docs/benchmarks.md: its "## Live capture"
@@ -90,20 +92,22 @@ cputicks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 # irqticks: the time every core spent in interrupts and softirqs (irq
 # and softirq of /proc/stat's cpu line; sampled at the tick, wherever
 # they ran), in clock ticks: the kernel's receive path, with the eBPF
-# program and the AF_PACKET copy in it. The machine's CPU for a packet is
-# this, the sender's and flowmon's own time: other processes on the
-# machine stay out of it.
+# program and the AF_PACKET copy in it. The machine's CPU for the
+# capture is this and flowmon's own time, less the sender alone's
+# interrupts: the sender's own time is the same with and without a
+# capture (tcpreplay -K's loading of the trace makes it the noisiest
+# part), and other processes on the machine stay out of it.
 irqticks() { awk '$1 == "cpu" {print $7 + $8}' /proc/stat; }
 
-# sendbusy TRACE: the sender alone, "N SECS MACHINE_NS": its CPU and the
-# interrupts' from the send to a second after it.
+# sendbusy TRACE: the sender alone, "N SECS IRQ_NS": the interrupts' and
+# softirqs' time from the send to a second after it.
 sendbusy() {
 	local q0 q1 n s c
 	q0=$(irqticks)
 	read -r n s c <<<"$(send "$1")"
 	sleep 1
 	q1=$(irqticks)
-	echo "$n $s $((c + (q1 - q0) * 1000000000 / hz))"
+	echo "$n $s $(((q1 - q0) * 1000000000 / hz))"
 }
 
 # The kernel flow state's runs take its config (flow-state kernel needs
@@ -112,7 +116,7 @@ for s in xdp tc; do printf 'source: %s\npipeline:\n  flow-state: kernel\n' "$s" 
 
 # capture BIN SOURCE WORKERS TRACE [ARGS...]: "SENT SECS PACKETS KERNEL
 # DROPS USER_NS SYS_NS MACHINE_NS", USER_NS and SYS_NS flowmon's CPU time
-# while it captured, MACHINE_NS that, the sender's and the interrupts'
+# while it captured, MACHINE_NS that and the interrupts' and softirqs'
 # from the send to a second after it (sendbusy's window). ARGS go to
 # flowmon run.
 capture() {
@@ -133,7 +137,7 @@ capture() {
 	kill -TERM "$pid"
 	wait "$pid"
 	python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); k=s.get("kernel_state"); k and print("kernel state:", json.dumps(k), file=sys.stderr)' "$out"
-	echo "$n $secs $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz)) $((c + (u1 - u0 + s1 - s0 + q1 - q0) * 1000000000 / hz))"
+	echo "$n $secs $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz)) $(((u1 - u0 + s1 - s0 + q1 - q0) * 1000000000 / hz))"
 }
 
 # The sources' capture benchmark, into OUT's "## Live capture".
@@ -268,7 +272,7 @@ kstate_part() {
 			dd=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | median)
 			ll=$(tr ' ' '\n' <<<"${lost[$mode]}" | grep . | median)
 			if [ "$mode" = "sender alone" ]; then
-				printf '| %s | %d | %d | - | - | %.0f (its own: the baseline) | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
+				printf '| %s | %d | %d | - | - | %.0f (its softirqs: the baseline) | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
 				continue
 			fi
 			printf '| %s | %d | %d | %.0f | %.3f | %.0f | %.2f | %s | %s |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$uc" \

@@ -71,3 +71,8 @@ type Stats struct {
 
 	taken uint64 // cells taken out with their records
 }
+
+// MaxEventsRead bounds the events one ReadEvents handles, so that under
+// a flood of new flows the sweep and the records' delivery still run; a
+// reader that got this many has more to read at once.
+const MaxEventsRead = 4096

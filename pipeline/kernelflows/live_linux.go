@@ -24,15 +24,19 @@ import (
 // times are the wall clock: the cells' times plus the offset of the wall
 // clock from the monotonic one, measured at each Tick.
 
-// maxEventsRead bounds the events one ReadEvents handles, so that under
-// a flood of new flows the sweep and the records' delivery still run.
-const maxEventsRead = 4096
+// liveEventRing is a live table's event ring by default (Config's
+// EventRing): 16 MiB, about 60,000 events, what a million new flows a
+// second send in the 20 ms a reader that polls may leave them.
+const liveEventRing = 16 << 20
 
 // NewLive loads the kernel's flow state's live programs for c, attached
 // nowhere until OpenSource. frameRing is the size of the ring of the
 // frames left to user space (0: 4 MiB).
 func NewLive(c Config, frameRing int) (*Table, error) {
 	tables := tablesOf(c.Machine)
+	if c.EventRing == 0 {
+		c.EventRing = liveEventRing
+	}
 	to := c.withDefaults()
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
 		Machine: tables.machine, IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
@@ -93,11 +97,13 @@ func monoNow() int64 {
 
 // ReadEvents handles the events the program sends, waiting up to wait
 // for the first, and returns how many it handled (at most
-// maxEventsRead).
+// MaxEventsRead). A reader that polls (wait 0) every few milliseconds
+// wakes once for many events, where one that waits is woken by each
+// event that finds it caught up.
 func (t *Table) ReadEvents(wait time.Duration) (int, error) {
 	t.rd.SetDeadline(time.Now().Add(wait))
 	n := 0
-	for n < maxEventsRead {
+	for n < MaxEventsRead {
 		err := t.rd.ReadInto(&t.rb)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			break

@@ -37,8 +37,10 @@ type Table struct {
 	buf    []byte // Run's scratch
 
 	idleNew, idleEst, linger int64
-	// ended flows wait linger for their stragglers, oldest first.
-	ended []endedFlow
+	// ended flows wait linger for their stragglers, oldest first, from
+	// ended[endedHead].
+	ended     []endedFlow
+	endedHead int
 	// nextSweep is the packet time of the next sweep over the cells.
 	nextSweep int64
 	now       int64
@@ -253,15 +255,19 @@ func (t *Table) event(e *bpf.Event) {
 // cells are swept for flows idle past their timeout.
 func (t *Table) Advance(now int64) error {
 	t.now = max(t.now, now)
-	n := 0
-	for n < len(t.ended) && now-t.ended[n].at >= t.linger {
-		if err := t.flushEnded(&t.ended[n]); err != nil {
+	for t.endedHead < len(t.ended) && now-t.ended[t.endedHead].at >= t.linger {
+		if err := t.flushEnded(&t.ended[t.endedHead]); err != nil {
 			return err
 		}
-		n++
+		t.endedHead++
 	}
-	if n > 0 {
-		t.ended = append(t.ended[:0], t.ended[n:]...)
+	// The queue moves down once half of it is done: each flow is moved
+	// a bounded number of times, where moving the rest at every flush
+	// would cost a busy link's tens of thousands of lingering flows at
+	// every packet.
+	if t.endedHead > 0 && t.endedHead >= len(t.ended)/2 {
+		t.ended = append(t.ended[:0], t.ended[t.endedHead:]...)
+		t.endedHead = 0
 	}
 	if t.nextSweep < 0 {
 		t.nextSweep = now + sweepEvery
@@ -345,12 +351,12 @@ func (t *Table) Finish() error {
 	if err := t.readEvents(); err != nil {
 		return err
 	}
-	for i := range t.ended {
+	for i := t.endedHead; i < len(t.ended); i++ {
 		if err := t.flushEnded(&t.ended[i]); err != nil {
 			return err
 		}
 	}
-	t.ended = t.ended[:0]
+	t.ended, t.endedHead = t.ended[:0], 0
 	if err := t.sweep(t.now, true); err != nil {
 		return err
 	}
