@@ -58,7 +58,7 @@ func openSources(cfg *config.Config, ecfg *pipeline.Config) ([]capture.LiveSourc
 // openKernelState loads the kernel flow state for ecfg, attaches it as
 // ec says, and returns the source of the frames it leaves to user space.
 func openKernelState(ec source.Config, ecfg *pipeline.Config) ([]capture.LiveSource, error) {
-	t, err := kernelflows.NewLive(pipeline.KernelConfig(*ecfg), ec.WithDefaults().RingSize)
+	t, err := kernelflows.NewLive(pipeline.KernelConfig(*ecfg), ec.Hook, ec.WithDefaults().RingSize)
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func BenchmarkStateProgram(b *testing.B) {
 		b.Skip("no Ethernet frames in " + name)
 	}
 	for b.Loop() {
-		s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 18, Machine: stateMachine(acsm.MachineZeek), Live: true})
+		s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 18, Machine: stateMachine(acsm.MachineZeek), Live: bpf.LiveXDP})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -61,9 +61,11 @@ type StateOptions struct {
 	// interim event at its first packet that long after its start or its
 	// last interim event.
 	ActiveTimeout time.Duration
-	// Live loads the live programs (AttachXDP, AttachTC) instead of the
-	// replay's (Run): each load verifies only the programs it runs.
-	Live bool
+	// Live loads live programs instead of the replay's (Run): LiveXDP's
+	// (AttachXDP), LiveTC's (AttachTC) or LiveAll, both. A load verifies
+	// only the programs it loads, each about a second of the verifier
+	// on a busy machine.
+	Live string
 	// FrameRing is a live state's ring of the frames left to user space
 	// (NewFrameReader), in bytes: a power of two, a multiple of the page
 	// size (default 4 MiB). FrameWakeup is how much it holds before the
@@ -79,7 +81,7 @@ const DefaultLinger = 5 * time.Second
 // distance from another with a timeout, and no distance is larger.
 const noTimeout = math.MaxInt64
 
-// State is a loaded flow-state program and its maps. Loaded Live, it
+// State is a loaded flow-state program and its maps. Loaded live, it
 // attaches at XDP or TC (AttachXDP, AttachTC) and hands the frames it
 // leaves to user space up through its frames ring (NewFrameReader).
 type State struct {
@@ -100,6 +102,24 @@ type stateLive struct {
 	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
 	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
 }
+
+type stateLiveXDP struct {
+	flowstateMaps
+	XDP *ebpf.Program `ebpf:"flowmon_state_xdp"`
+}
+
+type stateLiveTC struct {
+	flowstateMaps
+	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
+	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
+}
+
+// StateOptions.Live's hooks.
+const (
+	LiveXDP = "xdp"
+	LiveTC  = "tc"
+	LiveAll = "all"
+)
 
 // ConnBytes is the size of Cell.Conn: flowtable.Conn's.
 const ConnBytes = 152
@@ -209,7 +229,12 @@ func LoadState(opt StateOptions) (*State, error) {
 	if opt.Linger == 0 {
 		opt.Linger = DefaultLinger
 	}
-	if !opt.Live {
+	switch opt.Live {
+	case "", LiveXDP, LiveTC, LiveAll:
+	default:
+		return nil, fmt.Errorf("load eBPF flow state: live %q must be %s, %s or %s", opt.Live, LiveXDP, LiveTC, LiveAll)
+	}
+	if opt.Live == "" {
 		opt.FrameRing = os.Getpagesize() // unused: the smallest ring
 	} else if opt.FrameRing == 0 {
 		opt.FrameRing = 4 << 20
@@ -231,20 +256,29 @@ func LoadState(opt StateOptions) (*State, error) {
 	spec.Maps["events"].MaxEntries = uint32(opt.EventRing)
 	spec.Maps["frames"].MaxEntries = uint32(opt.FrameRing)
 	s := &State{}
-	if opt.Live {
-		var l stateLive
-		if err := spec.LoadAndAssign(&l, nil); err != nil {
-			return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
-		}
-		s.objs.flowstateMaps = l.flowstateMaps
-		s.objs.FlowmonStateXdp, s.objs.FlowmonStateTcIngress, s.objs.FlowmonStateTcEgress = l.XDP, l.TCIngress, l.TCEgress
-	} else {
+	var l stateLive
+	var err2 error
+	switch opt.Live {
+	case LiveAll:
+		err2 = spec.LoadAndAssign(&l, nil)
+	case LiveXDP:
+		var x stateLiveXDP
+		err2 = spec.LoadAndAssign(&x, nil)
+		l.flowstateMaps, l.XDP = x.flowstateMaps, x.XDP
+	case LiveTC:
+		var t stateLiveTC
+		err2 = spec.LoadAndAssign(&t, nil)
+		l.flowstateMaps, l.TCIngress, l.TCEgress = t.flowstateMaps, t.TCIngress, t.TCEgress
+	default:
 		var r stateReplay
-		if err := spec.LoadAndAssign(&r, nil); err != nil {
-			return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
-		}
-		s.objs.flowstateMaps, s.objs.FlowmonStateReplay = r.flowstateMaps, r.Replay
+		err2 = spec.LoadAndAssign(&r, nil)
+		l.flowstateMaps, s.objs.FlowmonStateReplay = r.flowstateMaps, r.Replay
 	}
+	if err2 != nil {
+		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err2))
+	}
+	s.objs.flowstateMaps = l.flowstateMaps
+	s.objs.FlowmonStateXdp, s.objs.FlowmonStateTcIngress, s.objs.FlowmonStateTcEgress = l.XDP, l.TCIngress, l.TCEgress
 	if err := s.objs.FrameSettings.Put(uint32(0), flowstateFrameConfig{WakeupBytes: uint32(opt.FrameWakeup)}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("load eBPF flow state: set the frames' wakeup: %w", err)

@@ -72,7 +72,7 @@ func (s *State) FrameCounters() (FrameCounters, error) {
 }
 
 // XDPProgram, TCIngressProgram and TCEgressProgram are the live
-// programs (nil unless loaded Live), for tests and benchmarks
+// programs (nil unless loaded live), for tests and benchmarks
 // (Program.Run, Program.Benchmark).
 func (s *State) XDPProgram() *ebpf.Program       { return s.objs.FlowmonStateXdp }
 func (s *State) TCIngressProgram() *ebpf.Program { return s.objs.FlowmonStateTcIngress }

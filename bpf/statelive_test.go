@@ -26,7 +26,7 @@ import (
 func TestStateLiveHandsUpWhole(t *testing.T) {
 	bpftest.Require(t)
 	tb := acsm.MachineTables(acsm.MachineZeek)
-	s, err := LoadState(StateOptions{Cells: 1024, EventRing: 1 << 16, FrameRing: 1 << 16, Live: true,
+	s, err := LoadState(StateOptions{Cells: 1024, EventRing: 1 << 16, FrameRing: 1 << 16, Live: LiveAll,
 		Machine: StateMachine{Next: tb.Next, Info: tb.Info, Start: tb.Start, ServerPorts: tb.ServerPorts}})
 	if err != nil {
 		t.Fatal(err)

@@ -125,7 +125,7 @@ capture() {
 	ip netns exec "$ns" "$bin" run --iface "$b" --source "$source" --workers "$workers" --json \
 		--rules none --listen 127.0.0.1:0 --no-status "$@" >"$out" 2>"$err" &
 	local pid=$!
-	for _ in $(seq 100); do grep -q "capturing on" "$err" && break; sleep 0.1; done
+	for _ in $(seq 300); do grep -q "capturing on" "$err" && break; sleep 0.1; done
 	grep -q "capturing on" "$err" || { cat "$err" >&2; kill "$pid"; return 1; }
 	local n secs c u0 s0 u1 s1 q0 q1
 	read -r u0 s0 <<<"$(cputicks "$pid")"

@@ -29,10 +29,11 @@ import (
 // second send in the 20 ms a reader that polls may leave them.
 const liveEventRing = 16 << 20
 
-// NewLive loads the kernel's flow state's live programs for c, attached
-// nowhere until OpenSource. frameRing is the size of the ring of the
-// frames left to user space (0: 4 MiB).
-func NewLive(c Config, frameRing int) (*Table, error) {
+// NewLive loads the kernel's flow state's live programs for c at hook
+// (source.HookXDP or source.HookTC), attached nowhere until OpenSource.
+// frameRing is the size of the ring of the frames left to user space
+// (0: 4 MiB).
+func NewLive(c Config, hook string, frameRing int) (*Table, error) {
 	tables := tablesOf(c.Machine)
 	if c.EventRing == 0 {
 		c.EventRing = liveEventRing
@@ -40,7 +41,7 @@ func NewLive(c Config, frameRing int) (*Table, error) {
 	to := c.withDefaults()
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
 		Machine: tables.machine, IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
-		ActiveTimeout: to.ActiveTimeout, Live: true, FrameRing: frameRing})
+		ActiveTimeout: to.ActiveTimeout, Live: hook, FrameRing: frameRing})
 	if err != nil {
 		return nil, err
 	}

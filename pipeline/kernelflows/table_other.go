@@ -21,7 +21,7 @@ func New(Config) (*Table, error) {
 }
 
 // NewLive fails: eBPF is Linux's.
-func NewLive(Config, int) (*Table, error) { return New(Config{}) }
+func NewLive(Config, string, int) (*Table, error) { return New(Config{}) }
 
 func (t *Table) Close() error                                   { return nil }
 func (t *Table) TakeFrame(*capture.Frame) (bool, error)         { return false, capture.ErrNotSupported }
