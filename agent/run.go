@@ -209,7 +209,7 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	if at := attachedAt(a.srcs); at != "" {
 		source += " at " + at
 	}
-	a.log.Info("capturing on the interface", "interface", cfg.Interface, "source", source, "workers", len(a.srcs),
+	a.log.Info("capturing on the interface", "interface", cfg.Interface, "source", source, "flow_state", cfg.Pipeline.FlowState, "workers", len(a.srcs),
 		"metrics", cfg.Web.Scheme()+"://"+a.srv.addr.String()+"/metrics")
 	s, err := pipeline.RunLive(ctx, a.pl, opt)
 	a.ready.Store(false)
