@@ -151,8 +151,10 @@ var (
 		"Frames the kernel flow state left to user space whole (tunnels, fragments, what it does not parse).", nil, nil)
 	descKStateInsertFailed = prometheus.NewDesc("flowmon_kernel_state_insert_failures_total",
 		"New flows the kernel flow state's full map had no cell for (their packets counted, not kept).", nil, nil)
+	descKStateEventsSent = prometheus.NewDesc("flowmon_kernel_state_events_sent_total",
+		"Flow events the kernel flow state made (starts, ends, done flows, interim records), lost ones included.", nil, nil)
 	descKStateEvents = prometheus.NewDesc("flowmon_kernel_state_events_total",
-		"Flow events the kernel flow state sent and flowmon read.", nil, nil)
+		"Flow events flowmon read from the kernel flow state's ring.", nil, nil)
 	descKStateEventsLost = prometheus.NewDesc("flowmon_kernel_state_events_lost_total",
 		"Flow events the kernel flow state's full event ring refused.", nil, nil)
 	descKStateRecordsLost = prometheus.NewDesc("flowmon_kernel_state_records_lost_total",
@@ -165,7 +167,7 @@ type kernelStateCollector struct{ t *kernelflows.Table }
 
 func (c kernelStateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descKStateCells, descKStateCellsMax, descKStateFrames, descKStateCounted,
-		descKStateToUser, descKStateInsertFailed, descKStateEvents, descKStateEventsLost, descKStateRecordsLost} {
+		descKStateToUser, descKStateInsertFailed, descKStateEventsSent, descKStateEvents, descKStateEventsLost, descKStateRecordsLost} {
 		ch <- d
 	}
 }
@@ -181,7 +183,8 @@ func (c kernelStateCollector) Collect(ch chan<- prometheus.Metric) {
 		d *prometheus.Desc
 		v uint64
 	}{{descKStateFrames, st.Seen}, {descKStateCounted, st.Counted}, {descKStateToUser, st.Whole},
-		{descKStateInsertFailed, st.InsertFailed}, {descKStateEvents, st.Events}, {descKStateEventsLost, st.EventsLost},
+		{descKStateInsertFailed, st.InsertFailed}, {descKStateEventsSent, st.EventsSent}, {descKStateEvents, st.Events},
+		{descKStateEventsLost, st.EventsLost},
 		{descKStateRecordsLost, st.RecordsLost}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
 	}

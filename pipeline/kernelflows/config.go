@@ -59,9 +59,10 @@ type Stats struct {
 	// Whole (left to user space), InsertFailed (a new flow and the map
 	// full) or Malformed.
 	Seen, Counted, Whole, InsertFailed, Malformed uint64
-	// EventsLost is the events the full ring did not take, and
-	// RecordsLost the flows whose final counts went with them.
-	EventsLost, RecordsLost uint64
+	// EventsSent is the events the program made (starts, ends, done
+	// flows, interim records), EventsLost those the full ring did not
+	// take, and RecordsLost the flows whose final counts went with them.
+	EventsSent, EventsLost, RecordsLost uint64
 	// Cells is the map's size in flows, and MemoryBytes its memory;
 	// CellsInUse the flows it holds (counted from the program's new and
 	// done flows and the cells the table took out).

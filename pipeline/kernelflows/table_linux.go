@@ -466,6 +466,7 @@ func (t *Table) Stats() (Stats, error) {
 		s.Malformed += n
 	}
 	s.EventsLost, s.RecordsLost = pc.EventsLost, pc.RecordsLost
+	s.EventsSent = pc.NewFlows + pc.Ended + pc.Done + pc.Interims
 	s.Cells = t.cells
 	// Each new flow enters a cell, or takes over a done flow's (DONE);
 	// the records written from the cells took theirs out.
