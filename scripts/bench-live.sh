@@ -238,12 +238,12 @@ kstate_part() {
 	"$BIN" gen -o "$dir/flows.pcap" --flows "$KFLOWS" --duration 5s --mix normal=0.98,synflood=0.01,scan=0.01 --seed 23 >/dev/null
 	local trace=$dir/flows.pcap LOOPS=1 mode n s p k d u y m el
 	local modes=("sender alone" "afpacket, 1 worker" "xdp, 1 worker" "xdp, kernel state" "tc, kernel state")
-	declare -A ucpu=() mcpu=() sentn=() drops=() lost=()
+	declare -A ucpu=() scpu=() mcpu=() sentn=() drops=() lost=()
 	for round in $(seq "$ROUNDS"); do
 		for mode in "${modes[@]}"; do
 			el=0
 			case $mode in
-			"sender alone") read -r n s m <<<"$(sendbusy "$trace")"; u=0; d=0 ;;
+			"sender alone") read -r n s m <<<"$(sendbusy "$trace")"; u=0; y=0; d=0 ;;
 			"afpacket, 1 worker") read -r n s p k d u y m <<<"$(capture "$BIN" afpacket 1 "$trace")" ;;
 			"xdp, 1 worker") read -r n s p k d u y m <<<"$(capture "$BIN" xdp 1 "$trace")" ;;
 			"xdp, kernel state") read -r n s p k d u y m <<<"$(capture "$BIN" xdp 1 "$trace" --config "$dir/kstate-xdp.yaml")" ;;
@@ -251,32 +251,34 @@ kstate_part() {
 			esac
 			case $mode in *"kernel state") el=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernel_state"]["events_lost"])' "$dir/out.json") ;; esac
 			ucpu[$mode]+="$(python3 -c "print($u/max($n,1))") "
+			scpu[$mode]+="$(python3 -c "print($y/max($n,1))") "
 			mcpu[$mode]+="$(python3 -c "print($m/max($n,1))") "
 			drops[$mode]+="$d "
 			lost[$mode]+="$el "
 			sentn[$mode]=$n
-			echo "round $round flows $mode: sent $n in ${s}s, flowmon user ${u} ns, machine busy ${m} ns, kernel drops $d, events lost $el" >&2
+			echo "round $round flows $mode: sent $n in ${s}s, flowmon user ${u} ns, system ${y} ns, machine ${m} ns, kernel drops $d, events lost $el" >&2
 		done
 	done
-	local base afu afm uc mc dd ll ktable=$dir/ktable.md
+	local base afu afm uc sc mc dd ll ktable=$dir/ktable.md
 	base=$(tr ' ' '\n' <<<"${mcpu["sender alone"]}" | grep . | median)
 	afu=$(tr ' ' '\n' <<<"${ucpu["afpacket, 1 worker"]}" | grep . | median)
 	afm=$(tr ' ' '\n' <<<"${mcpu["afpacket, 1 worker"]}" | grep . | median)
 	afm=$(python3 -c "print($afm - $base)")
 	{
-		echo "| what | runs | sent packets | flowmon user CPU (ns/pkt) | ÷ afpacket | machine CPU less the sender alone (ns/pkt) | ÷ afpacket | kernel drops | events lost |"
-		echo "|---|---|---|---|---|---|---|---|---|"
+		echo "| what | runs | sent packets | flowmon user CPU (ns/pkt) | ÷ afpacket | flowmon system CPU (ns/pkt) | interrupts and softirqs less the sender alone's (ns/pkt) | machine CPU less the sender alone (ns/pkt) | ÷ afpacket | kernel drops | events lost |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|"
 		for mode in "${modes[@]}"; do
 			uc=$(tr ' ' '\n' <<<"${ucpu[$mode]}" | grep . | median)
 			mc=$(tr ' ' '\n' <<<"${mcpu[$mode]}" | grep . | median)
+			sc=$(tr ' ' '\n' <<<"${scpu[$mode]}" | grep . | median)
 			dd=$(tr ' ' '\n' <<<"${drops[$mode]}" | grep . | median)
 			ll=$(tr ' ' '\n' <<<"${lost[$mode]}" | grep . | median)
 			if [ "$mode" = "sender alone" ]; then
-				printf '| %s | %d | %d | - | - | %.0f (its softirqs: the baseline) | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
+				printf '| %s | %d | %d | - | - | - | %.0f (its own: the baseline) | - | - | - | - |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$mc"
 				continue
 			fi
-			printf '| %s | %d | %d | %.0f | %.3f | %.0f | %.2f | %s | %s |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$uc" \
-				"$(python3 -c "print($uc/max($afu,1e-9))")" "$(python3 -c "print($mc-$base)")" \
+			printf '| %s | %d | %d | %.0f | %.3f | %.0f | %.0f | %.0f | %.2f | %s | %s |\n' "$mode" "$ROUNDS" "${sentn[$mode]}" "$uc" \
+				"$(python3 -c "print($uc/max($afu,1e-9))")" "$sc" "$(python3 -c "print($mc-$uc-$sc-$base)")" "$(python3 -c "print($mc-$base)")" \
 				"$(python3 -c "print(($mc-$base)/max($afm,1e-9))")" "$dd" "$ll"
 		done
 	} >"$ktable"
