@@ -48,8 +48,10 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	var err error
 	if p.kernel.Live() {
 		// No packet changes the cells from here: Finish writes them as
-		// they are.
+		// they are, at the wall clock's now (end is the last packet
+		// user space read, none when the kernel kept every flow).
 		err = p.kernel.Detach()
+		end = time.Now()
 	}
 	if ferr := p.kernel.Finish(); err == nil {
 		err = ferr
@@ -96,7 +98,7 @@ var errNoFrames = errors.New("the kernel flow state needs a capture file's frame
 const kernelPoll = 20 * time.Millisecond
 
 // runKernel reads a live run's kernel flow state until stop is closed:
-// its events as they come, its cells aged by the kernel's clock
+// its events every kernelPoll, its cells aged by the kernel's clock
 // (kernelflows.Table.Tick), its records handed to the sinks after each
 // read, as a live shard hands its records after each batch; on a quiet
 // link it tells the consumers the time (Consumer.Idle) and flushes the
