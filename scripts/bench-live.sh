@@ -80,6 +80,7 @@ ip -n "$ns" link set lo up
 send() {
 	local t
 	t=$( (ip netns exec "$ns" tcpreplay -q -K -i "$a" --topspeed --loop "$LOOPS" "$1" >"$dir/send.txt" 2>&1; times) | tail -1)
+	grep -q "Actual:" "$dir/send.txt" || cat "$dir/send.txt" >&2
 	echo "$(sed -n 's/.*Actual: \([0-9]*\) packets ([0-9]* bytes) sent in \([0-9.]*\) seconds.*/\1 \2/p' "$dir/send.txt") $(python3 -c '
 import re, sys
 print(int(sum(float(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([0-9.]+)s", sys.argv[1])) * 1e9))' "$t")"
@@ -135,7 +136,7 @@ capture() {
 	q1=$(irqticks)
 	read -r u1 s1 <<<"$(cputicks "$pid")"
 	kill -TERM "$pid"
-	wait "$pid"
+	wait "$pid" || cat "$err" >&2
 	python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); k=s.get("kernel_state"); k and print("kernel state:", json.dumps(k), file=sys.stderr)' "$out"
 	echo "$n $secs $(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["packets"], s.get("kernel_packets",0), s.get("kernel_drops",0))' "$out") $(((u1 - u0) * 1000000000 / hz)) $(((s1 - s0) * 1000000000 / hz)) $(((u1 - u0 + s1 - s0 + q1 - q0) * 1000000000 / hz))"
 }
@@ -241,7 +242,7 @@ kstate_part() {
 	declare -A ucpu=() scpu=() mcpu=() sentn=() drops=() lost=()
 	for round in $(seq "$ROUNDS"); do
 		for mode in "${modes[@]}"; do
-			el=0
+			el=0 n= m=
 			case $mode in
 			"sender alone") read -r n s m <<<"$(sendbusy "$trace")"; u=0; y=0; d=0 ;;
 			"afpacket, 1 worker") read -r n s p k d u y m <<<"$(capture "$BIN" afpacket 1 "$trace")" ;;
@@ -249,6 +250,11 @@ kstate_part() {
 			"xdp, kernel state") read -r n s p k d u y m <<<"$(capture "$BIN" xdp 1 "$trace" --config "$dir/kstate-xdp.yaml")" ;;
 			"tc, kernel state") read -r n s p k d u y m <<<"$(capture "$BIN" tc 1 "$trace" --config "$dir/kstate-tc.yaml")" ;;
 			esac
+			if [ -z "${n:-}" ] || [ -z "${m:-}" ]; then
+				# A run that failed (its output said why above) counts for nothing.
+				echo "round $round flows $mode: failed" >&2
+				continue
+			fi
 			case $mode in *"kernel state") el=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernel_state"]["events_lost"])' "$dir/out.json") ;; esac
 			ucpu[$mode]+="$(python3 -c "print($u/max($n,1))") "
 			scpu[$mode]+="$(python3 -c "print($y/max($n,1))") "
