@@ -106,8 +106,11 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 		}
 		a.closers.add(undelivered(closeIPFIX))
 	}
-	if a.srcs, err = openSources(&cfg); err != nil {
+	if a.srcs, err = openSources(&cfg, &ecfg); err != nil {
 		return nil, err
+	}
+	if t := ecfg.KernelTable; t != nil {
+		a.closers.add(t.Close) // the pipeline's Finish closes it first, but a failed Open does not get there
 	}
 	a.closers.add(func() error {
 		for _, s := range a.srcs {
@@ -206,7 +209,7 @@ func (a *Agent) Run(ctx context.Context) (*pipeline.Summary, error) {
 	if at := attachedAt(a.srcs); at != "" {
 		source += " at " + at
 	}
-	a.log.Info("capturing on the interface", "interface", cfg.Interface, "source", source, "workers", len(a.srcs),
+	a.log.Info("capturing on the interface", "interface", cfg.Interface, "source", source, "flow_state", cfg.Pipeline.FlowState, "workers", len(a.srcs),
 		"metrics", cfg.Web.Scheme()+"://"+a.srv.addr.String()+"/metrics")
 	s, err := pipeline.RunLive(ctx, a.pl, opt)
 	a.ready.Store(false)

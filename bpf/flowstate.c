@@ -597,18 +597,6 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	return 1;
 }
 
-SEC("xdp")
-int flowmon_state_xdp(struct xdp_md *ctx)
-{
-	struct pkt k = {
-		.data = (void *)(long)ctx->data,
-		.end = (void *)(long)ctx->data_end,
-	};
-	k.len = k.end - k.data;
-	state_packet(&k, bpf_ktime_get_ns());
-	return XDP_PASS;
-}
-
 /* The replay's program: the frame's first 8 bytes are its packet time.
  * It takes frames in several buffers (xdp.frags), so that a test run
  * takes a frame as long as GRO or TSO made it: the kernel puts the first
@@ -646,3 +634,6 @@ const struct flow_event *unused_flow_event __attribute__((unused));
 const struct state_counters *unused_state_counters __attribute__((unused));
 const struct state_config *unused_state_config __attribute__((unused));
 const struct dedup_bucket *unused_dedup_bucket __attribute__((unused));
+
+/* The live programs, at XDP and TC. */
+#include "include/statelive.h"

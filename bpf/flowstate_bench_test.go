@@ -72,6 +72,7 @@ func BenchmarkStateProgram(b *testing.B) {
 
 func benchState(b *testing.B, opt bpf.StateOptions, frames [][]byte, first []bool) {
 	for b.Loop() {
+		opt.Live = bpf.LiveXDP
 		s, err := bpf.LoadState(opt)
 		if err != nil {
 			b.Fatal(err)

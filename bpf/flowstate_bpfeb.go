@@ -89,6 +89,18 @@ type flowstateFlowState struct {
 	}
 }
 
+type flowstateFrameConfig struct {
+	_           structs.HostLayout
+	WakeupBytes uint32
+	Pad         uint32
+}
+
+type flowstateFrameCounters struct {
+	_      structs.HostLayout
+	Handed uint64
+	Lost   uint64
+}
+
 type flowstateMachineTables struct {
 	_           structs.HostLayout
 	Next        [131072]uint16
@@ -100,6 +112,34 @@ type flowstateMachineTables struct {
 type flowstatePortBits struct {
 	_ structs.HostLayout
 	W [1024]uint64
+}
+
+type flowstateRaw struct {
+	_ structs.HostLayout
+	R struct {
+		_          structs.HostLayout
+		Ts         uint64
+		Key        [40]uint8
+		Seq        uint32
+		Ack        uint32
+		IpId       uint32
+		PayloadLen uint32
+		WireLen    uint32
+		Ifindex    uint32
+		IpLen      uint16
+		Window     uint16
+		TcpFlags   uint16
+		EtherType  uint16
+		Ttl        uint8
+		Vlans      uint8
+		Fragment   uint8
+		Flags      uint8
+		Reason     uint8
+		PayloadCap uint8
+		Pad        uint16
+		Payload    [64]uint8
+	}
+	Data [4096]uint8
 }
 
 type flowstateStateBuf struct {
@@ -143,22 +183,30 @@ type flowstateStateCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	flowstateMapCells               = "cells"
-	flowstateMapConfig              = "config"
-	flowstateMapDedup               = "dedup"
-	flowstateMapDedupClock          = "dedup_clock"
-	flowstateMapEvents              = "events"
-	flowstateMapMachine             = "machine"
-	flowstateMapScratch             = "scratch"
-	flowstateMapStateBuf            = "state_buf"
-	flowstateMapStateStats          = "state_stats"
-	flowstateMapTunnelPorts         = "tunnel_ports"
-	flowstateProgFlowmonStateReplay = "flowmon_state_replay"
-	flowstateProgFlowmonStateXdp    = "flowmon_state_xdp"
-	flowstateVarUnusedDedupBucket   = "unused_dedup_bucket"
-	flowstateVarUnusedFlowEvent     = "unused_flow_event"
-	flowstateVarUnusedStateConfig   = "unused_state_config"
-	flowstateVarUnusedStateCounters = "unused_state_counters"
+	flowstateMapCells                  = "cells"
+	flowstateMapConfig                 = "config"
+	flowstateMapDedup                  = "dedup"
+	flowstateMapDedupClock             = "dedup_clock"
+	flowstateMapEvents                 = "events"
+	flowstateMapFrameSettings          = "frame_settings"
+	flowstateMapFrameStats             = "frame_stats"
+	flowstateMapFrames                 = "frames"
+	flowstateMapMachine                = "machine"
+	flowstateMapRawBuf                 = "raw_buf"
+	flowstateMapScratch                = "scratch"
+	flowstateMapStateBuf               = "state_buf"
+	flowstateMapStateStats             = "state_stats"
+	flowstateMapTunnelPorts            = "tunnel_ports"
+	flowstateProgFlowmonStateReplay    = "flowmon_state_replay"
+	flowstateProgFlowmonStateTcEgress  = "flowmon_state_tc_egress"
+	flowstateProgFlowmonStateTcIngress = "flowmon_state_tc_ingress"
+	flowstateProgFlowmonStateXdp       = "flowmon_state_xdp"
+	flowstateVarUnusedDedupBucket      = "unused_dedup_bucket"
+	flowstateVarUnusedFlowEvent        = "unused_flow_event"
+	flowstateVarUnusedFrameConfig      = "unused_frame_config"
+	flowstateVarUnusedFrameCounters    = "unused_frame_counters"
+	flowstateVarUnusedStateConfig      = "unused_state_config"
+	flowstateVarUnusedStateCounters    = "unused_state_counters"
 )
 
 // loadFlowstate returns the embedded CollectionSpec for flowstate.
@@ -203,24 +251,30 @@ type flowstateSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowstateProgramSpecs struct {
-	FlowmonStateReplay *ebpf.ProgramSpec `ebpf:"flowmon_state_replay"`
-	FlowmonStateXdp    *ebpf.ProgramSpec `ebpf:"flowmon_state_xdp"`
+	FlowmonStateReplay    *ebpf.ProgramSpec `ebpf:"flowmon_state_replay"`
+	FlowmonStateTcEgress  *ebpf.ProgramSpec `ebpf:"flowmon_state_tc_egress"`
+	FlowmonStateTcIngress *ebpf.ProgramSpec `ebpf:"flowmon_state_tc_ingress"`
+	FlowmonStateXdp       *ebpf.ProgramSpec `ebpf:"flowmon_state_xdp"`
 }
 
 // flowstateMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowstateMapSpecs struct {
-	Cells       *ebpf.MapSpec `ebpf:"cells"`
-	Config      *ebpf.MapSpec `ebpf:"config"`
-	Dedup       *ebpf.MapSpec `ebpf:"dedup"`
-	DedupClock  *ebpf.MapSpec `ebpf:"dedup_clock"`
-	Events      *ebpf.MapSpec `ebpf:"events"`
-	Machine     *ebpf.MapSpec `ebpf:"machine"`
-	Scratch     *ebpf.MapSpec `ebpf:"scratch"`
-	StateBuf    *ebpf.MapSpec `ebpf:"state_buf"`
-	StateStats  *ebpf.MapSpec `ebpf:"state_stats"`
-	TunnelPorts *ebpf.MapSpec `ebpf:"tunnel_ports"`
+	Cells         *ebpf.MapSpec `ebpf:"cells"`
+	Config        *ebpf.MapSpec `ebpf:"config"`
+	Dedup         *ebpf.MapSpec `ebpf:"dedup"`
+	DedupClock    *ebpf.MapSpec `ebpf:"dedup_clock"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FrameSettings *ebpf.MapSpec `ebpf:"frame_settings"`
+	FrameStats    *ebpf.MapSpec `ebpf:"frame_stats"`
+	Frames        *ebpf.MapSpec `ebpf:"frames"`
+	Machine       *ebpf.MapSpec `ebpf:"machine"`
+	RawBuf        *ebpf.MapSpec `ebpf:"raw_buf"`
+	Scratch       *ebpf.MapSpec `ebpf:"scratch"`
+	StateBuf      *ebpf.MapSpec `ebpf:"state_buf"`
+	StateStats    *ebpf.MapSpec `ebpf:"state_stats"`
+	TunnelPorts   *ebpf.MapSpec `ebpf:"tunnel_ports"`
 }
 
 // flowstateVariableSpecs contains global variables before they are loaded into the kernel.
@@ -229,6 +283,8 @@ type flowstateMapSpecs struct {
 type flowstateVariableSpecs struct {
 	UnusedDedupBucket   *ebpf.VariableSpec `ebpf:"unused_dedup_bucket"`
 	UnusedFlowEvent     *ebpf.VariableSpec `ebpf:"unused_flow_event"`
+	UnusedFrameConfig   *ebpf.VariableSpec `ebpf:"unused_frame_config"`
+	UnusedFrameCounters *ebpf.VariableSpec `ebpf:"unused_frame_counters"`
 	UnusedStateConfig   *ebpf.VariableSpec `ebpf:"unused_state_config"`
 	UnusedStateCounters *ebpf.VariableSpec `ebpf:"unused_state_counters"`
 }
@@ -253,16 +309,20 @@ func (o *flowstateObjects) Close() error {
 //
 // It can be passed to loadFlowstateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowstateMaps struct {
-	Cells       *ebpf.Map `ebpf:"cells"`
-	Config      *ebpf.Map `ebpf:"config"`
-	Dedup       *ebpf.Map `ebpf:"dedup"`
-	DedupClock  *ebpf.Map `ebpf:"dedup_clock"`
-	Events      *ebpf.Map `ebpf:"events"`
-	Machine     *ebpf.Map `ebpf:"machine"`
-	Scratch     *ebpf.Map `ebpf:"scratch"`
-	StateBuf    *ebpf.Map `ebpf:"state_buf"`
-	StateStats  *ebpf.Map `ebpf:"state_stats"`
-	TunnelPorts *ebpf.Map `ebpf:"tunnel_ports"`
+	Cells         *ebpf.Map `ebpf:"cells"`
+	Config        *ebpf.Map `ebpf:"config"`
+	Dedup         *ebpf.Map `ebpf:"dedup"`
+	DedupClock    *ebpf.Map `ebpf:"dedup_clock"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FrameSettings *ebpf.Map `ebpf:"frame_settings"`
+	FrameStats    *ebpf.Map `ebpf:"frame_stats"`
+	Frames        *ebpf.Map `ebpf:"frames"`
+	Machine       *ebpf.Map `ebpf:"machine"`
+	RawBuf        *ebpf.Map `ebpf:"raw_buf"`
+	Scratch       *ebpf.Map `ebpf:"scratch"`
+	StateBuf      *ebpf.Map `ebpf:"state_buf"`
+	StateStats    *ebpf.Map `ebpf:"state_stats"`
+	TunnelPorts   *ebpf.Map `ebpf:"tunnel_ports"`
 }
 
 func (m *flowstateMaps) Close() error {
@@ -272,7 +332,11 @@ func (m *flowstateMaps) Close() error {
 		m.Dedup,
 		m.DedupClock,
 		m.Events,
+		m.FrameSettings,
+		m.FrameStats,
+		m.Frames,
 		m.Machine,
+		m.RawBuf,
 		m.Scratch,
 		m.StateBuf,
 		m.StateStats,
@@ -286,6 +350,8 @@ func (m *flowstateMaps) Close() error {
 type flowstateVariables struct {
 	UnusedDedupBucket   *ebpf.Variable `ebpf:"unused_dedup_bucket"`
 	UnusedFlowEvent     *ebpf.Variable `ebpf:"unused_flow_event"`
+	UnusedFrameConfig   *ebpf.Variable `ebpf:"unused_frame_config"`
+	UnusedFrameCounters *ebpf.Variable `ebpf:"unused_frame_counters"`
 	UnusedStateConfig   *ebpf.Variable `ebpf:"unused_state_config"`
 	UnusedStateCounters *ebpf.Variable `ebpf:"unused_state_counters"`
 }
@@ -294,13 +360,17 @@ type flowstateVariables struct {
 //
 // It can be passed to loadFlowstateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowstatePrograms struct {
-	FlowmonStateReplay *ebpf.Program `ebpf:"flowmon_state_replay"`
-	FlowmonStateXdp    *ebpf.Program `ebpf:"flowmon_state_xdp"`
+	FlowmonStateReplay    *ebpf.Program `ebpf:"flowmon_state_replay"`
+	FlowmonStateTcEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
+	FlowmonStateTcIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
+	FlowmonStateXdp       *ebpf.Program `ebpf:"flowmon_state_xdp"`
 }
 
 func (p *flowstatePrograms) Close() error {
 	return _FlowstateClose(
 		p.FlowmonStateReplay,
+		p.FlowmonStateTcEgress,
+		p.FlowmonStateTcIngress,
 		p.FlowmonStateXdp,
 	)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,16 @@ type StateOptions struct {
 	// its fingerprint takes (dedup.Config.PayloadBytes; at most
 	// MaxDedupPayload).
 	DedupPayloadBytes int
+	// Live loads live programs instead of the replay's (Run): LiveXDP's
+	// (AttachXDP), LiveTC's (AttachTC) or LiveAll, both. A load verifies
+	// only the programs it loads, each about a second of the verifier
+	// on a busy machine.
+	Live string
+	// FrameRing is a live state's ring of the frames left to user space
+	// (NewFrameReader), in bytes: a power of two, a multiple of the page
+	// size (default 4 MiB). FrameWakeup is how much it holds before the
+	// program wakes its reader (default a quarter of it).
+	FrameRing, FrameWakeup int
 }
 
 // DedupBucketSlots is the fingerprints in one bucket of the duplicate
@@ -102,13 +113,48 @@ const DefaultLinger = 5 * time.Second
 // distance from another with a timeout, and no distance is larger.
 const noTimeout = math.MaxInt64
 
-// State is a loaded flow-state program and its maps.
+// State is a loaded flow-state program and its maps. Loaded live, it
+// attaches at XDP or TC (AttachXDP, AttachTC) and hands the frames it
+// leaves to user space up through its frames ring (NewFrameReader).
 type State struct {
-	objs flowstateObjects
+	objs  flowstateObjects
+	hooks hooks
 	// tooLong counts the frames Run did not run for their length.
 	tooLong      atomic.Uint64
 	dedupBuckets int
 }
+
+// stateReplay and stateLive are the programs of a replay's and a live
+// state's load: only they are verified.
+type stateReplay struct {
+	flowstateMaps
+	Replay *ebpf.Program `ebpf:"flowmon_state_replay"`
+}
+
+type stateLive struct {
+	flowstateMaps
+	XDP       *ebpf.Program `ebpf:"flowmon_state_xdp"`
+	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
+	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
+}
+
+type stateLiveXDP struct {
+	flowstateMaps
+	XDP *ebpf.Program `ebpf:"flowmon_state_xdp"`
+}
+
+type stateLiveTC struct {
+	flowstateMaps
+	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
+	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
+}
+
+// StateOptions.Live's hooks.
+const (
+	LiveXDP = "xdp"
+	LiveTC  = "tc"
+	LiveAll = "all"
+)
 
 // ConnBytes is the size of Cell.Conn: flowtable.Conn's.
 const ConnBytes = 152
@@ -241,6 +287,22 @@ func LoadState(opt StateOptions) (*State, error) {
 	if buckets > 1<<24 {
 		return nil, fmt.Errorf("load eBPF flow state: a duplicate window of %d slots: want at most %d", opt.DedupSlots, (1<<24)*DedupBucketSlots)
 	}
+	switch opt.Live {
+	case "", LiveXDP, LiveTC, LiveAll:
+	default:
+		return nil, fmt.Errorf("load eBPF flow state: live %q must be %s, %s or %s", opt.Live, LiveXDP, LiveTC, LiveAll)
+	}
+	if opt.Live == "" {
+		opt.FrameRing = os.Getpagesize() // unused: the smallest ring
+	} else if opt.FrameRing == 0 {
+		opt.FrameRing = 4 << 20
+	}
+	if fr := opt.FrameRing; fr < os.Getpagesize() || fr&(fr-1) != 0 || fr > 1<<30 {
+		return nil, fmt.Errorf("load eBPF flow state: frame ring %d: want a power of two from %d (a page) to %d", fr, os.Getpagesize(), 1<<30)
+	}
+	if opt.FrameWakeup == 0 {
+		opt.FrameWakeup = opt.FrameRing / 4
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
 	}
@@ -251,9 +313,34 @@ func LoadState(opt StateOptions) (*State, error) {
 	spec.Maps["cells"].MaxEntries = uint32(opt.Cells)
 	spec.Maps["events"].MaxEntries = uint32(opt.EventRing)
 	spec.Maps["dedup"].MaxEntries = uint32(max(buckets, 1))
+	spec.Maps["frames"].MaxEntries = uint32(opt.FrameRing)
 	s := &State{dedupBuckets: buckets}
-	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
-		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err))
+	var l stateLive
+	var err2 error
+	switch opt.Live {
+	case LiveAll:
+		err2 = spec.LoadAndAssign(&l, nil)
+	case LiveXDP:
+		var x stateLiveXDP
+		err2 = spec.LoadAndAssign(&x, nil)
+		l.flowstateMaps, l.XDP = x.flowstateMaps, x.XDP
+	case LiveTC:
+		var t stateLiveTC
+		err2 = spec.LoadAndAssign(&t, nil)
+		l.flowstateMaps, l.TCIngress, l.TCEgress = t.flowstateMaps, t.TCIngress, t.TCEgress
+	default:
+		var r stateReplay
+		err2 = spec.LoadAndAssign(&r, nil)
+		l.flowstateMaps, s.objs.FlowmonStateReplay = r.flowstateMaps, r.Replay
+	}
+	if err2 != nil {
+		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err2))
+	}
+	s.objs.flowstateMaps = l.flowstateMaps
+	s.objs.FlowmonStateXdp, s.objs.FlowmonStateTcIngress, s.objs.FlowmonStateTcEgress = l.XDP, l.TCIngress, l.TCEgress
+	if err := s.objs.FrameSettings.Put(uint32(0), flowstateFrameConfig{WakeupBytes: uint32(opt.FrameWakeup)}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("load eBPF flow state: set the frames' wakeup: %w", err)
 	}
 	var t flowstateMachineTables
 	copy(t.Next[:], m.Next)
@@ -291,8 +378,8 @@ func LoadState(opt StateOptions) (*State, error) {
 	return s, nil
 }
 
-// Close releases the program and its maps.
-func (s *State) Close() error { return s.objs.Close() }
+// Close detaches the live programs and releases the programs and maps.
+func (s *State) Close() error { return errors.Join(s.hooks.detach(), s.objs.Close()) }
 
 // SetTunnelPorts sets the UDP ports whose datagrams carry a tunnel: the
 // program leaves their frames (StateCounters.Whole) to user space.
@@ -340,6 +427,9 @@ func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
 	binary.LittleEndian.PutUint64(b, uint64(now))
 	b = append(b, frame...)
 	*buf = b
+	if s.objs.FlowmonStateReplay == nil {
+		return Left, errors.New("run the eBPF flow state: loaded live, without the replay's program")
+	}
 	ret, err := s.objs.FlowmonStateReplay.Run(&ebpf.RunOptions{Data: b})
 	if err != nil {
 		return Left, fmt.Errorf("run the eBPF flow state: %w", err)
@@ -438,6 +528,19 @@ func (s *State) Counters() (StateCounters, error) {
 	return c, nil
 }
 
+// cellBytes is a cell as the map holds it, in 8-byte words (the C
+// struct's alignment): cilium/ebpf copies an array of words in and out
+// of a system call as it is, where the generated struct, whose padding
+// is unexported fields, goes through encoding/binary's reflection, a
+// cell at a time.
+type cellBytes [unsafe.Sizeof(flowstateFlowCell{}) / 8]uint64
+
+// The cell is whole words.
+var _ = [1]struct{}{}[unsafe.Sizeof(flowstateFlowCell{})%8]
+
+// cell is b as the C struct, in native byte order and layout.
+func (b *cellBytes) cell() *flowstateFlowCell { return (*flowstateFlowCell)(unsafe.Pointer(b)) }
+
 func cellOf(st *flowstateFlowState) Cell {
 	c := Cell{Value: st.Value, Ended: st.Ended != 0, Answered: st.Answered != 0, First: int64(st.First), Last: int64(st.Last),
 		EndedAt: int64(st.EndedAt), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
@@ -455,8 +558,46 @@ func cellOf(st *flowstateFlowState) Cell {
 // the next key is read before fn is called, as a hash map's next key
 // after a deleted one is its first.
 func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
+	err := s.cellsBatch(fn)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return s.cellsOneByOne(fn)
+	}
+	return err
+}
+
+// cellsBatch is Cells a batch of cells a system call (BPF_MAP_LOOKUP_BATCH
+// with BPF_F_LOCK): a sweep of a full map reads it in tens of calls, not
+// two a cell. A hash map's batch cursor is a bucket index, so a cell
+// taken out of a bucket already read changes nothing ahead.
+func (s *State) cellsBatch(fn func(key [40]byte, c Cell) bool) error {
+	const batch = 4096
+	keys := make([][40]byte, batch)
+	vals := make([]cellBytes, batch)
+	var cursor ebpf.MapBatchCursor
+	opts := &ebpf.BatchOptions{ElemFlags: uint64(ebpf.LookupLock)}
+	for {
+		n, err := s.objs.Cells.BatchLookup(&cursor, keys, vals, opts)
+		for i := range n {
+			if !fn(keys[i], cellOf(&vals[i].cell().S)) {
+				return nil
+			}
+		}
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			return nil
+		case errors.Is(err, ebpf.ErrNotSupported):
+			return err
+		case err != nil:
+			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
+		}
+	}
+}
+
+// cellsOneByOne is Cells for kernels without batch lookups: two system
+// calls a cell.
+func (s *State) cellsOneByOne(fn func(key [40]byte, c Cell) bool) error {
 	var cur, next [40]byte
-	var c flowstateFlowCell
+	var c cellBytes
 	err := s.objs.Cells.NextKey(nil, &cur)
 	for {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -465,13 +606,13 @@ func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
 		if err != nil {
 			return fmt.Errorf("read the eBPF flow state's cells: %w", err)
 		}
-		nextErr := s.objs.Cells.NextKey(cur, &next)
-		lerr := s.objs.Cells.LookupWithFlags(cur, &c, ebpf.LookupLock)
+		nextErr := s.objs.Cells.NextKey(&cur, &next)
+		lerr := s.objs.Cells.LookupWithFlags(&cur, &c, ebpf.LookupLock)
 		switch {
 		case errors.Is(lerr, ebpf.ErrKeyNotExist):
 		case lerr != nil:
 			return fmt.Errorf("read the eBPF flow state's cells: %w", lerr)
-		case !fn(cur, cellOf(&c.S)):
+		case !fn(cur, cellOf(&c.cell().S)):
 			return nil
 		}
 		cur, err = next, nextErr
@@ -483,20 +624,20 @@ func (s *State) Cells(fn func(key [40]byte, c Cell) bool) error {
 // counts either in the cell returned or in a new flow's cell, never in
 // neither. ok is false when the map holds no cell for key.
 func (s *State) Take(key [40]byte) (c Cell, ok bool, err error) {
-	var fc flowstateFlowCell
-	err = s.objs.Cells.LookupAndDeleteWithFlags(key, &fc, ebpf.LookupLock)
+	var fc cellBytes
+	err = s.objs.Cells.LookupAndDeleteWithFlags(&key, &fc, ebpf.LookupLock)
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return Cell{}, false, nil
 	}
 	if err != nil {
 		return Cell{}, false, fmt.Errorf("take an eBPF flow state cell: %w", err)
 	}
-	return cellOf(&fc.S), true, nil
+	return cellOf(&fc.cell().S), true, nil
 }
 
 // Delete removes the cell of key (a flow whose record is written).
 func (s *State) Delete(key [40]byte) error {
-	if err := s.objs.Cells.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := s.objs.Cells.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete an eBPF flow state cell: %w", err)
 	}
 	return nil
@@ -524,22 +665,18 @@ func ParseEvent(b []byte, e *Event) error {
 	return nil
 }
 
-// XDPProgram is the live XDP program (for Program.Benchmark and
-// attaching).
-func (s *State) XDPProgram() *ebpf.Program { return s.objs.FlowmonStateXdp }
-
 // Lookup reads the cell of key, taken under its lock, leaving it in the
 // map.
 func (s *State) Lookup(key [40]byte) (c Cell, ok bool, err error) {
-	var fc flowstateFlowCell
-	err = s.objs.Cells.LookupWithFlags(key, &fc, ebpf.LookupLock)
+	var fc cellBytes
+	err = s.objs.Cells.LookupWithFlags(&key, &fc, ebpf.LookupLock)
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return Cell{}, false, nil
 	}
 	if err != nil {
 		return Cell{}, false, fmt.Errorf("read an eBPF flow state cell: %w", err)
 	}
-	return cellOf(&fc.S), true, nil
+	return cellOf(&fc.cell().S), true, nil
 }
 
 // ResetCounters sets the program's counts to zero (between two runs of

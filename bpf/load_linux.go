@@ -5,14 +5,12 @@ package bpf
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -90,9 +88,9 @@ type Objects struct {
 	objs  flowmonObjects
 	rings []*ebpf.Map
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards cfg
 	cfg   flowmonConfig
-	links []io.Closer // bpf_links, or clsact filters
+	hooks hooks // where the program is attached
 }
 
 // errPerm adds what the kernel wants to an EPERM.
@@ -285,38 +283,7 @@ const (
 // ifindex, in mode (XDPAuto, XDPDriver or XDPGeneric), and returns the
 // mode it got.
 func (o *Objects) AttachXDP(ifindex int, mode string) (string, error) {
-	try := func(flags link.XDPAttachFlags) error {
-		l, err := link.AttachXDP(link.XDPOptions{Program: o.objs.FlowmonXdp, Interface: ifindex, Flags: flags})
-		if err != nil {
-			return errPerm(err)
-		}
-		o.mu.Lock()
-		o.links = append(o.links, l)
-		o.mu.Unlock()
-		return nil
-	}
-	switch mode {
-	case XDPDriver:
-		if err := try(link.XDPDriverMode); err != nil {
-			return "", fmt.Errorf("attach XDP in driver mode: %w", err)
-		}
-		return XDPDriver, nil
-	case XDPGeneric:
-		if err := try(link.XDPGenericMode); err != nil {
-			return "", fmt.Errorf("attach XDP in generic mode: %w", err)
-		}
-		return XDPGeneric, nil
-	case XDPAuto, "":
-		derr := try(link.XDPDriverMode)
-		if derr == nil {
-			return XDPDriver, nil
-		}
-		if err := try(link.XDPGenericMode); err != nil {
-			return "", fmt.Errorf("attach XDP: driver mode: %v; generic mode: %w", derr, err)
-		}
-		return XDPGeneric, nil
-	}
-	return "", fmt.Errorf("attach XDP: mode %q must be %s, %s or %s", mode, XDPAuto, XDPDriver, XDPGeneric)
+	return o.hooks.attachXDP(o.objs.FlowmonXdp, ifindex, mode)
 }
 
 // TC attach modes.
@@ -332,67 +299,8 @@ const (
 // without it (ebpf.ErrNotSupported), and then a clsact qdisc's filters
 // (clsact_linux.go); any other failure of TCX is the error.
 func (o *Objects) AttachTC(ifindex int, mode string) (string, error) {
-	switch mode {
-	case TCX:
-		if err := o.attachTCX(ifindex); err != nil {
-			return "", err
-		}
-		return TCX, nil
-	case TCClsact:
-		if err := o.attachClsact(ifindex); err != nil {
-			return "", err
-		}
-		return TCClsact, nil
-	case TCAuto, "":
-		err := o.attachTCX(ifindex)
-		if err == nil {
-			return TCX, nil
-		}
-		if !errors.Is(err, ebpf.ErrNotSupported) {
-			return "", err
-		}
-		if cerr := o.attachClsact(ifindex); cerr != nil {
-			return "", fmt.Errorf("attach TC: TCX: %v; clsact: %w", err, cerr)
-		}
-		return TCClsact, nil
-	}
-	return "", fmt.Errorf("attach TC: mode %q must be %s, %s or %s", mode, TCAuto, TCX, TCClsact)
-}
-
-func (o *Objects) attachTCX(ifindex int) error {
-	var ls []io.Closer
-	for _, at := range []struct {
-		prog *ebpf.Program
-		typ  ebpf.AttachType
-		name string
-	}{{o.objs.FlowmonTcIngress, ebpf.AttachTCXIngress, "ingress"}, {o.objs.FlowmonTcEgress, ebpf.AttachTCXEgress, "egress"}} {
-		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: at.prog, Attach: at.typ})
-		if err != nil {
-			for _, l := range ls {
-				l.Close()
-			}
-			return fmt.Errorf("attach TCX %s: %w", at.name, errPerm(err))
-		}
-		ls = append(ls, l)
-	}
-	o.mu.Lock()
-	o.links = append(o.links, ls...)
-	o.mu.Unlock()
-	return nil
-}
-
-func (o *Objects) attachClsact(ifindex int) error {
-	f, err := attachClsact(ifindex, []clsactProg{
-		{fd: o.objs.FlowmonTcIngress.FD(), name: "flowmon_tc_ingress", parent: tcHIngress, hook: "ingress"},
-		{fd: o.objs.FlowmonTcEgress.FD(), name: "flowmon_tc_egress", parent: tcHEgress, hook: "egress"},
-	})
-	if err != nil {
-		return fmt.Errorf("attach TC (clsact): %w", errPerm(err))
-	}
-	o.mu.Lock()
-	o.links = append(o.links, f)
-	o.mu.Unlock()
-	return nil
+	return o.hooks.attachTC(tcProgs{ingress: o.objs.FlowmonTcIngress, egress: o.objs.FlowmonTcEgress,
+		ingressName: "flowmon_tc_ingress", egressName: "flowmon_tc_egress"}, ifindex, mode)
 }
 
 // XDPProgram, TCIngressProgram and TCEgressProgram are the loaded
@@ -402,18 +310,7 @@ func (o *Objects) TCIngressProgram() *ebpf.Program { return o.objs.FlowmonTcIngr
 func (o *Objects) TCEgressProgram() *ebpf.Program  { return o.objs.FlowmonTcEgress }
 
 // Detach removes the program from every hook it is attached to.
-func (o *Objects) Detach() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var errs []error
-	for _, l := range o.links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("detach: %w", err))
-		}
-	}
-	o.links = nil
-	return errors.Join(errs...)
-}
+func (o *Objects) Detach() error { return o.hooks.detach() }
 
 // Close detaches the program and releases it and its maps. XDP and TCX
 // links are bpf_links owned by this process and nothing is pinned, so the

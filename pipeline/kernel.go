@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowmon/flowmon/pipeline/kernelflows"
 )
 
 // KernelStateSummary is the kernel flow state's account of a run: how
@@ -48,7 +52,17 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	if p.kernel == nil {
 		return nil
 	}
-	err := p.kernel.Finish()
+	var err error
+	if p.kernel.Live() {
+		// No packet changes the cells from here: Finish writes them as
+		// they are, at the wall clock's now (end is the last packet
+		// user space read, none when the kernel kept every flow).
+		err = p.kernel.Detach()
+		end = time.Now()
+	}
+	if ferr := p.kernel.Finish(); err == nil {
+		err = ferr
+	}
 	for _, c := range p.kcons {
 		if cerr := c.Finish(end); cerr != nil && err == nil {
 			err = cerr
@@ -83,3 +97,105 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 // errNoFrames is a kernel-state replay's source that cannot hand frames
 // over before decoding them.
 var errNoFrames = errors.New("the kernel flow state needs a capture file's frames: this source decodes its own")
+
+// kernelPoll is how often a live run reads the kernel flow state's
+// events and ages its cells: polling, the reader wakes once for the
+// events of 20 ms, where waiting on the ring it would be woken by each
+// event that found it caught up, a context switch an event
+// (docs/results/bpf.md, "Kernel flow state, live").
+const kernelPoll = 20 * time.Millisecond
+
+// runKernel reads a live run's kernel flow state until stop is closed:
+// its events every kernelPoll, its cells aged by the kernel's clock
+// (kernelflows.Table.Tick), its records handed to the sinks after each
+// read, as a live shard hands its records after each batch; on a quiet
+// link it tells the consumers the time (Consumer.Idle) and flushes the
+// sinks.
+func (p *Pipeline) runKernel(stop <-chan struct{}) error {
+	tick := time.NewTicker(kernelPoll)
+	defer tick.Stop()
+	for {
+		n, err := p.kernel.ReadEvents(0)
+		if err == nil {
+			err = p.kernel.Tick()
+		}
+		if err != nil {
+			return fmt.Errorf("read the kernel flow state: %w", err)
+		}
+		if p.kout != nil {
+			p.kout.flush()
+		}
+		if n == 0 {
+			now := time.Now()
+			for _, c := range p.kcons {
+				c.Idle(now)
+			}
+			p.sinks.flush()
+		}
+		if n >= kernelflows.MaxEventsRead {
+			select {
+			case <-stop:
+				return nil
+			default:
+				continue // more in the ring
+			}
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+var (
+	descKStateCells = prometheus.NewDesc("flowmon_kernel_state_cells",
+		"Flows the kernel flow state's map holds.", nil, nil)
+	descKStateCellsMax = prometheus.NewDesc("flowmon_kernel_state_cells_max",
+		"Flows the kernel flow state's map can hold (its memory is fixed).", nil, nil)
+	descKStateFrames = prometheus.NewDesc("flowmon_kernel_state_frames_total",
+		"Frames the kernel flow state's program saw.", nil, nil)
+	descKStateCounted = prometheus.NewDesc("flowmon_kernel_state_counted_packets_total",
+		"Packets the kernel flow state's cells took.", nil, nil)
+	descKStateToUser = prometheus.NewDesc("flowmon_kernel_state_frames_to_user_total",
+		"Frames the kernel flow state left to user space whole (tunnels, fragments, what it does not parse).", nil, nil)
+	descKStateInsertFailed = prometheus.NewDesc("flowmon_kernel_state_insert_failures_total",
+		"New flows the kernel flow state's full map had no cell for (their packets counted, not kept).", nil, nil)
+	descKStateEventsSent = prometheus.NewDesc("flowmon_kernel_state_events_sent_total",
+		"Flow events the kernel flow state made (starts, ends, done flows, interim records), lost ones included.", nil, nil)
+	descKStateEvents = prometheus.NewDesc("flowmon_kernel_state_events_total",
+		"Flow events flowmon read from the kernel flow state's ring.", nil, nil)
+	descKStateEventsLost = prometheus.NewDesc("flowmon_kernel_state_events_lost_total",
+		"Flow events the kernel flow state's full event ring refused.", nil, nil)
+	descKStateRecordsLost = prometheus.NewDesc("flowmon_kernel_state_records_lost_total",
+		"Flows whose final counts went with a lost event: their records are missing.", nil, nil)
+)
+
+// kernelStateCollector exports the kernel flow state's counts at scrape
+// time.
+type kernelStateCollector struct{ t *kernelflows.Table }
+
+func (c kernelStateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descKStateCells, descKStateCellsMax, descKStateFrames, descKStateCounted,
+		descKStateToUser, descKStateInsertFailed, descKStateEventsSent, descKStateEvents, descKStateEventsLost, descKStateRecordsLost} {
+		ch <- d
+	}
+}
+
+func (c kernelStateCollector) Collect(ch chan<- prometheus.Metric) {
+	st, err := c.t.Stats()
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descKStateCells, prometheus.GaugeValue, float64(st.CellsInUse))
+	ch <- prometheus.MustNewConstMetric(descKStateCellsMax, prometheus.GaugeValue, float64(st.Cells))
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v uint64
+	}{{descKStateFrames, st.Seen}, {descKStateCounted, st.Counted}, {descKStateToUser, st.Whole},
+		{descKStateInsertFailed, st.InsertFailed}, {descKStateEventsSent, st.EventsSent}, {descKStateEvents, st.Events},
+		{descKStateEventsLost, st.EventsLost},
+		{descKStateRecordsLost, st.RecordsLost}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
+	}
+}

@@ -104,6 +104,20 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 			}
 		})
 	}
+	// A live kernel flow state is read on a goroutine of its own: its
+	// events come from every CPU through one ring, apart from the
+	// frames the feeder reads.
+	var kwg sync.WaitGroup
+	kstop := make(chan struct{})
+	var kerr error
+	if pl.kernel != nil && pl.kernel.Live() {
+		kwg.Go(func() {
+			if err := pl.runKernel(kstop); err != nil {
+				kerr = err
+				cancel(err)
+			}
+		})
+	}
 	ckptDone := make(chan struct{})
 	stopCkpt := make(chan struct{})
 	if ckpt != nil {
@@ -131,6 +145,8 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 		}
 	}()
 	wg.Wait()
+	close(kstop)
+	kwg.Wait()
 	close(done)
 	close(stopCkpt)
 	<-ckptDone // the stop's snapshot is not written over by a periodic one
@@ -148,6 +164,9 @@ func RunLive(ctx context.Context, pl *Pipeline, opt LiveOptions) (*Summary, erro
 		if f.last.After(s.TraceEnd) {
 			s.TraceEnd = f.last
 		}
+	}
+	if kerr != nil && err == nil {
+		err = kerr
 	}
 	if err != nil {
 		s.ReadError = err.Error()
@@ -477,6 +496,11 @@ func (p *Pipeline) Status() Status {
 	var st Status
 	for _, s := range p.shards {
 		st.OpenFlows += s.flowTableCounts().open
+	}
+	if k := p.kernelTable; k != nil {
+		if ks, err := k.Stats(); err == nil {
+			st.OpenFlows += ks.CellsInUse
+		}
 	}
 	st.Kernel, _ = p.KernelStats()
 	return st

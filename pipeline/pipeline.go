@@ -94,6 +94,13 @@ type Config struct {
 	// shards. The idle and active timeouts, the machine and the tunnel
 	// ports are taken from this Config.
 	KernelState *kernelflows.Config
+	// KernelTable is a live run's kernel flow state (with KernelState):
+	// loaded live (kernelflows.NewLive, from KernelConfig) and attached
+	// with the source of the frames it leaves to user space
+	// (Table.OpenSource), which the live pipeline reads as its one
+	// source. The pipeline reads its events on a goroutine of its own,
+	// and closes it at Finish.
+	KernelTable *kernelflows.Table
 }
 
 // DefaultConfig is what `flowmon replay` runs without flags.
@@ -171,6 +178,9 @@ type Pipeline struct {
 	// records (Config.KernelState; nil without).
 	kernel *kernelflows.Table
 	kout   *recordOut
+	// kernelTable is kernel for the metrics and Status, which read it
+	// from other goroutines (kernel goes nil when Finish closes it).
+	kernelTable *kernelflows.Table
 	// kcons are the consumers of the kernel's flows (FlowConsumer), and
 	// hostPairs the store their starts' host pairs go to.
 	kcons     []FlowConsumer
@@ -218,9 +228,9 @@ func newPipeline(cfg Config, live []capture.LiveSource) (*Pipeline, error) {
 		}
 	}
 	if cfg.KernelState != nil {
-		if live != nil {
+		if (live != nil) != (cfg.KernelTable != nil) {
 			p.sinks.close()
-			return nil, errors.New("build the kernel flow state: a live run attaches it with its source")
+			return nil, errors.New("build the kernel flow state: a live run attaches it with its source (Config.KernelTable), a replay loads its own")
 		}
 		if err := p.buildKernel(cfg, workers); err != nil {
 			p.sinks.close()
@@ -278,21 +288,10 @@ func dedupSlots(packets uint64) int {
 // buildKernel loads the kernel's flow state for cfg, its records going
 // to the sinks as the shards' do.
 func (p *Pipeline) buildKernel(cfg Config, workers int) error {
-	kc := *cfg.KernelState
-	to := cfg.ACSM.Timeouts.WithDefaults()
-	kc.Machine, kc.IdleNew, kc.IdleEstablished, kc.ActiveTimeout = cfg.ACSM.Machine, to.New, to.Established, cfg.ActiveTimeout
-	dec := capture.DefaultDecodeOptions()
-	if cfg.Decode != nil {
-		dec = *cfg.Decode
-	}
-	kc.TunnelPorts = dec.UDPTunnelPorts()
-	if !cfg.NoDedup {
-		dc := cfg.Dedup.WithDefaults()
-		kc.DedupWindow, kc.DedupSlots, kc.DedupPayloadBytes = dc.Window, dedupSlots(dc.PacketsPerWindow), dc.PayloadBytes
-	}
+	kc := KernelConfig(cfg)
 	if p.sinks != nil {
 		direct := p.sinks
-		if workers > 1 {
+		if workers > 1 && cfg.KernelTable == nil {
 			direct = nil // merged with the shards' (records.go)
 		}
 		p.kout = newRecordOut(direct)
@@ -311,12 +310,40 @@ func (p *Pipeline) buildKernel(cfg Config, workers int) error {
 		p.hostPairs = cfg.HostPairs
 		kc.Events = p.kernelEvent
 	}
+	if cfg.KernelTable != nil {
+		cfg.KernelTable.SetOutputs(kc.Out, kc.Events)
+		p.kernel, p.kernelTable = cfg.KernelTable, cfg.KernelTable
+		return nil
+	}
 	t, err := kernelflows.New(kc)
 	if err != nil {
 		return err
 	}
-	p.kernel = t
+	p.kernel, p.kernelTable = t, t
 	return nil
+}
+
+// KernelConfig is the kernel flow state's configuration for cfg (with
+// KernelState): its cells and rings, and cfg's machine, idle and active
+// timeouts and tunnel ports. Its outputs are the pipeline's to set.
+func KernelConfig(cfg Config) kernelflows.Config {
+	var kc kernelflows.Config
+	if cfg.KernelState != nil {
+		kc = *cfg.KernelState
+	}
+	to := cfg.ACSM.Timeouts.WithDefaults()
+	kc.Machine, kc.IdleNew, kc.IdleEstablished, kc.ActiveTimeout = cfg.ACSM.Machine, to.New, to.Established, cfg.ActiveTimeout
+	dec := capture.DefaultDecodeOptions()
+	if cfg.Decode != nil {
+		dec = *cfg.Decode
+	}
+	kc.TunnelPorts = dec.UDPTunnelPorts()
+	if !cfg.NoDedup {
+		dc := cfg.Dedup.WithDefaults()
+		kc.DedupWindow, kc.DedupSlots, kc.DedupPayloadBytes = dc.Window, dedupSlots(dc.PacketsPerWindow), dc.PayloadBytes
+	}
+	kc.Out, kc.Events = nil, nil
+	return kc
 }
 
 // kernelEvent hands a kernel flow's event to the consumers, a start's
@@ -504,6 +531,11 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 	if p.sinks != nil {
 		if err := reg.Register(sinkCollector{p}); err != nil {
 			return fmt.Errorf("register record sink metrics: %w", err)
+		}
+	}
+	if p.kernelTable != nil {
+		if err := reg.Register(kernelStateCollector{p.kernelTable}); err != nil {
+			return fmt.Errorf("register kernel flow state metrics: %w", err)
 		}
 	}
 	if p.live != nil {

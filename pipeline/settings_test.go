@@ -27,8 +27,8 @@ func TestSettingsConfig(t *testing.T) {
 		t.Errorf("default settings give %+v, DefaultConfig is %+v", cfg, d)
 	}
 	s := Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags", Capacity: 1000, P: 0.01,
-		DedupWindow: time.Second, Dedup: "fbf", RetransWindow: 2 * time.Second, MaxFlows: 5000, Workers: 3,
-		Defrag: true, DefragMaxDatagrams: 10, DefragMaxBytes: 1 << 20, DefragTimeout: time.Minute, DefragPolicy: "last", FlowState: FlowStateUser}
+		DedupWindow: time.Second, Dedup: "fbf", RetransWindow: 2 * time.Second, MaxFlows: 5000, FlowState: FlowStateUser, Workers: 3,
+		Defrag: true, DefragMaxDatagrams: 10, DefragMaxBytes: 1 << 20, DefragTimeout: time.Minute, DefragPolicy: "last"}
 	cfg, err = s.Config()
 	if err != nil {
 		t.Fatal(err)

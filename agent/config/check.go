@@ -69,6 +69,20 @@ func (c *Config) check(given func(key string) bool) []problem {
 	ps = append(ps, checkEBPF(&c.EBPF)...)
 
 	ps = append(ps, checkPipeline(&c.Pipeline, given)...)
+	if c.Pipeline.FlowState == pipeline.FlowStateKernel {
+		if c.Source != SourceXDP && c.Source != SourceTC {
+			add("pipeline.flow-state", "kernel needs source %s or %s (the eBPF programs keep the flows at the hook), not %s", SourceXDP, SourceTC, c.Source)
+		}
+		if c.EBPF.Sample > 1 {
+			add("ebpf.sample", "%d does not work with pipeline.flow-state kernel: the kernel keeps every flow", c.EBPF.Sample)
+		}
+		if c.EBPF.CIDRs != "" {
+			add("ebpf.cidrs", "the pre-filter does not work with pipeline.flow-state kernel: the kernel keeps every flow")
+		}
+		if c.EBPF.Ports != "" {
+			add("ebpf.ports", "the pre-filter does not work with pipeline.flow-state kernel: the kernel keeps every flow")
+		}
+	}
 
 	ps = append(ps, checkWatchlists(c.Watchlists.Lists)...)
 	if t := c.History.Horizon; t < 0 {

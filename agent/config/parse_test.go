@@ -111,9 +111,9 @@ func TestFull(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)
 	}
-	// All but the three that exclude the others (no-dedup, decode-only,
-	// and defrag, whose other keys do nothing when it is false), and
-	// flow-state, whose kernel state needs an eBPF source, not pcap.
+	// All but the four that exclude the others (no-dedup, decode-only,
+	// defrag, whose other keys do nothing when it is false, and
+	// flow-state, whose kernel needs source xdp or tc and every flow).
 	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-4 {
 		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-4, changed)
 	}

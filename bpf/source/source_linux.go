@@ -60,6 +60,7 @@ type Ring struct {
 	stats   capture.Stats
 	closed  atomic.Bool
 	dec     *capture.DecodeOptions // decodes the frames the program hands up whole; never nil
+	defrag  capture.Defragmenter   // nil: fragments go on as decoded
 }
 
 var _ capture.LiveSource = (*Ring)(nil)
@@ -83,10 +84,23 @@ func (s *Ring) SetDecodeOptions(o capture.DecodeOptions) {
 	_ = s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
 }
 
+// program is what a source attaches and reads the counts of: the capture
+// program (bpf.Objects), or the flow state's live programs (stateProgram).
+type program interface {
+	AttachXDP(ifindex int, mode string) (string, error)
+	AttachTC(ifindex int, mode string) (string, error)
+	Detach() error
+	SetTunnelPorts(ports []uint16) error
+	Counters(ring int) (bpf.Counters, error)
+	// Close releases what the sources own: the capture program, or the
+	// flow state's attach (the state is its table's).
+	Close() error
+}
+
 // shared is what the sources of one Open share: the program, its
 // maps and links, released when the last source closes.
 type shared struct {
-	objs   *bpf.Objects
+	objs   program
 	sample uint32 // 1 flow kept in sample (1: every flow)
 	c      Config
 	w      *ifacewatch.Watch // nil for a source attached nowhere (tests)
@@ -301,6 +315,14 @@ func (s *Ring) Next(p *capture.Packet) error {
 		if !ok {
 			continue // not a record of this program: nothing writes one
 		}
+		if p.Fragment != capture.NotFragment && s.defrag != nil && capture.Defragments(reason) {
+			if frame := rawFrame(s.rec.RawSample); frame != nil {
+				if capture.DefragFrame(p, frame, reason, &s.stats, s.defrag) {
+					return nil
+				}
+				continue
+			}
+		}
 		s.stats.Count(p, reason)
 		if reason == capture.ReasonNone {
 			return nil
@@ -331,6 +353,22 @@ func fromSample(p *capture.Packet, sample []byte, monoOff int64, dec *capture.De
 	p.VLANs += r.Vlans
 	return reason, true
 }
+
+// rawFrame is the frame a sample of reason bpf.ReasonRaw carries, nil
+// for a record.
+func rawFrame(sample []byte) []byte {
+	r := (*bpf.Record)(unsafe.Pointer(&sample[0]))
+	if r.Reason != bpf.ReasonRaw {
+		return nil
+	}
+	return sample[bpf.RecordSize : bpf.RecordSize+int(r.PayloadLen)]
+}
+
+// SetDefragmenter has the source hand d the fragments that come up
+// whole (capture.DefragSource): the kernel flow state's, every one
+// through one ring (OpenState). The capture program's records of
+// fragments carry no bytes to reassemble, and go on as they are.
+func (s *Ring) SetDefragmenter(d capture.Defragmenter) { s.defrag = d }
 
 // fromRecord fills p from the program's record, as capture.Decode fills it from
 // the frame the record was made of, and returns the record's reason.

@@ -26,6 +26,8 @@ func (s *Ring) Stats() *capture.Stats { return &s.stats }
 
 func (s *Ring) SetDecodeOptions(capture.DecodeOptions) {}
 
+func (s *Ring) SetDefragmenter(capture.Defragmenter) {}
+
 func (s *Ring) KernelStats() (capture.KernelStats, error) {
 	return capture.KernelStats{}, fmt.Errorf("ebpf: %w", capture.ErrNotSupported)
 }

@@ -71,10 +71,22 @@ type Stats struct {
 	// user space), InsertFailed (a new flow and the map full) or
 	// Malformed.
 	Seen, Counted, Duplicates, Whole, InsertFailed, Malformed uint64
-	// EventsLost is the events the full ring did not take, and
-	// RecordsLost the flows whose final counts went with them.
-	EventsLost, RecordsLost uint64
-	// Cells is the map's size in flows, and MemoryBytes its memory.
+	// EventsSent is the events the program made (starts, answers, ends,
+	// done flows, interim records), EventsLost those the full ring did
+	// not take, and RecordsLost the flows whose final counts went with
+	// them.
+	EventsSent, EventsLost, RecordsLost uint64
+	// Cells is the map's size in flows, and MemoryBytes its memory;
+	// CellsInUse the flows it holds (counted from the program's new and
+	// done flows and the cells the table took out).
 	Cells       int
 	MemoryBytes uint64
+	CellsInUse  uint64
+
+	taken uint64 // cells taken out with their records
 }
+
+// MaxEventsRead bounds the events one ReadEvents handles, so that under
+// a flood of new flows the sweep and the records' delivery still run; a
+// reader that got this many has more to read at once.
+const MaxEventsRead = 4096

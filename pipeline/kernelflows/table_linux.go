@@ -20,7 +20,8 @@ import (
 
 // Table is the user-space side of the kernel's flow state: it loads the
 // program and its maps, reads its events and sweeps its cells, and
-// writes the records. One goroutine uses it.
+// writes the records. One goroutine uses it; Stats and Close may be
+// called from any.
 type Table struct {
 	key    loadKey
 	st     *bpf.State
@@ -36,8 +37,10 @@ type Table struct {
 	buf    []byte // Run's scratch
 
 	idleNew, idleEst, linger int64
-	// ended flows wait linger for their stragglers, oldest first.
-	ended []endedFlow
+	// ended flows wait linger for their stragglers, oldest first, from
+	// ended[endedHead].
+	ended     []endedFlow
+	endedHead int
 	// nextSweep is the packet time of the next sweep over the cells, set
 	// at the first packet (sweepSet): a packet time may be negative (a
 	// frame without a timestamp reads as the zero time.Time).
@@ -48,6 +51,17 @@ type Table struct {
 	byState [256]uint64
 	states  map[string]uint64
 	stats   Stats
+
+	// live is a live run's table (NewLive): its times are the kernel's
+	// monotonic clock, and off (wall clock minus monotonic, ns) moves
+	// them to the records' wall clock; a replay's are packet times, off 0.
+	live bool
+	off  int64
+
+	// mu guards pub, the stats as last published for Stats, and closed.
+	mu     sync.Mutex
+	pub    Stats
+	closed bool
 }
 
 type endedFlow struct {
@@ -72,8 +86,7 @@ func New(c Config) (*Table, error) {
 		t.out, t.events = to.Out, to.Events
 		return t, nil
 	}
-	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
-		Machine: Machine(c.Machine),
+	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing, Machine: Machine(c.Machine),
 		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
 		ActiveTimeout: to.ActiveTimeout, DedupSlots: to.DedupSlots, DedupWindow: to.DedupWindow,
 		DedupPayloadBytes: to.DedupPayloadBytes})
@@ -110,7 +123,13 @@ func Machine(k acsm.MachineKind) bpf.StateMachine {
 // Close releases the program and its maps, or keeps them, emptied, for
 // the next New of the same shape in this process (keepLoaded).
 func (t *Table) Close() error {
-	if t.keep() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	if !t.live && t.keep() {
 		return nil
 	}
 	err := t.rd.Close()
@@ -163,9 +182,9 @@ func (t *Table) keep() bool {
 	if loaded.m == nil {
 		loaded.m = map[loadKey]*Table{}
 	}
-	*t = Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
+	k := &Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
 		linger: t.linger, states: map[string]uint64{}}
-	loaded.m[t.key] = t
+	loaded.m[t.key] = k
 	return true
 }
 
@@ -239,15 +258,19 @@ func (t *Table) event(e *bpf.Event) {
 // cells are swept for flows idle past their timeout.
 func (t *Table) Advance(now int64) error {
 	t.now = max(t.now, now)
-	n := 0
-	for n < len(t.ended) && now-t.ended[n].at >= t.linger {
-		if err := t.flushEnded(&t.ended[n]); err != nil {
+	for t.endedHead < len(t.ended) && now-t.ended[t.endedHead].at >= t.linger {
+		if err := t.flushEnded(&t.ended[t.endedHead]); err != nil {
 			return err
 		}
-		n++
+		t.endedHead++
 	}
-	if n > 0 {
-		t.ended = append(t.ended[:0], t.ended[n:]...)
+	// The queue moves down once half of it is done: each flow is moved
+	// a bounded number of times, where moving the rest at every flush
+	// would cost a busy link's tens of thousands of lingering flows at
+	// every packet.
+	if t.endedHead > 0 && t.endedHead >= len(t.ended)/2 {
+		t.ended = append(t.ended[:0], t.ended[t.endedHead:]...)
+		t.endedHead = 0
 	}
 	if !t.sweepSet {
 		t.nextSweep, t.sweepSet = now+sweepEvery, true
@@ -270,6 +293,7 @@ func (t *Table) flushEnded(f *endedFlow) error {
 	if c, ok, err = t.st.Take(f.key); err != nil || !ok {
 		return err
 	}
+	t.stats.taken++
 	t.write(&f.key, &c, record.EndOfFlow, true)
 	return nil
 }
@@ -296,6 +320,7 @@ func (t *Table) sweep(now int64, final bool) error {
 		if !ok {
 			continue
 		}
+		t.stats.taken++
 		why := record.EndIdle
 		switch {
 		case c.Ended:
@@ -329,12 +354,12 @@ func (t *Table) Finish() error {
 	if err := t.readEvents(); err != nil {
 		return err
 	}
-	for i := range t.ended {
+	for i := t.endedHead; i < len(t.ended); i++ {
 		if err := t.flushEnded(&t.ended[i]); err != nil {
 			return err
 		}
 	}
-	t.ended = t.ended[:0]
+	t.ended, t.endedHead = t.ended[:0], 0
 	if err := t.sweep(t.now, true); err != nil {
 		return err
 	}
@@ -344,7 +369,15 @@ func (t *Table) Finish() error {
 		}
 	}
 	t.byState = [256]uint64{}
+	t.publish()
 	return nil
+}
+
+// publish makes the table's counts what Stats returns.
+func (t *Table) publish() {
+	t.mu.Lock()
+	t.pub = t.stats
+	t.mu.Unlock()
 }
 
 // States is the flows by final conn_state, filled by Finish.
@@ -418,8 +451,9 @@ func (t *Table) fill(f *record.Flow, key *[capture.KeySize]byte, c *bpf.Cell) {
 	origIsDst := t.tables.Info[v]&acsm.InfoOrigIsDst != 0
 	conn, _ := flowtable.ConnFromBytes(c.Conn[:])
 	h := k.Hash()
-	*f = record.Flow{Start: c.First, End: c.Last, Hash: h, Proto: k.Proto, State: t.tables.Conn[v], Confidence: 1,
-		UID:  flowtable.UIDSeed(h, c.First, c.FirstSeq, c.FirstAck, c.FirstIPID, capture.TCPFlags(c.FirstFlags)),
+	first := c.First + t.off
+	*f = record.Flow{Start: first, End: c.Last + t.off, Hash: h, Proto: k.Proto, State: t.tables.Conn[v], Confidence: 1,
+		UID:  flowtable.UIDSeed(h, first, c.FirstSeq, c.FirstAck, c.FirstIPID, capture.TCPFlags(c.FirstFlags)),
 		Orig: k.Src, OrigPort: k.SrcPort, Resp: k.Dst, RespPort: k.DstPort, OrigPkts: c.Pkts[0], RespPkts: c.Pkts[1]}
 	if origIsDst {
 		f.Orig, f.OrigPort, f.Resp, f.RespPort = k.Dst, k.DstPort, k.Src, k.SrcPort
@@ -428,20 +462,32 @@ func (t *Table) fill(f *record.Flow, key *[capture.KeySize]byte, c *bpf.Cell) {
 	conn.Fill(f, k.Proto, origIsDst)
 }
 
-// Stats returns the table's counts and the program's.
+// Stats returns the table's counts as last published (at Finish; in a
+// live run after each read of the events) and the program's.
 func (t *Table) Stats() (Stats, error) {
-	s := t.stats
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return t.pub, errors.New("read the kernel flow state's counts: closed")
+	}
+	s := t.pub
 	pc, err := t.st.Counters()
 	if err != nil {
 		return s, err
 	}
 	s.Started = pc.NewFlows
-	s.Seen, s.Counted, s.Duplicates, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Duplicates, pc.Whole, pc.InsertFailed
+	s.Seen, s.Counted, s.Duplicates, s.Whole, s.InsertFailed = pc.Seen, pc.Counted, pc.Duplicates, pc.Whole+pc.Skipped, pc.InsertFailed
 	for _, n := range pc.Reasons {
 		s.Malformed += n
 	}
 	s.EventsLost, s.RecordsLost = pc.EventsLost, pc.RecordsLost
+	s.EventsSent = pc.NewFlows + pc.Ended + pc.Done + pc.Interims
 	s.Cells = t.cells
 	s.MemoryBytes = t.st.MemoryBytes()
+	// Each new flow enters a cell, or takes over a done flow's (DONE);
+	// the records written from the cells took theirs out.
+	if made := pc.NewFlows - pc.Done; made > s.taken {
+		s.CellsInUse = made - s.taken
+	}
 	return s, nil
 }
