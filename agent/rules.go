@@ -106,6 +106,7 @@ func newAlerting(rulesFile, alertsOut, alertingFile string, stdout, stderr io.Wr
 var (
 	_ pipeline.DuplicateConsumer = (*rules.Shard)(nil)
 	_ pipeline.FlowConsumer      = (*rules.Shard)(nil)
+	_ pipeline.CountConsumer     = (*rules.Shard)(nil)
 )
 
 // RulesConsumer attaches eng to a pipeline as a consumer

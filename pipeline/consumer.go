@@ -83,6 +83,15 @@ type FlowConsumer interface {
 	Flow(ev *record.Event)
 }
 
+// CountConsumer is a FlowConsumer that also takes the kernel's packet
+// counts as they grow: packets counted in its cells and duplicates its
+// duplicate window dropped since the last call, at now (ns, packet time
+// in a replay), once a second of it (the duplicates rules' share).
+type CountConsumer interface {
+	FlowConsumer
+	Counts(packets, duplicates uint64, now int64)
+}
+
 // DuplicateConsumer is a Consumer that also sees the packets the shard's
 // dedup stage drops as duplicates (which Packet never sees), on the same
 // goroutine; the duplicates rules count them.

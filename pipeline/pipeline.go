@@ -184,6 +184,7 @@ type Pipeline struct {
 	// kcons are the consumers of the kernel's flows (FlowConsumer), and
 	// hostPairs the store their starts' host pairs go to.
 	kcons     []FlowConsumer
+	kcounts   []CountConsumer
 	hostPairs HostPairs
 }
 
@@ -305,13 +306,19 @@ func (p *Pipeline) buildKernel(cfg Config, workers int) error {
 		if fc, ok := c.(FlowConsumer); ok {
 			p.kcons = append(p.kcons, fc)
 		}
+		if cc, ok := c.(CountConsumer); ok {
+			p.kcounts = append(p.kcounts, cc)
+		}
 	}
 	if len(p.kcons) > 0 || cfg.HostPairs != nil {
 		p.hostPairs = cfg.HostPairs
 		kc.Events = p.kernelEvent
 	}
+	if len(p.kcounts) > 0 {
+		kc.Counts = p.kernelCounts
+	}
 	if cfg.KernelTable != nil {
-		cfg.KernelTable.SetOutputs(kc.Out, kc.Events)
+		cfg.KernelTable.SetOutputs(kc.Out, kc.Events, kc.Counts)
 		p.kernel, p.kernelTable = cfg.KernelTable, cfg.KernelTable
 		return nil
 	}
@@ -342,7 +349,7 @@ func KernelConfig(cfg Config) kernelflows.Config {
 		dc := cfg.Dedup.WithDefaults()
 		kc.DedupWindow, kc.DedupSlots, kc.DedupPayloadBytes = dc.Window, dedupSlots(dc.PacketsPerWindow), dc.PayloadBytes
 	}
-	kc.Out, kc.Events = nil, nil
+	kc.Out, kc.Events, kc.Counts = nil, nil, nil
 	return kc
 }
 
@@ -354,6 +361,14 @@ func (p *Pipeline) kernelEvent(ev *record.Event) {
 	}
 	for _, c := range p.kcons {
 		c.Flow(ev)
+	}
+}
+
+// kernelCounts hands the kernel's packet counts to the consumers that
+// take them.
+func (p *Pipeline) kernelCounts(packets, duplicates uint64, now int64) {
+	for _, c := range p.kcounts {
+		c.Counts(packets, duplicates, now)
 	}
 }
 

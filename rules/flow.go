@@ -95,6 +95,19 @@ func (s *Shard) Flow(ev *record.Event) {
 	}
 }
 
+// Counts adds packets counted and duplicates dropped outside the shards
+// (the kernel's flow state, whose packets this shard sees only as flow
+// events) to the shard's counts, which the duplicates rules' windows read,
+// at now (ns, packet time), the time of the last of them.
+func (s *Shard) Counts(packets, duplicates uint64, now int64) {
+	s.nPackets += packets
+	s.nDups += duplicates
+	s.flowNow = max(s.flowNow, now)
+	if s.flowNow >= s.nextFlush || s.flowNow >= s.nextTick {
+		s.advance(s.flowNow)
+	}
+}
+
 // flowContext fills the shard's packet context, and the event it reads,
 // from a flow event at t (ns): the flow's direction is the record's.
 func (s *Shard) flowContext(ev *record.Event, t int64) *packetCtx {

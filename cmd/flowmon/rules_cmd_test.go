@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 )
 
 // TestRulesCheck: every testdata file of the rules package gives the
@@ -211,6 +213,25 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("timed out waiting")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDefaultRulesTestsKernelState runs the default rules' shipped tests
+// with the flows kept in the kernel (default.kernel.rulestest.yaml: the
+// same traces), where the rules see flow events and the kernel's counts:
+// the same alerts, but one more heavy hitter, which sample and hold misses
+// on packets.
+func TestDefaultRulesTestsKernelState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates five traces")
+	}
+	bpftest.Require(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"rules", "test", "../../rules/testdata/default.kernel.rulestest.yaml"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "ok   "); n != 5 {
+		t.Errorf("%d tests passed, want 5:\n%s", n, out.String())
 	}
 }
 

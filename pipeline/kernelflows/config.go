@@ -43,6 +43,10 @@ type Config struct {
 	// S0, interim records and end (the consumers' flow events); its
 	// argument is valid during the call.
 	Events func(*record.Event)
+	// Counts, when set, is given the packets the program counted in its
+	// cells and the duplicates its window dropped, since the last call,
+	// once a second of packet time and at Finish.
+	Counts func(packets, duplicates uint64, now int64)
 }
 
 func (c Config) withDefaults() Config {

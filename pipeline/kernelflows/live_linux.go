@@ -74,8 +74,8 @@ func (t *Table) OpenSource(c source.Config) (*source.Ring, error) {
 
 // SetOutputs sets where the records and the flow events go (Config's
 // Out and Events), before the first ReadEvents.
-func (t *Table) SetOutputs(out flowtable.Out, events func(*record.Event)) {
-	t.out, t.events = out, events
+func (t *Table) SetOutputs(out flowtable.Out, events func(*record.Event), counts func(packets, duplicates uint64, now int64)) {
+	t.out, t.events, t.counts = out, events, counts
 }
 
 // setClock measures the offset of the wall clock from the monotonic

@@ -48,7 +48,7 @@ func TestLiveTableWallClock(t *testing.T) {
 		if ev.Kind == record.FlowStarted {
 			starts++
 		}
-	})
+	}, nil)
 	before := time.Now()
 	for range 2 {
 		if ret, err := tb.st.XDPProgram().Run(&ebpf.RunOptions{Data: udpFrame()}); err != nil || ret != 2 {

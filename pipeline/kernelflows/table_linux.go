@@ -46,7 +46,12 @@ type Table struct {
 	// frame without a timestamp reads as the zero time.Time).
 	nextSweep int64
 	sweepSet  bool
-	now       int64
+	// counts, when set, takes the program's packet counts every
+	// countEvery (nextCount); counted and dups are what it was given.
+	counts        func(packets, duplicates uint64, now int64)
+	nextCount     int64
+	counted, dups uint64
+	now           int64
 
 	byState [256]uint64
 	states  map[string]uint64
@@ -83,7 +88,7 @@ func New(c Config) (*Table, error) {
 		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
 		dedupBytes: to.DedupPayloadBytes}
 	if t := takeLoaded(key); t != nil {
-		t.out, t.events = to.Out, to.Events
+		t.out, t.events, t.counts = to.Out, to.Events, to.Counts
 		return t, nil
 	}
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing, Machine: Machine(c.Machine),
@@ -102,7 +107,7 @@ func New(c Config) (*Table, error) {
 		st.Close()
 		return nil, err
 	}
-	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
+	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, counts: to.Counts, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
 	return t, nil
 }
@@ -274,11 +279,34 @@ func (t *Table) Advance(now int64) error {
 	}
 	if !t.sweepSet {
 		t.nextSweep, t.sweepSet = now+sweepEvery, true
+		t.nextCount = now + countEvery
+	}
+	if t.counts != nil && now >= t.nextCount {
+		t.nextCount = now + countEvery
+		if err := t.passCounts(now); err != nil {
+			return err
+		}
 	}
 	if now >= t.nextSweep {
 		t.nextSweep = now + sweepEvery
 		return t.sweep(now, false)
 	}
+	return nil
+}
+
+// countEvery is how often (packet time) Config.Counts is given the
+// program's packet counts: as often as the rules' shards publish theirs.
+const countEvery = int64(time.Second)
+
+// passCounts gives Config.Counts the packets and duplicates the program
+// counted since the last call.
+func (t *Table) passCounts(now int64) error {
+	pc, err := t.st.Counters()
+	if err != nil {
+		return err
+	}
+	t.counts(pc.Counted-t.counted, pc.Duplicates-t.dups, now+t.off)
+	t.counted, t.dups = pc.Counted, pc.Duplicates
 	return nil
 }
 
@@ -360,6 +388,11 @@ func (t *Table) Finish() error {
 		}
 	}
 	t.ended, t.endedHead = t.ended[:0], 0
+	if t.counts != nil {
+		if err := t.passCounts(t.now); err != nil {
+			return err
+		}
+	}
 	if err := t.sweep(t.now, true); err != nil {
 		return err
 	}
