@@ -63,6 +63,7 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	if ferr := p.kernel.Finish(); err == nil {
 		err = ferr
 	}
+	p.kcounter.Flush() // the last, partial window becomes the served one
 	for _, c := range p.kcons {
 		if cerr := c.Finish(end); cerr != nil && err == nil {
 			err = cerr

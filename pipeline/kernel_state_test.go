@@ -15,6 +15,7 @@ import (
 	"github.com/flowmon/flowmon/gen"
 	"github.com/flowmon/flowmon/internal/testutil/bpftest"
 	"github.com/flowmon/flowmon/internal/testutil/sharedpcaps"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
 	"github.com/flowmon/flowmon/pipeline/kernelflows"
 	"github.com/flowmon/flowmon/record"
 )
@@ -229,5 +230,76 @@ func matchKernelState(t *testing.T, dedup bool) {
 		len(files), total, agree, 100*share, len(byCapture), udup, kdup)
 	if share < 0.997 {
 		t.Errorf("%.4f%% of the flows agree, want at least 99.7%%", 100*share)
+	}
+}
+
+// TestKernelStateCountsLikeUserState: the flow counter's windows (the
+// CCF a peer compares, flowmon diff --peer) hold the same packets for
+// every flow with the flows kept in the kernel as in user space. A
+// generated trace over three windows is replayed both ways (one worker,
+// exact ACSM, dedup on); the last window's filters, merged over the
+// pipeline's counters, give every flow the same count.
+func TestKernelStateCountsLikeUserState(t *testing.T) {
+	bpftest.Require(t)
+	trace := genTrace(t, gen.Options{Flows: 5000, Seed: 8, Duration: 150 * time.Second})
+	run := func(kernel bool) (*Pipeline, []record.Flow) {
+		cfg := DefaultConfig()
+		cfg.Workers = 1
+		cfg.ACSM.Backend = acsm.BackendExact
+		var keep reasons
+		cfg.Sinks = []record.Named{{Name: "keep", Sink: &keep}}
+		if kernel {
+			cfg.KernelState = &kernelflows.Config{Cells: cfg.MaxFlows}
+		}
+		pl, err := NewPipeline(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Replay(context.Background(), []string{trace}, ReplayOptions{Config: cfg, Pipeline: pl}); err != nil {
+			t.Fatal(err)
+		}
+		return pl, keep.flows
+	}
+	count := func(pl *Pipeline, h uint64) (n uint64, start time.Time) {
+		cs := []*flowcount.Counter{pl.kcounter}
+		for _, s := range pl.shards {
+			cs = append(cs, s.counter)
+		}
+		for _, c := range cs {
+			if c == nil || c.Last() == nil {
+				continue
+			}
+			n += c.Last().Filter.Count(h)
+			start = c.Last().Start
+		}
+		return n, start
+	}
+	user, flows := run(false)
+	kern, _ := run(true)
+	if kern.kcounter.Last() == nil {
+		t.Fatal("the kernel's counter published no window")
+	}
+	seen, counted := map[uint64]bool{}, 0
+	for _, f := range flows {
+		if seen[f.Hash] {
+			continue
+		}
+		seen[f.Hash] = true
+		u, us := count(user, f.Hash)
+		k, ks := count(kern, f.Hash)
+		if !us.Equal(ks) {
+			t.Fatalf("last windows start at %v in user state, %v in kernel state", us, ks)
+		}
+		if u != k {
+			t.Errorf("flow %v:%d > %v:%d: %d packets in the last window in user state, %d in kernel state",
+				f.Orig, f.OrigPort, f.Resp, f.RespPort, u, k)
+		}
+		if u > 0 {
+			counted++
+		}
+	}
+	t.Logf("%d flows, %d of them in the last window, the same count in both", len(seen), counted)
+	if counted == 0 {
+		t.Fatal("no flow in the last window")
 	}
 }

@@ -185,6 +185,7 @@ type Pipeline struct {
 	// hostPairs the store their starts' host pairs go to.
 	kcons     []FlowConsumer
 	kcounts   []CountConsumer
+	kcounter  *flowcount.Counter // the kernel's flows' packets per window
 	hostPairs HostPairs
 }
 
@@ -317,8 +318,16 @@ func (p *Pipeline) buildKernel(cfg Config, workers int) error {
 	if len(p.kcounts) > 0 {
 		kc.Counts = p.kernelCounts
 	}
+	// The kernel's flows are counted per window in a counter of their
+	// own, of every shard's shape, which the CCF handler merges.
+	kcounter, err := flowcount.New(cfg.FlowCount)
+	if err != nil {
+		return fmt.Errorf("build the kernel flows' counter: %w", err)
+	}
+	p.kcounter, kc.Counter = kcounter, kcounter
 	if cfg.KernelTable != nil {
 		cfg.KernelTable.SetOutputs(kc.Out, kc.Events, kc.Counts)
+		cfg.KernelTable.SetCounter(kcounter)
 		p.kernel, p.kernelTable = cfg.KernelTable, cfg.KernelTable
 		return nil
 	}
@@ -577,9 +586,12 @@ func (p *Pipeline) Register(reg prometheus.Registerer) error {
 // CCFHandler serves the merge of the shards' last complete flow-count
 // windows (GET /api/v1/ccf).
 func (p *Pipeline) CCFHandler() http.Handler {
-	cs := make([]*flowcount.Counter, len(p.shards))
+	cs := make([]*flowcount.Counter, len(p.shards), len(p.shards)+1)
 	for i, s := range p.shards {
 		cs[i] = s.counter
+	}
+	if p.kcounter != nil {
+		cs = append(cs, p.kcounter)
 	}
 	return flowcount.Handler(cs...)
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/acsm"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
 	"github.com/flowmon/flowmon/pipeline/flowtable"
 	"github.com/flowmon/flowmon/record"
 )
@@ -47,6 +48,9 @@ type Config struct {
 	// cells and the duplicates its window dropped, since the last call,
 	// once a second of packet time and at Finish.
 	Counts func(packets, duplicates uint64, now int64)
+	// Counter, when set, counts each flow's packets per window, as a
+	// shard's flow table does (the CCF windows a peer compares).
+	Counter *flowcount.Counter
 }
 
 func (c Config) withDefaults() Config {

@@ -14,6 +14,7 @@ import (
 	"github.com/flowmon/flowmon/acsm"
 	"github.com/flowmon/flowmon/bpf"
 	"github.com/flowmon/flowmon/capture"
+	"github.com/flowmon/flowmon/pipeline/flowcount"
 	"github.com/flowmon/flowmon/pipeline/flowtable"
 	"github.com/flowmon/flowmon/record"
 )
@@ -51,7 +52,10 @@ type Table struct {
 	counts        func(packets, duplicates uint64, now int64)
 	nextCount     int64
 	counted, dups uint64
-	now           int64
+	// counter, when set, takes each flow's packets per window (rotate).
+	counter    *flowcount.Counter
+	winCounted map[[capture.KeySize]byte]winCount
+	now        int64
 
 	byState [256]uint64
 	states  map[string]uint64
@@ -88,7 +92,7 @@ func New(c Config) (*Table, error) {
 		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
 		dedupBytes: to.DedupPayloadBytes}
 	if t := takeLoaded(key); t != nil {
-		t.out, t.events, t.counts = to.Out, to.Events, to.Counts
+		t.out, t.events, t.counts, t.counter = to.Out, to.Events, to.Counts, to.Counter
 		return t, nil
 	}
 	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing, Machine: Machine(c.Machine),
@@ -107,7 +111,7 @@ func New(c Config) (*Table, error) {
 		st.Close()
 		return nil, err
 	}
-	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, counts: to.Counts, idleNew: int64(to.IdleNew),
+	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, counts: to.Counts, counter: to.Counter, idleNew: int64(to.IdleNew),
 		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
 	return t, nil
 }
@@ -124,6 +128,10 @@ func Machine(k acsm.MachineKind) bpf.StateMachine {
 	}
 	return bpf.StateMachine{Next: t.Next, Info: t.Info, Start: t.Start, ServerPorts: t.ServerPorts, IdleNew: idle, S0: s0}
 }
+
+// SetCounter has the flows' packets counted per window in c (Config's
+// Counter), before the first packet.
+func (t *Table) SetCounter(c *flowcount.Counter) { t.counter = c }
 
 // Close releases the program and its maps, or keeps them, emptied, for
 // the next New of the same shape in this process (keepLoaded).
@@ -204,6 +212,9 @@ func (t *Table) TakeFrame(f *capture.Frame) (bool, error) {
 			"replay it without --flow-state kernel", f.Link)
 	}
 	now := f.Time.UnixNano()
+	if err := t.rotate(now); err != nil {
+		return false, err
+	}
 	v, err := t.st.Run(f.Data, now, &t.buf)
 	if err != nil {
 		return false, err
@@ -263,6 +274,9 @@ func (t *Table) event(e *bpf.Event) {
 // cells are swept for flows idle past their timeout.
 func (t *Table) Advance(now int64) error {
 	t.now = max(t.now, now)
+	if err := t.rotate(now); err != nil {
+		return err
+	}
 	for t.endedHead < len(t.ended) && now-t.ended[t.endedHead].at >= t.linger {
 		if err := t.flushEnded(&t.ended[t.endedHead]); err != nil {
 			return err
@@ -292,6 +306,69 @@ func (t *Table) Advance(now int64) error {
 		return t.sweep(now, false)
 	}
 	return nil
+}
+
+// The flow counter's windows (Config.Counter): a flow's packets in a
+// window are added to it when the window ends, for the flows the cells
+// hold then, or when the flow's final record is written, as the
+// user-space table adds each flow's packets of the window (flowtable's
+// flushCount). The cells count every packet of their flow; winCounted
+// keeps, for a flow open when a window ended, the packets already added,
+// so that only those since go to the next. Only flows open across a
+// window's end have an entry, and their final record removes it: at most
+// one a cell.
+type winCount struct {
+	starts uint32
+	pkts   uint64
+}
+
+// rotate ends the flow counter's window when now (the table's clock) is
+// past it: the packets each open flow sent since its last count go to
+// the ending window first.
+func (t *Table) rotate(now int64) error {
+	at := time.Unix(0, now+t.off)
+	if t.counter == nil || !t.counter.Due(at) {
+		return nil
+	}
+	if t.winCounted == nil {
+		t.winCounted = map[[capture.KeySize]byte]winCount{}
+	}
+	err := t.st.Cells(func(key [capture.KeySize]byte, c bpf.Cell) bool {
+		n := c.Pkts[0] + c.Pkts[1]
+		w, ok := t.winCounted[key]
+		if ok && w.starts == c.Starts {
+			n -= min(n, w.pkts)
+		}
+		if n > 0 {
+			var k capture.Key
+			_ = k.UnmarshalBinary(key[:])
+			t.counter.AddN(k.Hash(), n)
+		}
+		t.winCounted[key] = winCount{starts: c.Starts, pkts: c.Pkts[0] + c.Pkts[1]}
+		return true
+	})
+	t.counter.Rotate(at)
+	return err
+}
+
+// countFinal adds the packets of the flow in c, whose final record is
+// written, that no window has counted yet.
+func (t *Table) countFinal(key *[capture.KeySize]byte, c *bpf.Cell) {
+	if t.counter == nil {
+		return
+	}
+	n := c.Pkts[0] + c.Pkts[1]
+	if w, ok := t.winCounted[*key]; ok {
+		if w.starts == c.Starts {
+			n -= min(n, w.pkts)
+		}
+		delete(t.winCounted, *key)
+	}
+	if n > 0 {
+		var k capture.Key
+		_ = k.UnmarshalBinary(key[:])
+		t.counter.AddN(k.Hash(), n)
+	}
 }
 
 // countEvery is how often (packet time) Config.Counts is given the
@@ -423,6 +500,7 @@ func (t *Table) write(key *[capture.KeySize]byte, c *bpf.Cell, why record.EndRea
 	if final {
 		t.byState[state]++
 		t.stats.Records++
+		t.countFinal(key, c)
 	}
 	if t.out == nil && t.events == nil {
 		return
