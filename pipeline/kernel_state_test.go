@@ -142,7 +142,7 @@ var kernelStateDiffers = map[string]string{
 	// whole to be reassembled: the flow is split between the two.
 	"zeek/ipv4/fragmented-4.pcap": "fragments", "zeek/ipv6-fragmented-dns.pcap": "fragments",
 	"suricata-verify/exception-policy-defrag-01/ipv4frags.pcap": "fragments",
-	"arkime/socks5-http-302-frag.pcap": "fragments", "tcpdump/afs.pcap": "fragments",
+	"arkime/socks5-http-302-frag.pcap":                          "fragments", "tcpdump/afs.pcap": "fragments",
 	// The Go decoder finds Teredo by its payload on any UDP port (Zeek's
 	// heuristic); the program knows its ports only and keeps the carrier.
 	"zeek/tunnels/Teredo.pcap": "Teredo off its ports", "zeek/tunnels/teredo_bubble_with_payload.pcap": "Teredo off its ports",
