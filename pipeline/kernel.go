@@ -3,10 +3,12 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flowmon/flowmon/internal/health"
 	"github.com/flowmon/flowmon/pipeline/kernelflows"
 )
 
@@ -115,6 +117,7 @@ const kernelPoll = 20 * time.Millisecond
 func (p *Pipeline) runKernel(stop <-chan struct{}) error {
 	tick := time.NewTicker(kernelPoll)
 	defer tick.Stop()
+	loss := newKernelLoss(p.cfg.Logger, p.cfg.Health)
 	for {
 		n, err := p.kernel.ReadEvents(0)
 		if err == nil {
@@ -122,6 +125,10 @@ func (p *Pipeline) runKernel(stop <-chan struct{}) error {
 		}
 		if err != nil {
 			return fmt.Errorf("read the kernel flow state: %w", err)
+		}
+		if now := time.Now(); loss.due(now) {
+			st, err := p.kernel.Stats()
+			loss.check(st, err, now)
 		}
 		if p.kout != nil {
 			p.kout.flush()
@@ -146,6 +153,57 @@ func (p *Pipeline) runKernel(stop <-chan struct{}) error {
 			return nil
 		case <-tick.C:
 		}
+	}
+}
+
+// kernelLoss is the kernel flow state's health: it fails while the
+// program loses flow events (its event ring full) or new flows (its map
+// full), and works again once kernelLossQuiet passes without a loss.
+type kernelLoss struct {
+	c                      *health.Component
+	next, quietAt          time.Time
+	events, records, flows uint64
+}
+
+// kernelLossQuiet is how long without a loss the kernel flow state's
+// health takes to be good again; kernelLossEvery how often it is read.
+const (
+	kernelLossQuiet = 10 * time.Second
+	kernelLossEvery = time.Second
+)
+
+func newKernelLoss(log *slog.Logger, hr *health.Registry) *kernelLoss {
+	l := &kernelLoss{c: health.New("kernel-state", log)}
+	if hr != nil {
+		hr.Add(l.c)
+	}
+	return l
+}
+
+// due reports whether the counts are to be read at now.
+func (l *kernelLoss) due(now time.Time) bool {
+	if now.Before(l.next) {
+		return false
+	}
+	l.next = now.Add(kernelLossEvery)
+	return true
+}
+
+// check takes the table's counts at now (err: they could not be read).
+func (l *kernelLoss) check(st kernelflows.Stats, err error, now time.Time) {
+	if err != nil {
+		l.c.Fail(err)
+		return
+	}
+	ev, rec, fl := st.EventsLost-l.events, st.RecordsLost-l.records, st.InsertFailed-l.flows
+	l.events, l.records, l.flows = st.EventsLost, st.RecordsLost, st.InsertFailed
+	switch {
+	case ev > 0 || fl > 0:
+		l.c.Fail(fmt.Errorf("%d flow events lost to a full event ring (%d flows' final counts with them), %d new flows not kept for a full map of %d cells, in the last %v",
+			ev, rec, fl, st.Cells, kernelLossEvery))
+		l.quietAt = now.Add(kernelLossQuiet)
+	case now.After(l.quietAt):
+		l.c.OK()
 	}
 }
 
