@@ -124,8 +124,8 @@ func compareKernel(user, kern []record.Flow) kernelCompare {
 // packets, bytes, IP bytes, flag unions, history, missed bytes and times
 // must agree. Every difference is logged with its flow; a capture with a
 // difference must be one of kernelStateDiffers, which says why, and the
-// share of flows that agree must stay at or above what it measured
-// (99.7%; the aim is 99.9%).
+// share of flows that agree must stay at or above 99.7%, so that a new
+// cause of difference in a capture already listed still fails.
 func TestKernelStateMatchesUserState(t *testing.T) { matchKernelState(t, false) }
 
 // TestKernelStateMatchesUserStateDedup is TestKernelStateMatchesUserState
