@@ -251,48 +251,7 @@ static __always_inline void handle(void *ctx, int xdp, struct pkt *k, __u32 wire
 	c->emitted++;
 }
 
-SEC("xdp")
-int flowmon_xdp(struct xdp_md *ctx)
-{
-	struct pkt k = {
-		.data = (void *)(long)ctx->data,
-		.end = (void *)(long)ctx->data_end,
-	};
-	k.len = k.end - k.data;
-	handle(ctx, 1, &k, k.len, ctx->ingress_ifindex, 0, 0);
-	return XDP_PASS;
-}
-
-/* tc sees the frame after the kernel has taken its outer VLAN tag out
- * (skb->vlan_tci); the tag is counted, and its 4 bytes added to the wire
- * length, as the AF_PACKET source puts it back. Headers outside the
- * linear part are pulled in first. */
-static __always_inline int tc(struct __sk_buff *skb, __u8 dir)
-{
-	__u32 want = skb->len < 256 ? skb->len : 256;
-	if (skb->data_end - skb->data < want)
-		bpf_skb_pull_data(skb, want);
-	struct pkt k = {
-		.data = (void *)(long)skb->data,
-		.end = (void *)(long)skb->data_end,
-	};
-	k.len = k.end - k.data;
-	__u8 tagged = skb->vlan_present ? 1 : 0;
-	handle(skb, 0, &k, skb->len + 4 * tagged, skb->ifindex, dir, tagged);
-	return TC_ACT_UNSPEC;
-}
-
-SEC("tc")
-int flowmon_tc_ingress(struct __sk_buff *skb)
-{
-	return tc(skb, 0);
-}
-
-SEC("tc")
-int flowmon_tc_egress(struct __sk_buff *skb)
-{
-	return tc(skb, 1);
-}
+HOOKS(flowmon, handle)
 
 /* Referenced so that the record's type is in the object's BTF, which
  * bpf2go turns into its Go type (the maps' types are there already). */

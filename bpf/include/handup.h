@@ -95,4 +95,51 @@ static __always_inline int hand_up(void *ctx, int xdp, struct pkt *k, void *ring
 	return bpf_ringbuf_output(ring, w, sizeof(w->r) + n, cross ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
+/* HOOKS(NAME, FN) defines a program's entry points, NAME_xdp and
+ * NAME_tc_ingress and NAME_tc_egress, around
+ * FN(ctx, xdp, k, wire, ifindex, dir, vlans): capture.c's and the kernel
+ * flow state's live programs take a frame alike. At TC the kernel has
+ * already taken the outer VLAN tag out of the frame (skb->vlan_tci): it
+ * is counted, and its 4 bytes added to the wire length, as the AF_PACKET
+ * source puts it back; headers outside the linear part are pulled in
+ * first. The frame always goes on: XDP_PASS, and at TC TC_ACT_UNSPEC,
+ * which lets the programs and filters after it run where TC_ACT_OK would
+ * end the chain. */
+#define HOOKS(NAME, FN)                                                                       \
+	SEC("xdp")                                                                            \
+	int NAME##_xdp(struct xdp_md *ctx)                                                    \
+	{                                                                                     \
+		struct pkt k = {                                                              \
+			.data = (void *)(long)ctx->data,                                      \
+			.end = (void *)(long)ctx->data_end,                                   \
+		};                                                                            \
+		k.len = k.end - k.data;                                                       \
+		FN(ctx, 1, &k, k.len, ctx->ingress_ifindex, 0, 0);                            \
+		return XDP_PASS;                                                              \
+	}                                                                                     \
+	static __always_inline int NAME##_tc(struct __sk_buff *skb, __u8 dir)                 \
+	{                                                                                     \
+		__u32 want = skb->len < 256 ? skb->len : 256;                                 \
+		if (skb->data_end - skb->data < want)                                         \
+			bpf_skb_pull_data(skb, want);                                         \
+		struct pkt k = {                                                              \
+			.data = (void *)(long)skb->data,                                      \
+			.end = (void *)(long)skb->data_end,                                   \
+		};                                                                            \
+		k.len = k.end - k.data;                                                       \
+		__u8 tagged = skb->vlan_present ? 1 : 0;                                      \
+		FN(skb, 0, &k, skb->len + 4 * tagged, skb->ifindex, dir, tagged);             \
+		return TC_ACT_UNSPEC;                                                         \
+	}                                                                                     \
+	SEC("tc")                                                                             \
+	int NAME##_tc_ingress(struct __sk_buff *skb)                                          \
+	{                                                                                     \
+		return NAME##_tc(skb, 0);                                                     \
+	}                                                                                     \
+	SEC("tc")                                                                             \
+	int NAME##_tc_egress(struct __sk_buff *skb)                                           \
+	{                                                                                     \
+		return NAME##_tc(skb, 1);                                                     \
+	}
+
 #endif

@@ -6,9 +6,8 @@
  * leaves to user space (a tunnel, a fragment, a link layer or a frame the
  * parser leaves) goes up whole through the frames ring, as capture.c
  * hands its tunnels up (handup.h), for the Go decoder and the shards.
- * The frame always goes on (XDP_PASS, TC_ACT_UNSPEC): flowmon observes,
- * it never drops; at TC, TC_ACT_UNSPEC lets the programs and filters
- * after it run, where TC_ACT_OK would end the chain.
+ * The frame always goes on (handup.h's HOOKS): flowmon observes, it
+ * never drops.
  *
  * One frames ring serves every CPU: the frames it carries are few (the
  * flows' packets stay in the cells), and one reader keeps a datagram's
@@ -71,47 +70,7 @@ static __always_inline void live_packet(void *ctx, int xdp, struct pkt *k, __u32
 		fc->handed++;
 }
 
-SEC("xdp")
-int flowmon_state_xdp(struct xdp_md *ctx)
-{
-	struct pkt k = {
-		.data = (void *)(long)ctx->data,
-		.end = (void *)(long)ctx->data_end,
-	};
-	k.len = k.end - k.data;
-	live_packet(ctx, 1, &k, k.len, ctx->ingress_ifindex, 0, 0);
-	return XDP_PASS;
-}
-
-/* As capture.c's tc: the outer VLAN tag the kernel took out is counted
- * and its 4 bytes added to the wire length; the headers are pulled into
- * the linear part first. */
-static __always_inline int state_tc(struct __sk_buff *skb, __u8 dir)
-{
-	__u32 want = skb->len < 256 ? skb->len : 256;
-	if (skb->data_end - skb->data < want)
-		bpf_skb_pull_data(skb, want);
-	struct pkt k = {
-		.data = (void *)(long)skb->data,
-		.end = (void *)(long)skb->data_end,
-	};
-	k.len = k.end - k.data;
-	__u8 tagged = skb->vlan_present ? 1 : 0;
-	live_packet(skb, 0, &k, skb->len + 4 * tagged, skb->ifindex, dir, tagged);
-	return TC_ACT_UNSPEC;
-}
-
-SEC("tc")
-int flowmon_state_tc_ingress(struct __sk_buff *skb)
-{
-	return state_tc(skb, 0);
-}
-
-SEC("tc")
-int flowmon_state_tc_egress(struct __sk_buff *skb)
-{
-	return state_tc(skb, 1);
-}
+HOOKS(flowmon_state, live_packet)
 
 const struct frame_counters *unused_frame_counters __attribute__((unused));
 const struct frame_config *unused_frame_config __attribute__((unused));

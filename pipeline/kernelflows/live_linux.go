@@ -132,12 +132,16 @@ func (t *Table) ReadEvents(wait time.Duration) (int, error) {
 	return n, nil
 }
 
-// Tick ages the cells to the monotonic clock now (Advance): the ended
+// Tick ages the cells to the monotonic clock now (advance): the ended
 // flows whose linger is over, and every sweepEvery the flows idle past
 // their timeout, get their records.
 func (t *Table) Tick() error {
 	t.setClock()
-	err := t.Advance(monoNow())
+	now := monoNow()
+	err := t.rotate(now)
+	if err == nil {
+		err = t.advance(now)
+	}
 	t.publish()
 	return err
 }

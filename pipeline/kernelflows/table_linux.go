@@ -55,7 +55,9 @@ type Table struct {
 	// counter, when set, takes each flow's packets per window (rotate).
 	counter    *flowcount.Counter
 	winCounted map[[capture.KeySize]byte]winCount
-	now        int64
+	// due is the sweep's keys, kept from one sweep to the next.
+	due [][capture.KeySize]byte
+	now int64
 
 	byState [256]uint64
 	states  map[string]uint64
@@ -222,7 +224,7 @@ func (t *Table) TakeFrame(f *capture.Frame) (bool, error) {
 	if err := t.readEvents(); err != nil {
 		return false, err
 	}
-	if err := t.Advance(now); err != nil {
+	if err := t.advance(now); err != nil {
 		return false, err
 	}
 	return v != bpf.Whole, nil
@@ -269,14 +271,11 @@ func (t *Table) event(e *bpf.Event) {
 	}
 }
 
-// Advance moves the table's clock to now (packet time, UnixNano): the
+// advance moves the table's clock to now (packet time, UnixNano): the
 // flows whose linger is over get their records, and every sweepEvery the
 // cells are swept for flows idle past their timeout.
-func (t *Table) Advance(now int64) error {
+func (t *Table) advance(now int64) error {
 	t.now = max(t.now, now)
-	if err := t.rotate(now); err != nil {
-		return err
-	}
 	for t.endedHead < len(t.ended) && now-t.ended[t.endedHead].at >= t.linger {
 		if err := t.flushEnded(&t.ended[t.endedHead]); err != nil {
 			return err
@@ -334,16 +333,7 @@ func (t *Table) rotate(now int64) error {
 		t.winCounted = map[[capture.KeySize]byte]winCount{}
 	}
 	err := t.st.Cells(func(key [capture.KeySize]byte, c bpf.Cell) bool {
-		n := c.Pkts[0] + c.Pkts[1]
-		w, ok := t.winCounted[key]
-		if ok && w.starts == c.Starts {
-			n -= min(n, w.pkts)
-		}
-		if n > 0 {
-			var k capture.Key
-			_ = k.UnmarshalBinary(key[:])
-			t.counter.AddN(k.Hash(), n)
-		}
+		t.count(&key, &c)
 		t.winCounted[key] = winCount{starts: c.Starts, pkts: c.Pkts[0] + c.Pkts[1]}
 		return true
 	})
@@ -357,12 +347,16 @@ func (t *Table) countFinal(key *[capture.KeySize]byte, c *bpf.Cell) {
 	if t.counter == nil {
 		return
 	}
+	t.count(key, c)
+	delete(t.winCounted, *key)
+}
+
+// count adds to the counter's window the packets of the flow in c that
+// no window has counted yet.
+func (t *Table) count(key *[capture.KeySize]byte, c *bpf.Cell) {
 	n := c.Pkts[0] + c.Pkts[1]
-	if w, ok := t.winCounted[*key]; ok {
-		if w.starts == c.Starts {
-			n -= min(n, w.pkts)
-		}
-		delete(t.winCounted, *key)
+	if w, ok := t.winCounted[*key]; ok && w.starts == c.Starts {
+		n -= min(n, w.pkts)
 	}
 	if n > 0 {
 		var k capture.Key
@@ -407,13 +401,14 @@ func (t *Table) flushEnded(f *endedFlow) error {
 // flows, when final) and removes their cells. An ended flow is left to
 // its linger, unless its end event was lost or final is set.
 func (t *Table) sweep(now int64, final bool) error {
-	var due [][capture.KeySize]byte
+	due := t.due[:0]
 	err := t.st.Cells(func(key [capture.KeySize]byte, c bpf.Cell) bool {
 		if final || t.idle(&c, now) {
 			due = append(due, key)
 		}
 		return true
 	})
+	t.due = due
 	if err != nil {
 		return err
 	}

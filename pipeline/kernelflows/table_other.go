@@ -25,7 +25,6 @@ func NewLive(Config, string, int) (*Table, error) { return New(Config{}) }
 
 func (t *Table) Close() error                                   { return nil }
 func (t *Table) TakeFrame(*capture.Frame) (bool, error)         { return false, capture.ErrNotSupported }
-func (t *Table) Advance(int64) error                            { return nil }
 func (t *Table) Finish() error                                  { return nil }
 func (t *Table) States() map[string]uint64                      { return nil }
 func (t *Table) Stats() (Stats, error)                          { return Stats{}, nil }
