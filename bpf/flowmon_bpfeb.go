@@ -39,8 +39,10 @@ type flowmonLpmKey struct {
 }
 
 type flowmonPortBits struct {
-	_ structs.HostLayout
-	W [1024]uint64
+	_      structs.HostLayout
+	W      [1024]uint64
+	Detect uint32
+	Pad    uint32
 }
 
 type flowmonRaw struct {

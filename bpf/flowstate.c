@@ -422,9 +422,9 @@ static __always_inline void send(struct state_counters *sc, struct flow_event *e
 
 /* state_packet takes the frame into its flow's cell and returns 1, or
  * returns 2 for a frame it leaves to user space (one that does not parse
- * here, a tunnel, a fragment,
- * a TCP packet without its header), 0 for a new flow the map has no room
- * for. */
+ * here, a tunnel, a TCP packet without its header), 3 for a fragment,
+ * which it leaves to user space to reassemble and run through it again,
+ * 0 for a new flow the map has no room for. */
 static __always_inline int state_packet(struct pkt *k, __u64 now)
 {
 	__u32 zero = 0;
@@ -459,7 +459,7 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	 * is its to count or leave out. */
 	if (p.fragment != NOT_FRAGMENT || (p.proto == 6 && !p.has_tcp)) {
 		sc->skipped++;
-		return 2;
+		return p.fragment != NOT_FRAGMENT ? 3 : 2;
 	}
 	rev = rev ? 1 : 0;
 	/* The dedup stage's place: before anything counts the frame. */

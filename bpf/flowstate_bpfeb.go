@@ -110,8 +110,10 @@ type flowstateMachineTables struct {
 }
 
 type flowstatePortBits struct {
-	_ structs.HostLayout
-	W [1024]uint64
+	_      structs.HostLayout
+	W      [1024]uint64
+	Detect uint32
+	Pad    uint32
 }
 
 type flowstateRaw struct {

@@ -125,7 +125,9 @@ type State struct {
 }
 
 // stateReplay and stateLive are the programs of a replay's and a live
-// state's load: only they are verified.
+// state's load: only they are verified. A live load has the replay's
+// program too: Run takes the datagrams user space reassembles from the
+// fragments the live programs leave.
 type stateReplay struct {
 	flowstateMaps
 	Replay *ebpf.Program `ebpf:"flowmon_state_replay"`
@@ -133,6 +135,7 @@ type stateReplay struct {
 
 type stateLive struct {
 	flowstateMaps
+	Replay    *ebpf.Program `ebpf:"flowmon_state_replay"`
 	XDP       *ebpf.Program `ebpf:"flowmon_state_xdp"`
 	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
 	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
@@ -140,11 +143,13 @@ type stateLive struct {
 
 type stateLiveXDP struct {
 	flowstateMaps
-	XDP *ebpf.Program `ebpf:"flowmon_state_xdp"`
+	Replay *ebpf.Program `ebpf:"flowmon_state_replay"`
+	XDP    *ebpf.Program `ebpf:"flowmon_state_xdp"`
 }
 
 type stateLiveTC struct {
 	flowstateMaps
+	Replay    *ebpf.Program `ebpf:"flowmon_state_replay"`
 	TCIngress *ebpf.Program `ebpf:"flowmon_state_tc_ingress"`
 	TCEgress  *ebpf.Program `ebpf:"flowmon_state_tc_egress"`
 }
@@ -323,20 +328,21 @@ func LoadState(opt StateOptions) (*State, error) {
 	case LiveXDP:
 		var x stateLiveXDP
 		err2 = spec.LoadAndAssign(&x, nil)
-		l.flowstateMaps, l.XDP = x.flowstateMaps, x.XDP
+		l.flowstateMaps, l.Replay, l.XDP = x.flowstateMaps, x.Replay, x.XDP
 	case LiveTC:
 		var t stateLiveTC
 		err2 = spec.LoadAndAssign(&t, nil)
-		l.flowstateMaps, l.TCIngress, l.TCEgress = t.flowstateMaps, t.TCIngress, t.TCEgress
+		l.flowstateMaps, l.Replay, l.TCIngress, l.TCEgress = t.flowstateMaps, t.Replay, t.TCIngress, t.TCEgress
 	default:
 		var r stateReplay
 		err2 = spec.LoadAndAssign(&r, nil)
-		l.flowstateMaps, s.objs.FlowmonStateReplay = r.flowstateMaps, r.Replay
+		l.flowstateMaps, l.Replay = r.flowstateMaps, r.Replay
 	}
 	if err2 != nil {
 		return nil, fmt.Errorf("load eBPF flow state: %w", errPerm(err2))
 	}
 	s.objs.flowstateMaps = l.flowstateMaps
+	s.objs.FlowmonStateReplay = l.Replay
 	s.objs.FlowmonStateXdp, s.objs.FlowmonStateTcIngress, s.objs.FlowmonStateTcEgress = l.XDP, l.TCIngress, l.TCEgress
 	if err := s.objs.FrameSettings.Put(uint32(0), flowstateFrameConfig{WakeupBytes: uint32(opt.FrameWakeup)}); err != nil {
 		s.Close()
@@ -381,11 +387,11 @@ func LoadState(opt StateOptions) (*State, error) {
 // Close detaches the live programs and releases the programs and maps.
 func (s *State) Close() error { return errors.Join(s.hooks.detach(), s.objs.Close()) }
 
-// SetTunnelPorts sets the UDP ports whose datagrams carry a tunnel: the
-// program leaves their frames (StateCounters.Whole) to user space.
-func (s *State) SetTunnelPorts(ports []uint16) error {
-	var b flowstatePortBits
-	for _, p := range ports {
+// SetTunnels sets the UDP tunnels whose frames the programs leave
+// (StateCounters.Whole) to user space.
+func (s *State) SetTunnels(t Tunnels) error {
+	b := flowstatePortBits{Detect: t.detect()}
+	for _, p := range t.Ports {
 		b.W[p>>6] |= 1 << (p & 63)
 	}
 	return s.objs.TunnelPorts.Put(uint32(0), &b)
@@ -410,7 +416,8 @@ const (
 )
 
 // Run runs one Ethernet frame through the replay program at packet time
-// now (nanoseconds), with BPF_PROG_TEST_RUN, and says what the program did
+// now (nanoseconds; in a live load, the monotonic clock, the live
+// programs' time), with BPF_PROG_TEST_RUN, and says what the program did
 // with it. buf is scratch space the caller keeps between calls. Frames
 // shorter than an Ethernet header are not run: Whole. Nor are frames
 // longer than a test run takes (MaxRunFrame): Whole, and counted in
@@ -427,9 +434,6 @@ func (s *State) Run(frame []byte, now int64, buf *[]byte) (Verdict, error) {
 	binary.LittleEndian.PutUint64(b, uint64(now))
 	b = append(b, frame...)
 	*buf = b
-	if s.objs.FlowmonStateReplay == nil {
-		return Left, errors.New("run the eBPF flow state: loaded live, without the replay's program")
-	}
 	ret, err := s.objs.FlowmonStateReplay.Run(&ebpf.RunOptions{Data: b})
 	if err != nil {
 		return Left, fmt.Errorf("run the eBPF flow state: %w", err)

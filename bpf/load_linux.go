@@ -190,18 +190,17 @@ func (o *Objects) Counters(i int) (Counters, error) {
 	return c, nil
 }
 
-// SetTunnelPorts sets the UDP ports whose datagrams carry a tunnel
-// (VXLAN, Geneve, GTP-U, Teredo, AYIYA, GRE over UDP): the program hands
-// their frames up whole, for user space to decapsulate, as it does GRE,
-// and IP in IP. Until it is called, no
-// UDP port does.
-func (o *Objects) SetTunnelPorts(ports []uint16) error {
-	var pb flowmonPortBits
-	for _, port := range ports {
+// SetTunnels sets the UDP tunnels (VXLAN, Geneve, GTP-U, Teredo, AYIYA,
+// GRE over UDP) whose frames the program hands up whole, for user space
+// to decapsulate, as it does GRE and IP in IP. Until it is called, no
+// UDP datagram is one.
+func (o *Objects) SetTunnels(t Tunnels) error {
+	pb := flowmonPortBits{Detect: t.detect()}
+	for _, port := range t.Ports {
 		pb.W[port>>6] |= 1 << (port & 63)
 	}
 	if err := o.objs.TunnelPorts.Put(uint32(0), &pb); err != nil {
-		return fmt.Errorf("set the eBPF capture's tunnel ports: %w", err)
+		return fmt.Errorf("set the eBPF capture's tunnels: %w", err)
 	}
 	return nil
 }

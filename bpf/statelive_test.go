@@ -32,11 +32,8 @@ func TestStateLiveHandsUpWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.SetTunnelPorts([]uint16{4789}); err != nil {
+	if err := s.SetTunnels(Tunnels{Ports: []uint16{4789}}); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := s.Run(make([]byte, 64), 0, new([]byte)); err == nil {
-		t.Errorf("Run on a live state: no error")
 	}
 	rd, err := s.NewFrameReader()
 	if err != nil {
@@ -96,5 +93,17 @@ func TestStateLiveHandsUpWhole(t *testing.T) {
 	}
 	if cells != 1 || pkts != 2 {
 		t.Errorf("%d cells of %d packets, want the flow's, of 2", cells, pkts)
+	}
+	// A live load runs a frame user space gives it (a datagram it
+	// reassembled) into the same cells.
+	if v, err := s.Run(flow, 0, new([]byte)); err != nil || v != Kept {
+		t.Fatalf("Run on a live state: %v, %v; want Kept", v, err)
+	}
+	pkts = 0
+	if err := s.Cells(func(_ [40]byte, c Cell) bool { pkts += c.Pkts[0] + c.Pkts[1]; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if pkts != 3 {
+		t.Errorf("after Run, the flow's cell has %d packets, want 3", pkts)
 	}
 }

@@ -21,6 +21,10 @@ type Defragmenter interface {
 	// FragDone, r is Decode's answer for the datagram (ReasonNone, or why
 	// its bytes are no flow packet).
 	Add(p *Packet, frame []byte, st *DefragStats) (res FragResult, r Reason)
+	// Datagram is the datagram the last FragDone reassembled, from its
+	// IP header on: the bytes p was decoded from, valid until the next
+	// Add.
+	Datagram() []byte
 }
 
 // FragResult is what a Defragmenter did with a fragment.

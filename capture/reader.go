@@ -52,6 +52,7 @@ type Reader struct {
 	defrag Defragmenter   // nil: fragments are handed on as Decode made them
 	filter *Filter        // nil: every frame is read
 	taker  FrameTaker     // nil: every frame is decoded here
+	dtaker DatagramTaker  // taker, when it takes reassembled datagrams too
 	frame  Frame          // what taker is offered
 }
 
@@ -188,10 +189,22 @@ func (r *Reader) Next(p *Packet) error {
 		}
 		reason := r.dec.Decode(p, link, data, wire, ts)
 		if p.Fragment != NotFragment && r.defrag != nil && Defragments(reason) {
-			if DefragFrame(p, data, reason, &r.stats, r.defrag) {
-				return nil
+			outer := p.Tunnels == 0
+			if !DefragFrame(p, data, reason, &r.stats, r.defrag) {
+				continue
 			}
-			continue
+			if outer && r.dtaker != nil {
+				taken, err := r.dtaker.TakeDatagram(r.defrag.Datagram(), p.Timestamp)
+				if err != nil {
+					r.done = err
+					break
+				}
+				if taken {
+					r.stats.Taken++
+					continue
+				}
+			}
+			return nil
 		}
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {
@@ -245,7 +258,10 @@ func (r *Reader) SetFilter(f *Filter) { r.filter = f }
 
 // SetFrameTaker has the frames read from now on offered to t before they
 // are decoded (nil: none).
-func (r *Reader) SetFrameTaker(t FrameTaker) { r.taker = t }
+func (r *Reader) SetFrameTaker(t FrameTaker) {
+	r.taker = t
+	r.dtaker, _ = t.(DatagramTaker)
+}
 
 // SetDecodeOptions has the packets read from now on decoded with o
 // (DefaultDecodeOptions until then).

@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"io"
+	"time"
 )
 
 // Source is where packets come from: a capture file, several in turn, or a
@@ -35,6 +36,16 @@ type DecodeOptionsSetter interface {
 // The kernel's flow state takes the frames whose flows it keeps.
 type FrameTaker interface {
 	TakeFrame(f *Frame) (bool, error)
+}
+
+// DatagramTaker is a FrameTaker that is also offered the datagrams
+// reassembled from the fragments it left, when they came in no tunnel
+// (ip from its IP header on, t the last fragment's time): a flow whose
+// packets are in part fragments is then kept in one place, the taker's.
+// A datagram it takes is counted in Stats.Taken, and handed on no
+// further; an error ends the reading with it.
+type DatagramTaker interface {
+	TakeDatagram(ip []byte, t time.Time) (bool, error)
 }
 
 // FrameTakerSetter is a Source that offers its frames to a FrameTaker: the

@@ -14,7 +14,8 @@ type Stats struct {
 	Skipped   [numReasons]uint64 // by reason; index 0 unused
 	// Taken counts the frames a FrameTaker took before decoding (the
 	// kernel's flow state): read (Packets, Bytes, Link) but not decoded
-	// here.
+	// here; and the reassembled datagrams a DatagramTaker took, decoded
+	// (Decoded, Transport) but handed on no further.
 	Taken uint64
 	// Defrag counts the reassembly of a source with a Defragmenter. A
 	// fragment it takes is a frame read (Packets, Bytes, Link, Network)

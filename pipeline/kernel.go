@@ -15,7 +15,10 @@ import (
 // KernelStateSummary is the kernel flow state's account of a run: how
 // many frames each side handled, and what became of the flows it kept.
 type KernelStateSummary struct {
-	// Frames is every frame the program saw; Counted those its flows'
+	// Frames is every frame the program saw, Datagrams among them
+	// those reassembled in user space from fragments it left whole and
+	// run through it again (their flows' other packets may be in its
+	// cells); Counted those its flows'
 	// cells took, Duplicates those its duplicate window held (left out,
 	// as the dedup stage leaves them out; in Summary.Duplicates too),
 	// ToUser those it left to user space whole (tunnels,
@@ -24,6 +27,7 @@ type KernelStateSummary struct {
 	// those it found broken (left to user space, which counts them by
 	// reason).
 	Frames       uint64 `json:"frames"`
+	Datagrams    uint64 `json:"datagrams"`
 	Counted      uint64 `json:"packets_counted"`
 	Duplicates   uint64 `json:"duplicates"`
 	ToUser       uint64 `json:"frames_to_user"`
@@ -83,7 +87,7 @@ func (p *Pipeline) finishKernel(s *Summary, end time.Time) error {
 	}
 	s.Flows += st.Started
 	s.FlowsTimedOut += st.TimedOut
-	s.KernelState = &KernelStateSummary{Frames: st.Seen, Counted: st.Counted, Duplicates: st.Duplicates, ToUser: st.Whole,
+	s.KernelState = &KernelStateSummary{Frames: st.Seen, Datagrams: st.Datagrams, Counted: st.Counted, Duplicates: st.Duplicates, ToUser: st.Whole,
 		InsertFailed: st.InsertFailed, Malformed: st.Malformed, Flows: st.Started, Answered: st.Answered, Records: st.Records,
 		TimedOut: st.TimedOut, Events: st.Events, EventsLost: st.EventsLost, RecordsLost: st.RecordsLost, Cells: st.Cells,
 		MemoryBytes: st.MemoryBytes}

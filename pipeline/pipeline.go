@@ -353,7 +353,7 @@ func KernelConfig(cfg Config) kernelflows.Config {
 	if cfg.Decode != nil {
 		dec = *cfg.Decode
 	}
-	kc.TunnelPorts = dec.UDPTunnelPorts()
+	kc.TunnelPorts, kc.DetectTeredo, kc.DetectAYIYA = dec.UDPTunnelPorts(), dec.DetectTeredo, dec.DetectAYIYA
 	if !cfg.NoDedup {
 		dc := cfg.Dedup.WithDefaults()
 		kc.DedupWindow, kc.DedupSlots, kc.DedupPayloadBytes = dc.Window, dedupSlots(dc.PacketsPerWindow), dc.PayloadBytes
@@ -388,10 +388,28 @@ func (p *Pipeline) TakeFrame(f *capture.Frame) (bool, error) {
 		p.kout.seq = p.seq
 	}
 	taken, err := p.kernel.TakeFrame(f)
+	p.kernelTook()
+	return taken, err
+}
+
+// TakeDatagram runs a datagram reassembled from fragments the kernel's
+// flow state left through it (capture.DatagramTaker), and reports
+// whether it kept the datagram's flow.
+func (p *Pipeline) TakeDatagram(ip []byte, ts time.Time) (bool, error) {
+	if p.kout != nil {
+		p.kout.seq = p.seq
+	}
+	taken, err := p.kernel.TakeDatagram(ip, ts)
+	p.kernelTook()
+	return taken, err
+}
+
+// kernelTook merges the kernel's records into the output once enough
+// are waiting.
+func (p *Pipeline) kernelTook() {
 	if p.merge != nil && int64(len(p.kout.flows)) >= recordSyncAt {
 		p.syncRecords()
 	}
-	return taken, err
 }
 
 // rebuild builds every shard anew, empty.

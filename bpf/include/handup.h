@@ -60,7 +60,9 @@ struct {
 
 /* hand_up writes the frame's first bytes (RAW_MAX at most) after a record
  * of reason R_RAW into ring: user space decodes them as it decodes a
- * frame it captured. ctx is the program's context, xdp says which. */
+ * frame it captured. ctx is the program's context, xdp says which. The
+ * reader is woken as the unread bytes cross wake, or at once with wake
+ * 0. */
 static __always_inline int hand_up(void *ctx, int xdp, struct pkt *k, void *ring, __u64 wake, __u32 wire,
 				   __u32 ifindex, __u8 dir, __u8 vlans)
 {
@@ -91,7 +93,7 @@ static __always_inline int hand_up(void *ctx, int xdp, struct pkt *k, void *ring
 	w->r.payload_len = n; /* the bytes that follow */
 	/* Wake the reader as handle does, once the unread bytes cross wake. */
 	__u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
-	int cross = avail < wake && avail + sizeof(w->r) + n + 8 >= wake;
+	int cross = wake == 0 || (avail < wake && avail + sizeof(w->r) + n + 8 >= wake);
 	return bpf_ringbuf_output(ring, w, sizeof(w->r) + n, cross ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 

@@ -46,13 +46,20 @@ enum reason {
 /* capture.FragKind. */
 enum frag { NOT_FRAGMENT = 0, FIRST_FRAGMENT, LATER_FRAGMENT };
 
-/* One bit a port. */
+/* One bit a port, and the tunnels found by their payload on any port
+ * (DETECT_*). */
 struct port_bits {
 	__u64 w[1024];
+	__u32 detect;
+	__u32 pad;
 };
 
+#define DETECT_TEREDO 1 /* capture.DecodeOptions.DetectTeredo */
+#define DETECT_AYIYA 2  /* capture.DecodeOptions.DetectAYIYA */
+
 /* The UDP ports whose datagrams carry a tunnel (VXLAN, Geneve, GTP-U,
- * Teredo, AYIYA, GRE over UDP): their frames go up whole. */
+ * Teredo, AYIYA, GRE over UDP), and the tunnels detected by payload:
+ * their frames go up whole. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -157,14 +164,67 @@ static __always_inline __u16 icmp_dport(__u8 typ, __u8 code, int v6)
 	return code;
 }
 
-/* tunnel_port says whether either port is one of tunnel_ports'. */
-static __always_inline int tunnel_port(__u16 sport, __u16 dport)
+static __always_inline int teredo_addr(const __u8 *a)
+{
+	return a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0;
+}
+
+/* looks_teredo is capture.looksTeredo (Zeek's Teredo detection) for the
+ * UDP payload of n bytes at off: an IPv6 header with a Teredo
+ * (2001:0::/32) address, or authentication and origin indication headers
+ * followed by an IPv6 header. */
+static __always_inline int looks_teredo(struct pkt *k, __u32 off, __u32 n)
+{
+	__u8 *b;
+	__u8 val;
+
+	if (n < 40)
+		return 0;
+	b = at(k, off, 40);
+	if (!b || (b[0] >> 4 != 6 && (b[0] != 0 || b[1] > 1)))
+		return 0;
+	if (b[0] >> 4 == 6 && (teredo_addr(b + 8) || teredo_addr(b + 24)))
+		return 1;
+	val = b[1];
+	if (val == 1) {
+		__u32 skip = 13 + (__u32)b[2] + (__u32)b[3];
+		if (n < skip + 40)
+			return 0;
+		off += skip;
+		n -= skip;
+	}
+	/* One read at the final offset: a second bounds check of an offset
+	 * clang computes again is one the verifier cannot follow. */
+	b = at(k, off, 9);
+	if (!b)
+		return 0;
+	if (val == 1)
+		val = b[0] == 0 && b[1] == 0 ? 0 : 0xff;
+	return val == 0 && n >= 48 && b[8] >> 4 == 6;
+}
+
+/* udp_tunnel is capture.udpTunnel's answer, tunnel or not, for a UDP
+ * datagram with these ports whose payload of n bytes (captured, within
+ * the IP length) starts at off: either port one of tunnel_ports', else
+ * AYIYA or Teredo found by their payload where detection is on. */
+static __always_inline int udp_tunnel(struct pkt *k, __u16 sport, __u16 dport, __u32 off, __u32 n)
 {
 	__u32 zero = 0;
 	struct port_bits *pb = bpf_map_lookup_elem(&tunnel_ports, &zero);
+	__u8 *b;
+
 	if (!pb)
 		return 0;
-	return (pb->w[(sport >> 6) & 1023] >> (sport & 63)) & 1 || (pb->w[(dport >> 6) & 1023] >> (dport & 63)) & 1;
+	if ((pb->w[(sport >> 6) & 1023] >> (sport & 63)) & 1 || (pb->w[(dport >> 6) & 1023] >> (dport & 63)) & 1)
+		return 1;
+	if (!pb->detect || n == 0)
+		return 0;
+	if (pb->detect & DETECT_AYIYA && n >= 3) {
+		b = at(k, off, 3);
+		if (b && b[1] == 0x52 && b[2] == 0x11)
+			return 1;
+	}
+	return pb->detect & DETECT_TEREDO && looks_teredo(k, off, n);
 }
 
 /* transport is capture.decodeTransport for the segment [off, end) whose
@@ -209,7 +269,8 @@ static __always_inline int transport(struct pkt *k, struct parsed *p, __u32 off,
 		p->sport = be16(b);
 		p->dport = be16(b + 2);
 		hdr = p->proto == 132 ? 12 : 8;
-		if (p->proto == 17 && tunnel_port(p->sport, p->dport))
+		if (p->proto == 17 && plen > 8 && avail > 8 &&
+		    udp_tunnel(k, p->sport, p->dport, off + 8, (avail < (__u32)plen ? avail : (__u32)plen) - 8))
 			p->encap = 1;
 		break;
 	case 4:  /* IP in IP (and 4in6) */

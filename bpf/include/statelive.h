@@ -53,18 +53,22 @@ struct {
 } frame_stats SEC(".maps");
 
 /* live_packet runs the frame through its flow's cell and hands it up
- * whole when state_packet leaves it to user space. */
+ * whole when state_packet leaves it to user space. A fragment wakes the
+ * reader at once: its datagram comes back (the replay program, run by
+ * user space) into a cell that may be new, and the sooner it does, the
+ * less likely the flow's answer comes first and orients the flow. */
 static __always_inline void live_packet(void *ctx, int xdp, struct pkt *k, __u32 wire, __u32 ifindex, __u8 dir,
 					__u8 vlans)
 {
-	if (state_packet(k, bpf_ktime_get_ns()) != 2)
+	int r = state_packet(k, bpf_ktime_get_ns());
+	if (r != 2 && r != 3)
 		return;
 	__u32 zero = 0;
 	struct frame_counters *fc = bpf_map_lookup_elem(&frame_stats, &zero);
 	struct frame_config *cfg = bpf_map_lookup_elem(&frame_settings, &zero);
 	if (!fc || !cfg)
 		return;
-	if (hand_up(ctx, xdp, k, &frames, cfg->wakeup_bytes, wire, ifindex, dir, vlans))
+	if (hand_up(ctx, xdp, k, &frames, r == 3 ? 0 : cfg->wakeup_bytes, wire, ifindex, dir, vlans))
 		fc->lost++;
 	else
 		fc->handed++;

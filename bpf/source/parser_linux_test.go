@@ -39,7 +39,7 @@ func newProgRunner(t *testing.T) *progRunner {
 		t.Fatalf("%+v", err)
 	}
 	dec := DefaultDecodeOptions()
-	if err := objs.SetTunnelPorts(dec.UDPTunnelPorts()); err != nil {
+	if err := objs.SetTunnels(bpf.Tunnels{Ports: dec.UDPTunnelPorts(), Teredo: dec.DetectTeredo, AYIYA: dec.DetectAYIYA}); err != nil {
 		objs.Close()
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ type Ring struct {
 	closed  atomic.Bool
 	dec     *capture.DecodeOptions // decodes the frames the program hands up whole; never nil
 	defrag  capture.Defragmenter   // nil: fragments go on as decoded
+	dtaker  capture.DatagramTaker  // nil: reassembled datagrams go on
 }
 
 var _ capture.LiveSource = (*Ring)(nil)
@@ -73,15 +74,19 @@ var defaultDecode = func() *capture.DecodeOptions {
 }()
 
 // SetDecodeOptions has the frames the program hands up whole decoded with
-// o, and the program hand up the datagrams to o's UDP tunnel ports (the
-// program's map is its sources', which all set the same). The program
-// finds Teredo and AYIYA on their ports only, not by DetectTeredo and
-// DetectAYIYA's tests on any port.
+// o, and the program hand up o's UDP tunnels (TunnelsOf; the program's
+// map is its sources', which all set the same).
 func (s *Ring) SetDecodeOptions(o capture.DecodeOptions) {
 	s.dec = o.Compiled()
 	// SetDecodeOptions has no error to return, and a Put to key 0 of the
 	// program's own array map fails only once the program is gone.
-	_ = s.sh.objs.SetTunnelPorts(o.UDPTunnelPorts())
+	_ = s.sh.objs.SetTunnels(TunnelsOf(&o))
+}
+
+// TunnelsOf is the UDP tunnels o decodes: its tunnel ports, and Teredo
+// and AYIYA on any port where it detects them.
+func TunnelsOf(o *capture.DecodeOptions) bpf.Tunnels {
+	return bpf.Tunnels{Ports: o.UDPTunnelPorts(), Teredo: o.DetectTeredo, AYIYA: o.DetectAYIYA}
 }
 
 // program is what a source attaches and reads the counts of: the capture
@@ -90,7 +95,7 @@ type program interface {
 	AttachXDP(ifindex int, mode string) (string, error)
 	AttachTC(ifindex int, mode string) (string, error)
 	Detach() error
-	SetTunnelPorts(ports []uint16) error
+	SetTunnels(t bpf.Tunnels) error
 	Counters(ring int) (bpf.Counters, error)
 	// Close releases what the sources own: the capture program, or the
 	// flow state's attach (the state is its table's).
@@ -172,7 +177,7 @@ func Open(c Config, workers int) ([]*Ring, error) {
 		return fail(err)
 	}
 	sh := &shared{objs: objs, open: workers, sample: max(c.Sample, 1), c: c}
-	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnelPorts(defaultDecode.UDPTunnelPorts())); err != nil {
+	if err := errors.Join(objs.SetSampling(c.Sample), objs.SetFilter(c.Prefixes, c.Ports), objs.SetTunnels(TunnelsOf(defaultDecode))); err != nil {
 		objs.Close()
 		return fail(err)
 	}
@@ -317,10 +322,21 @@ func (s *Ring) Next(p *capture.Packet) error {
 		}
 		if p.Fragment != capture.NotFragment && s.defrag != nil && capture.Defragments(reason) {
 			if frame := rawFrame(s.rec.RawSample); frame != nil {
-				if capture.DefragFrame(p, frame, reason, &s.stats, s.defrag) {
-					return nil
+				outer := p.Tunnels == 0
+				if !capture.DefragFrame(p, frame, reason, &s.stats, s.defrag) {
+					continue
 				}
-				continue
+				if outer && s.dtaker != nil {
+					taken, err := s.dtaker.TakeDatagram(s.defrag.Datagram(), p.Timestamp)
+					if err != nil {
+						return err
+					}
+					if taken {
+						s.stats.Taken++
+						continue
+					}
+				}
+				return nil
 			}
 		}
 		s.stats.Count(p, reason)
@@ -369,6 +385,12 @@ func rawFrame(sample []byte) []byte {
 // through one ring (OpenState). The capture program's records of
 // fragments carry no bytes to reassemble, and go on as they are.
 func (s *Ring) SetDefragmenter(d capture.Defragmenter) { s.defrag = d }
+
+// SetDatagramTaker has the source offer d the datagrams it reassembles
+// from fragments that came in no tunnel: the kernel flow state's table,
+// so that a flow whose packets are in part fragments is kept in its
+// cell.
+func (s *Ring) SetDatagramTaker(d capture.DatagramTaker) { s.dtaker = d }
 
 // fromRecord fills p from the program's record, as capture.Decode fills it from
 // the frame the record was made of, and returns the record's reason.

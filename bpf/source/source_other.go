@@ -28,6 +28,8 @@ func (s *Ring) SetDecodeOptions(capture.DecodeOptions) {}
 
 func (s *Ring) SetDefragmenter(capture.Defragmenter) {}
 
+func (s *Ring) SetDatagramTaker(capture.DatagramTaker) {}
+
 func (s *Ring) KernelStats() (capture.KernelStats, error) {
 	return capture.KernelStats{}, fmt.Errorf("ebpf: %w", capture.ErrNotSupported)
 }

@@ -27,7 +27,7 @@ func (p stateProgram) AttachTC(ifindex int, mode string) (string, error) {
 
 func (p stateProgram) Detach() error { return p.st.Detach() }
 
-func (p stateProgram) SetTunnelPorts(ports []uint16) error { return p.st.SetTunnelPorts(ports) }
+func (p stateProgram) SetTunnels(t bpf.Tunnels) error { return p.st.SetTunnels(t) }
 
 func (p stateProgram) Counters(int) (bpf.Counters, error) {
 	sc, err := p.st.Counters()
@@ -75,7 +75,7 @@ func OpenState(c Config, st *bpf.State) (*Ring, error) {
 		return fail(fmt.Errorf("no interface %q in this network namespace: %w", c.Iface, err))
 	}
 	prog := stateProgram{st}
-	if err := prog.SetTunnelPorts(defaultDecode.UDPTunnelPorts()); err != nil {
+	if err := prog.SetTunnels(TunnelsOf(defaultDecode)); err != nil {
 		return fail(err)
 	}
 	sh := &shared{objs: prog, open: 1, sample: 1, c: c}

@@ -76,7 +76,8 @@ type Reassembler struct {
 	data    []byte  // MaxBytes / blockSize blocks
 	blocks  []int32 // free blocks, a stack
 	held    uint64  // fragments in datagrams in progress
-	out     []byte  // the last datagram reassembled: valid until the next Add
+	out     []byte  // room for a datagram: the one reassembled is valid until the next Add
+	last    []byte  // the last datagram reassembled, in out
 }
 
 var _ capture.Defragmenter = (*Reassembler)(nil)
@@ -215,6 +216,10 @@ func (r *Reassembler) Add(p *capture.Packet, frame []byte, st *capture.DefragSta
 	st.Held = r.held
 	return res, reason
 }
+
+// Datagram is the datagram the last FragDone reassembled
+// (capture.Defragmenter).
+func (r *Reassembler) Datagram() []byte { return r.last }
 
 func (r *Reassembler) add(p *capture.Packet, f *frag, now int64, st *capture.DefragStats) (capture.FragResult, capture.Reason) {
 	i := r.lookup(&f.key, now, st)
@@ -406,6 +411,7 @@ func (r *Reassembler) finish(i int32, p *capture.Packet, st *capture.DefragStats
 		binary.BigEndian.PutUint16(out[10:], 0)
 		binary.BigEndian.PutUint16(out[10:], ipv4Checksum(out[:h]))
 	}
+	r.last = out
 	st.Datagrams++
 	r.held -= uint64(d.nfrags)
 	r.release(i)

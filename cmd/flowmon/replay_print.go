@@ -112,8 +112,8 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 		}
 	}
 	if k := s.KernelState; k != nil {
-		fmt.Fprintf(w, "kernel state     %d frames: %d packets counted in %d flows, %d left to user space, %d new flows not kept for want of room (map of %d cells)\n",
-			k.Frames, k.Counted, k.Flows, k.ToUser, k.InsertFailed, k.Cells)
+		fmt.Fprintf(w, "kernel state     %d frames (%d datagrams reassembled in user space): %d packets counted in %d flows, %d left to user space, %d new flows not kept for want of room (map of %d cells)\n",
+			k.Frames, k.Datagrams, k.Counted, k.Flows, k.ToUser, k.InsertFailed, k.Cells)
 		fmt.Fprintf(w, "kernel events    %d read, %d lost (ring full), %d flows' final counts lost; maps of %.1f MiB\n",
 			k.Events, k.EventsLost, k.RecordsLost, float64(k.MemoryBytes)/(1<<20))
 	}

@@ -35,9 +35,12 @@ type Config struct {
 	DedupSlots        int
 	DedupWindow       time.Duration
 	DedupPayloadBytes int
-	// TunnelPorts are the UDP ports whose datagrams carry a tunnel: their
+	// TunnelPorts are the UDP ports whose datagrams carry a tunnel, and
+	// DetectTeredo and DetectAYIYA the decoder's options of the same
+	// names (Teredo and AYIYA found by their payload on any port): their
 	// frames go to user space.
-	TunnelPorts []uint16
+	TunnelPorts               []uint16
+	DetectTeredo, DetectAYIYA bool
 	// Out takes the records (nil: none are written, flows are counted).
 	Out flowtable.Out
 	// Events, when set, is called with each flow's start, its leaving
@@ -79,6 +82,11 @@ type Stats struct {
 	// user space), InsertFailed (a new flow and the map full) or
 	// Malformed.
 	Seen, Counted, Duplicates, Whole, InsertFailed, Malformed uint64
+	// Datagrams is those of Seen that were datagrams reassembled in user
+	// space from fragments the program left whole, run through it again
+	// (Table.TakeDatagram); DatagramErrors those a live table failed to
+	// run, left to user space.
+	Datagrams, DatagramErrors uint64
 	// EventsSent is the events the program made (starts, answers, ends,
 	// done flows, interim records), EventsLost those the full ring did
 	// not take, and RecordsLost the flows whose final counts went with

@@ -46,9 +46,9 @@ func NewLive(c Config, hook string, frameRing int) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SetTunnelPorts(to.TunnelPorts); err != nil {
+	if err := st.SetTunnels(to.tunnels()); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("load eBPF flow state: set the tunnel ports: %w", err)
+		return nil, fmt.Errorf("load eBPF flow state: set the tunnels: %w", err)
 	}
 	rd, err := st.NewEventReader()
 	if err != nil {
@@ -69,7 +69,11 @@ func (t *Table) OpenSource(c source.Config) (*source.Ring, error) {
 	if !t.live {
 		return nil, errors.New("open the kernel flow state's source: not a live table (NewLive)")
 	}
-	return source.OpenState(c, t.st)
+	r, err := source.OpenState(c, t.st)
+	if err == nil {
+		r.SetDatagramTaker(t)
+	}
+	return r, err
 }
 
 // SetOutputs sets where the records and the flow events go (Config's

@@ -85,7 +85,7 @@ func TestStateMatchesUserSpace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.SetTunnelPorts(ports); err != nil {
+	if err := s.SetTunnels(bpf.Tunnels{Ports: ports, Teredo: opts.DetectTeredo, AYIYA: opts.DetectAYIYA}); err != nil {
 		t.Fatal(err)
 	}
 	files, frames, flows, userFrames := 0, 0, 0, 0

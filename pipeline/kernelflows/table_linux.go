@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -36,6 +37,12 @@ type Table struct {
 	fev    record.Event // what events is called with
 	cells  int
 	buf    []byte // Run's scratch
+	// dgram and dbuf are TakeDatagram's frame and Run's scratch: a live
+	// table's datagrams come from the source's goroutine, beside the
+	// one that reads the events. datagrams counts those run.
+	dgram, dbuf  []byte
+	datagrams    atomic.Uint64
+	datagramErrs atomic.Uint64
 
 	idleNew, idleEst, linger int64
 	// ended flows wait linger for their stragglers, oldest first, from
@@ -86,12 +93,17 @@ type endedFlow struct {
 // user-space table takes to pass every slot (flowtable's sweepEvery).
 const sweepEvery = int64(10 * time.Second)
 
+// tunnels are the UDP tunnels the program leaves to user space.
+func (c Config) tunnels() bpf.Tunnels {
+	return bpf.Tunnels{Ports: c.TunnelPorts, Teredo: c.DetectTeredo, AYIYA: c.DetectAYIYA}
+}
+
 // New loads the kernel's flow state for c.
 func New(c Config) (*Table, error) {
 	tables := acsm.MachineTables(c.Machine)
 	to := c.withDefaults()
 	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
-		active: to.ActiveTimeout, ports: fmt.Sprint(to.TunnelPorts), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
+		active: to.ActiveTimeout, ports: fmt.Sprint(to.tunnels()), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
 		dedupBytes: to.DedupPayloadBytes}
 	if t := takeLoaded(key); t != nil {
 		t.out, t.events, t.counts, t.counter = to.Out, to.Events, to.Counts, to.Counter
@@ -104,9 +116,9 @@ func New(c Config) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SetTunnelPorts(to.TunnelPorts); err != nil {
+	if err := st.SetTunnels(to.tunnels()); err != nil {
 		st.Close()
-		return nil, fmt.Errorf("load eBPF flow state: set the tunnel ports: %w", err)
+		return nil, fmt.Errorf("load eBPF flow state: set the tunnels: %w", err)
 	}
 	rd, err := st.NewEventReader()
 	if err != nil {
@@ -213,11 +225,48 @@ func (t *Table) TakeFrame(f *capture.Frame) (bool, error) {
 		return false, fmt.Errorf("the kernel flow state takes Ethernet frames, and this capture has link type %d: "+
 			"replay it without --flow-state kernel", f.Link)
 	}
-	now := f.Time.UnixNano()
+	return t.take(f.Data, f.Time.UnixNano())
+}
+
+// TakeDatagram runs a datagram reassembled from fragments the program
+// left (capture.DatagramTaker) through it, in an Ethernet frame of its
+// own, so that the datagram's flow, whose other packets may be whole,
+// is kept in its cell. A live table runs it at its last fragment's time
+// (ts) on the monotonic clock, the live programs' time; it may be called
+// beside ReadEvents and Tick.
+func (t *Table) TakeDatagram(ip []byte, ts time.Time) (bool, error) {
+	if len(ip) == 0 {
+		return false, nil
+	}
+	f := append(t.dgram[:0], make([]byte, 12)...) // no addresses: the flow's key has none
+	if ip[0]>>4 == 6 {
+		f = append(f, 0x86, 0xdd)
+	} else {
+		f = append(f, 0x08, 0x00)
+	}
+	f = append(f, ip...)
+	t.dgram = f
+	if t.live {
+		// A run that fails leaves the datagram to user space, as the
+		// program leaves a frame it cannot keep: counted, not fatal.
+		v, err := t.st.Run(f, monoNow()-int64(time.Since(ts)), &t.dbuf)
+		if err != nil {
+			t.datagramErrs.Add(1)
+			return false, nil
+		}
+		t.datagrams.Add(1)
+		return v != bpf.Whole, nil
+	}
+	t.datagrams.Add(1)
+	return t.take(f, ts.UnixNano())
+}
+
+// take runs frame through the program at packet time now.
+func (t *Table) take(frame []byte, now int64) (bool, error) {
 	if err := t.rotate(now); err != nil {
 		return false, err
 	}
-	v, err := t.st.Run(f.Data, now, &t.buf)
+	v, err := t.st.Run(frame, now, &t.buf)
 	if err != nil {
 		return false, err
 	}
@@ -587,6 +636,7 @@ func (t *Table) Stats() (Stats, error) {
 		s.Malformed += n
 	}
 	s.EventsLost, s.RecordsLost = pc.EventsLost, pc.RecordsLost
+	s.Datagrams, s.DatagramErrors = t.datagrams.Load(), t.datagramErrs.Load()
 	s.EventsSent = pc.NewFlows + pc.Ended + pc.Done + pc.Interims
 	s.Cells = t.cells
 	s.MemoryBytes = t.st.MemoryBytes()
