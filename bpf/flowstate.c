@@ -73,6 +73,10 @@ struct {
  * compares it with the distance of two times, never larger. */
 struct state_config {
 	__s64 idle_new, idle_est, linger;
+	/* A flow that began with a pure SYN and is still unanswered (S0)
+	 * ends this long after the SYN, whatever else its originator sends
+	 * (flowtable.AttemptDelay: Zeek's tcp_attempt_delay); 2^63-1: never. */
+	__s64 attempt;
 	__u32 active_sec;
 	/* The duplicate window (see dedup_seen): buckets in the dedup map
 	 * (0: off), a tick of it (a quarter of the window, ns) and the
@@ -148,7 +152,8 @@ struct flow_state {
 	 * packet has none, as the Go decoder leaves them. */
 	__u32 first_seq, first_ack, first_ipid;
 	__u16 first_flags;
-	__u16 pad2;
+	__u8 attempt; /* began with a pure SYN, unanswered since: ends attempt after first */
+	__u8 pad2;
 	struct conn_fields conn;
 };
 
@@ -497,7 +502,8 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 			why = RS_REUSED;
 	} else if ((info & INFO_CLOSED) && syn) {
 		why = RS_REUSED;
-	} else if ((__s64)(now - s->last) >= ((info & INFO_IDLE_NEW) ? cfg->idle_new : cfg->idle_est)) {
+	} else if (s->attempt ? (__s64)(now - s->first) >= cfg->attempt
+			      : (__s64)(now - s->last) >= ((info & INFO_IDLE_NEW) ? cfg->idle_new : cfg->idle_est)) {
 		why = RS_IDLE;
 	}
 	int first = s->starts == 0 || why;
@@ -544,6 +550,12 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 				sent |= SENT_END;
 			}
 		}
+	}
+	/* flowtable.Table.Packet's attempt: set by a flow's first packet, a
+	 * SYN without ACK at S0; kept while the flow stays at S0. */
+	if (!s->ended) {
+		int s0 = !!(m->info[s->value & (MAX_VALUES - 1)] & INFO_S0);
+		s->attempt = s0 && (first ? p.proto == 6 && p.has_tcp && (flags & (TCP_SYN | TCP_ACK)) == TCP_SYN : s->attempt);
 	}
 	int orig_is_dst = !!(m->info[s->machine & (MAX_VALUES - 1)] & INFO_ORIG_IS_DST);
 	observe(&s->conn, &p, rev, orig_is_dst, first);

@@ -56,7 +56,8 @@ type flowstateFlowState struct {
 	FirstAck   uint32
 	FirstIpid  uint32
 	FirstFlags uint16
-	Pad2       uint16
+	Attempt    uint8
+	Pad2       uint8
 	Conn       struct {
 		_    structs.HostLayout
 		Side [2]struct {
@@ -156,6 +157,7 @@ type flowstateStateConfig struct {
 	IdleNew      int64
 	IdleEst      int64
 	Linger       int64
+	Attempt      int64
 	ActiveSec    uint32
 	DedupBuckets uint32
 	DedupTick    int64

@@ -67,6 +67,11 @@ type StateOptions struct {
 	// its 5-tuple's next packet starts another (default 5 s, flowtable's
 	// recordLinger).
 	Linger time.Duration
+	// AttemptDelay, when set, ends a flow that began with a pure SYN and
+	// is still at a value StateMachine's S0 names that long after the
+	// SYN, its originator's later packets a new flow (flowtable's
+	// AttemptDelay); 0 is none.
+	AttemptDelay time.Duration
 	// ActiveTimeout, in whole seconds (0: none), gives an open flow an
 	// interim event at its first packet that long after its start or its
 	// last interim event.
@@ -175,7 +180,10 @@ type Cell struct {
 	Ended bool
 	// Answered says the flow's value left S0 (its ANSWERED event was
 	// sent).
-	Answered             bool
+	Answered bool
+	// Attempt says the flow began with a pure SYN and is still at S0: it
+	// ends StateOptions.AttemptDelay after First.
+	Attempt              bool
 	First, Last, EndedAt int64 // packet times, nanoseconds
 	Pkts                 [2]uint64
 	// Conn is the flow's conn.log fields, in flowtable.Conn's memory
@@ -276,9 +284,9 @@ func LoadState(opt StateOptions) (*State, error) {
 	if len(m.S0) != 0 && len(m.S0) != len(m.Info) {
 		return nil, fmt.Errorf("load eBPF flow state: S0 of %d values, the machine %d", len(m.S0), len(m.Info))
 	}
-	if opt.IdleNew < 0 || opt.IdleEstablished < 0 || opt.Linger < 0 || opt.ActiveTimeout < 0 {
-		return nil, fmt.Errorf("load eBPF flow state: timeouts idle new %v, established %v, linger %v, active %v: want 0 or more",
-			opt.IdleNew, opt.IdleEstablished, opt.Linger, opt.ActiveTimeout)
+	if opt.IdleNew < 0 || opt.IdleEstablished < 0 || opt.Linger < 0 || opt.ActiveTimeout < 0 || opt.AttemptDelay < 0 {
+		return nil, fmt.Errorf("load eBPF flow state: timeouts idle new %v, established %v, linger %v, active %v, attempt %v: want 0 or more",
+			opt.IdleNew, opt.IdleEstablished, opt.Linger, opt.ActiveTimeout, opt.AttemptDelay)
 	}
 	if opt.Linger == 0 {
 		opt.Linger = DefaultLinger
@@ -374,7 +382,7 @@ func LoadState(opt StateOptions) (*State, error) {
 		}
 		return int64(d)
 	}
-	cfg := flowstateStateConfig{IdleNew: never(opt.IdleNew), IdleEst: never(opt.IdleEstablished),
+	cfg := flowstateStateConfig{IdleNew: never(opt.IdleNew), IdleEst: never(opt.IdleEstablished), Attempt: never(opt.AttemptDelay),
 		Linger: int64(opt.Linger), ActiveSec: uint32(min(opt.ActiveTimeout/time.Second, 1<<32-1)),
 		DedupBuckets: uint32(buckets), DedupTick: int64(opt.DedupWindow / 4), PayloadBytes: uint32(opt.DedupPayloadBytes)}
 	if err := s.objs.Config.Put(uint32(0), &cfg); err != nil {
@@ -546,7 +554,7 @@ var _ = [1]struct{}{}[unsafe.Sizeof(flowstateFlowCell{})%8]
 func (b *cellBytes) cell() *flowstateFlowCell { return (*flowstateFlowCell)(unsafe.Pointer(b)) }
 
 func cellOf(st *flowstateFlowState) Cell {
-	c := Cell{Value: st.Value, Ended: st.Ended != 0, Answered: st.Answered != 0, First: int64(st.First), Last: int64(st.Last),
+	c := Cell{Value: st.Value, Ended: st.Ended != 0, Answered: st.Answered != 0, Attempt: st.Attempt != 0, First: int64(st.First), Last: int64(st.Last),
 		EndedAt: int64(st.EndedAt), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
 		FirstIPID: st.FirstIpid, FirstFlags: st.FirstFlags, Anomalies: st.Anomalies, Starts: st.Starts,
 		InterimAt: st.InterimAt}

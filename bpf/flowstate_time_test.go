@@ -302,3 +302,47 @@ func stateMachine(k acsm.MachineKind) bpf.StateMachine {
 	}
 	return bpf.StateMachine{Next: t.Next, Info: t.Info, IdleNew: idleNew, Start: t.Start, ServerPorts: t.ServerPorts}
 }
+
+// TestStateAttempt: with an AttemptDelay, a flow that began with a pure
+// SYN and is unanswered (S0) ends that long after the SYN, its
+// originator's SYNs sent again in the meantime putting nothing off (as
+// flowtable.Table and Zeek's attempt timer do): the packet after the
+// delay is done with it (DONE, idle) and starts another flow. An
+// answered flow is not an attempt; a flow that began otherwise is not
+// either.
+func TestStateAttempt(t *testing.T) {
+	bpftest.Require(t)
+	m := stateMachine(acsm.MachineZeek)
+	tab := acsm.MachineTables(acsm.MachineZeek)
+	m.S0 = make([]bool, len(tab.Conn))
+	for v, c := range tab.Conn {
+		m.S0[v] = c == acsm.S0
+	}
+	s, err := bpf.LoadState(bpf.StateOptions{Cells: 64, EventRing: 1 << 16, Machine: m,
+		IdleNew: 60 * time.Second, IdleEstablished: 3600 * time.Second, AttemptDelay: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rd, err := s.NewEventReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	ts := &timedState{t: t, s: s, rd: rd}
+	sec := time.Second
+
+	ts.run(tcpSeg(5000, false, tSYN, 100, 0, 0), 0)
+	ts.run(tcpSeg(5000, false, tSYN, 100, 0, 0), 3*sec)
+	ts.expect("an unanswered SYN, sent again", start)
+	ts.run(tcpSeg(5000, false, tACK, 101, 1, 10), 5*sec)
+	evs := ts.expect("the originator's packet after the delay", idle, start)
+	if len(evs) == 2 && (evs[0].Pkts != [2]uint64{2, 0} || evs[1].Pkts != [2]uint64{1, 0} || evs[1].Attempt) {
+		t.Errorf("attempt: DONE %+v, START %+v", evs[0].Cell, evs[1].Cell)
+	}
+
+	ts.run(tcpSeg(6000, false, tSYN, 100, 0, 0), 0)
+	ts.run(tcpSeg(6000, true, tSYN|tACK, 500, 101, 0), 4*sec)
+	ts.run(tcpSeg(6000, false, tACK, 101, 501, 0), 9*sec)
+	ts.expect("an answered SYN", start, [2]uint8{bpf.EventAnswered, 0})
+}

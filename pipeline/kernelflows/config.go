@@ -25,6 +25,10 @@ type Config struct {
 	// user-space table's (flowtable.Config); ActiveTimeout, when not 0,
 	// writes an open flow's interim record that often (whole seconds).
 	IdleNew, IdleEstablished, ActiveTimeout time.Duration
+	// AttemptDelay, when not 0, ends a flow that began with a pure SYN
+	// and is still unanswered that long after the SYN (flowtable's
+	// AttemptDelay).
+	AttemptDelay time.Duration
 	// DedupSlots, when not 0, gives the program a duplicate window of
 	// that many fingerprints, held for DedupWindow (bpf.StateOptions): the
 	// dedup stage's place for the frames it keeps. DedupPayloadBytes is

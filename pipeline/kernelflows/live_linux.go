@@ -39,10 +39,9 @@ func NewLive(c Config, hook string, frameRing int) (*Table, error) {
 		c.EventRing = liveEventRing
 	}
 	to := c.withDefaults()
-	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing,
-		Machine: Machine(c.Machine), IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
-		ActiveTimeout: to.ActiveTimeout, DedupSlots: to.DedupSlots, DedupWindow: to.DedupWindow,
-		DedupPayloadBytes: to.DedupPayloadBytes, Live: hook, FrameRing: frameRing})
+	so := to.stateOptions()
+	so.Live, so.FrameRing = hook, frameRing
+	st, err := bpf.LoadState(so)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +55,7 @@ func NewLive(c Config, hook string, frameRing int) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{st: st, rd: rd, tables: acsm.MachineTables(c.Machine), out: to.Out, events: to.Events, idleNew: int64(to.IdleNew),
-		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{},
+		idleEst: int64(to.IdleEstablished), attempt: int64(to.AttemptDelay), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{},
 		live: true}
 	t.setClock()
 	return t, nil

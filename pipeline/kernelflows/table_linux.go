@@ -45,6 +45,7 @@ type Table struct {
 	datagramErrs atomic.Uint64
 
 	idleNew, idleEst, linger int64
+	attempt                  int64 // 0: no attempt delay
 	// ended flows wait linger for their stragglers, oldest first, from
 	// ended[endedHead].
 	ended     []endedFlow
@@ -93,6 +94,14 @@ type endedFlow struct {
 // user-space table takes to pass every slot (flowtable's sweepEvery).
 const sweepEvery = int64(10 * time.Second)
 
+// stateOptions are the program's options for c (with its defaults).
+func (c Config) stateOptions() bpf.StateOptions {
+	return bpf.StateOptions{Cells: c.Cells, EventRing: c.EventRing, Machine: Machine(c.Machine),
+		IdleNew: c.IdleNew, IdleEstablished: c.IdleEstablished, Linger: flowtable.Linger, AttemptDelay: c.AttemptDelay,
+		ActiveTimeout: c.ActiveTimeout, DedupSlots: c.DedupSlots, DedupWindow: c.DedupWindow,
+		DedupPayloadBytes: c.DedupPayloadBytes}
+}
+
 // tunnels are the UDP tunnels the program leaves to user space.
 func (c Config) tunnels() bpf.Tunnels {
 	return bpf.Tunnels{Ports: c.TunnelPorts, Teredo: c.DetectTeredo, AYIYA: c.DetectAYIYA}
@@ -103,16 +112,13 @@ func New(c Config) (*Table, error) {
 	tables := acsm.MachineTables(c.Machine)
 	to := c.withDefaults()
 	key := loadKey{machine: c.Machine, cells: to.Cells, ring: to.EventRing, idleNew: to.IdleNew, idleEst: to.IdleEstablished,
-		active: to.ActiveTimeout, ports: fmt.Sprint(to.tunnels()), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
+		active: to.ActiveTimeout, attempt: to.AttemptDelay, ports: fmt.Sprint(to.tunnels()), dedupSlots: to.DedupSlots, dedupWindow: to.DedupWindow,
 		dedupBytes: to.DedupPayloadBytes}
 	if t := takeLoaded(key); t != nil {
 		t.out, t.events, t.counts, t.counter = to.Out, to.Events, to.Counts, to.Counter
 		return t, nil
 	}
-	st, err := bpf.LoadState(bpf.StateOptions{Cells: to.Cells, EventRing: to.EventRing, Machine: Machine(c.Machine),
-		IdleNew: to.IdleNew, IdleEstablished: to.IdleEstablished, Linger: flowtable.Linger,
-		ActiveTimeout: to.ActiveTimeout, DedupSlots: to.DedupSlots, DedupWindow: to.DedupWindow,
-		DedupPayloadBytes: to.DedupPayloadBytes})
+	st, err := bpf.LoadState(to.stateOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +131,9 @@ func New(c Config) (*Table, error) {
 		st.Close()
 		return nil, err
 	}
-	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, counts: to.Counts, counter: to.Counter, idleNew: int64(to.IdleNew),
-		idleEst: int64(to.IdleEstablished), cells: to.Cells, linger: int64(flowtable.Linger), states: map[string]uint64{}}
+	t := &Table{key: key, st: st, rd: rd, tables: tables, out: to.Out, events: to.Events, counts: to.Counts, counter: to.Counter,
+		idleNew: int64(to.IdleNew), idleEst: int64(to.IdleEstablished), attempt: int64(to.AttemptDelay), cells: to.Cells,
+		linger: int64(flowtable.Linger), states: map[string]uint64{}}
 	return t, nil
 }
 
@@ -174,6 +181,7 @@ type loadKey struct {
 	machine                  acsm.MachineKind
 	cells, ring              int
 	idleNew, idleEst, active time.Duration
+	attempt                  time.Duration
 	ports                    string
 	dedupSlots, dedupBytes   int
 	dedupWindow              time.Duration
@@ -209,7 +217,7 @@ func (t *Table) keep() bool {
 	if loaded.m == nil {
 		loaded.m = map[loadKey]*Table{}
 	}
-	k := &Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst,
+	k := &Table{key: t.key, st: t.st, rd: t.rd, tables: t.tables, cells: t.cells, idleNew: t.idleNew, idleEst: t.idleEst, attempt: t.attempt,
 		linger: t.linger, states: map[string]uint64{}}
 	loaded.m[t.key] = k
 	return true
@@ -485,10 +493,14 @@ func (t *Table) sweep(now int64, final bool) error {
 }
 
 // idle reports whether the flow in c is over at now: idle past its
-// timeout, or ended and past its linger.
+// timeout, an unanswered attempt past its delay, or ended and past its
+// linger.
 func (t *Table) idle(c *bpf.Cell, now int64) bool {
 	if c.Ended {
 		return now-c.EndedAt >= t.linger+sweepEvery // its end event was lost
+	}
+	if c.Attempt && t.attempt > 0 {
+		return now >= c.First+t.attempt
 	}
 	to := t.idleEst
 	if flowtable.IdleNew(t.tables.Conn[c.Value]) {
