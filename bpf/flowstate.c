@@ -124,14 +124,22 @@ struct {
 	__type(value, struct dedup_bucket);
 } dedup SEC(".maps");
 
-/* The window's clock: the latest packet time seen (ns); an earlier one
- * counts as it, as in the user-space table. */
+/* The clock: the latest packet time seen (ns). Timeouts, the linger and
+ * the duplicate window age by it, as the user-space table and dedup
+ * stage age by theirs: a packet whose time goes back counts as at the
+ * clock for them, while the flow's first and last times are its
+ * packets' own. set is 0 until the first packet. */
+struct clock {
+	__s64 now;
+	__u64 set;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} dedup_clock SEC(".maps");
+	__type(value, struct clock);
+} clock SEC(".maps");
 
 /* One flow, as a cell and an event carry it. Sides are indexed by the
  * key's direction: 0 sent by the key's Src. */
@@ -141,12 +149,15 @@ struct flow_state {
 	 * state); machine steps on at every packet, stragglers too, as the
 	 * ACSM does, for their orientation and a reuse. */
 	__u16 value, machine;
-	__u8 ended;    /* the flow ended at ended_at: its END event is sent */
+	__u8 ended;    /* the flow ended (at since): its END event is sent */
 	__u8 answered; /* its value left S0: its ANSWERED event is sent */
 	__u16 anomalies; /* acsm.Anomaly's flag bits (the first five) seen */
 	__u32 starts;     /* flows this cell has held, this one included */
 	__u32 interim_at; /* seconds after first of the last interim event */
-	__u64 first, last, ended_at;
+	__u64 first, last; /* packet times */
+	/* The clock its timeout counts from: its end's when ended (the
+	 * linger), its SYN's for an attempt, else its last packet's. */
+	__u64 since;
 	__u64 pkts[2];
 	/* The first packet's uid inputs (flowtable.UIDSeed), 0 where the
 	 * packet has none, as the Go decoder leaves them. */
@@ -368,28 +379,19 @@ static __noinline __u64 dedup_print(struct pkt *k, const struct parsed *p, const
 	return fp_mix(h, w ^ ((__u64)i << 56));
 }
 
-/* dedup_seen says whether fp was seen within the window at now, and
- * writes it into its bucket if it was not. CPUs share the map without a
- * lock: a cell is one 64-bit word, written whole, and the cursor is
- * bounded where it is read, so a race corrupts nothing. It may lose a
- * fingerprint: two CPUs writing into one bucket at once may take the
- * same cell (the program is built for BPF v1, which has no atomic fetch);
- * and two copies of one frame checked at once on two CPUs both find the
- * bucket without it. The clock is raised by a plain store, which a CPU
- * with an earlier time may undo until the next packet (the window then
- * looks younger by a tick at most). Each costs at worst a duplicate let
+/* dedup_seen says whether fp was seen within the window at the clock c,
+ * and writes it into its bucket if it was not. CPUs share the map
+ * without a lock: a cell is one 64-bit word, written whole, and the
+ * cursor is bounded where it is read, so a race corrupts nothing. It may
+ * lose a fingerprint: two CPUs writing into one bucket at once may take
+ * the same cell (the program is built for BPF v1, which has no atomic
+ * fetch); and two copies of one frame checked at once on two CPUs both
+ * find the bucket without it. Each costs at worst a duplicate let
  * through. */
-static __always_inline int dedup_seen(const struct state_config *cfg, __u64 fp, __u64 now)
+static __always_inline int dedup_seen(const struct state_config *cfg, __u64 fp, __u64 c)
 {
-	__u32 zero = 0;
-	__u64 *clock = bpf_map_lookup_elem(&dedup_clock, &zero);
-	if (!clock || cfg->dedup_tick <= 0)
+	if (cfg->dedup_tick <= 0)
 		return 0;
-	__u64 c = *clock;
-	if ((__s64)(now - c) > 0 || c == 0) {
-		*clock = now;
-		c = now;
-	}
 	__u32 tick = (__u32)(c / (__u64)cfg->dedup_tick);
 	__u32 idx = (__u32)(((fp >> 32) * (__u64)cfg->dedup_buckets) >> 32);
 	struct dedup_bucket *b = bpf_map_lookup_elem(&dedup, &idx);
@@ -425,6 +427,23 @@ static __always_inline void send(struct state_counters *sc, struct flow_event *e
 #define SENT_INTERIM 8
 #define SENT_ANSWERED 16
 
+/* tick raises the clock to now and returns it. The store is plain: a CPU
+ * with an earlier time may undo another's until the next packet, which
+ * live (where every CPU reads one monotonic clock) makes the clock behind
+ * by a packet's time at most; a replay runs on one CPU. */
+static __always_inline __s64 tick(__s64 now)
+{
+	__u32 zero = 0;
+	struct clock *c = bpf_map_lookup_elem(&clock, &zero);
+	if (!c)
+		return now;
+	if (c->set && c->now > now)
+		return c->now;
+	c->now = now;
+	c->set = 1;
+	return now;
+}
+
 /* state_packet takes the frame into its flow's cell and returns 1, or
  * returns 2 for a frame it leaves to user space (one that does not parse
  * here, a tunnel, a TCP packet without its header), 3 for a fragment,
@@ -443,6 +462,7 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	if (!k->tmp)
 		return 2;
 	sc->seen++;
+	__s64 clk = tick(now);
 	struct parsed p = {};
 	__u64 key[5] = {};
 	int reason = parse(k, &p);
@@ -468,7 +488,7 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	}
 	rev = rev ? 1 : 0;
 	/* The dedup stage's place: before anything counts the frame. */
-	if (cfg->dedup_buckets && dedup_seen(cfg, dedup_print(k, &p, key, rev, cfg->payload_bytes), now)) {
+	if (cfg->dedup_buckets && dedup_seen(cfg, dedup_print(k, &p, key, rev, cfg->payload_bytes), clk)) {
 		sc->duplicates++;
 		return 1;
 	}
@@ -496,14 +516,13 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	 * the packet (Advance), then a reuse, then an idle timeout. */
 	if (s->starts == 0) {
 	} else if (s->ended) {
-		if ((__s64)(now - s->ended_at) >= cfg->linger)
+		if (clk - (__s64)s->since >= cfg->linger)
 			why = RS_LINGER;
 		else if ((info & INFO_CLOSED) && syn)
 			why = RS_REUSED;
 	} else if ((info & INFO_CLOSED) && syn) {
 		why = RS_REUSED;
-	} else if (s->attempt ? (__s64)(now - s->first) >= cfg->attempt
-			      : (__s64)(now - s->last) >= ((info & INFO_IDLE_NEW) ? cfg->idle_new : cfg->idle_est)) {
+	} else if (clk - (__s64)s->since >= (s->attempt ? cfg->attempt : (info & INFO_IDLE_NEW) ? cfg->idle_new : cfg->idle_est)) {
 		why = RS_IDLE;
 	}
 	int first = s->starts == 0 || why;
@@ -527,7 +546,6 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		sent |= SENT_START;
 		if (ends) {
 			s->ended = 1;
-			s->ended_at = now;
 			sent |= SENT_END;
 		}
 	} else {
@@ -546,7 +564,6 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 			s->value = s->machine;
 			if (n & TRANS_ENDS) {
 				s->ended = 1;
-				s->ended_at = now;
 				sent |= SENT_END;
 			}
 		}
@@ -556,6 +573,10 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	if (!s->ended) {
 		int s0 = !!(m->info[s->value & (MAX_VALUES - 1)] & INFO_S0);
 		s->attempt = s0 && (first ? p.proto == 6 && p.has_tcp && (flags & (TCP_SYN | TCP_ACK)) == TCP_SYN : s->attempt);
+		if (!s->attempt || first)
+			s->since = clk;
+	} else if (sent & SENT_END) {
+		s->since = clk;
 	}
 	int orig_is_dst = !!(m->info[s->machine & (MAX_VALUES - 1)] & INFO_ORIG_IS_DST);
 	observe(&s->conn, &p, rev, orig_is_dst, first);
@@ -569,7 +590,7 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	/* flowtable.Table.interim: a multiplication a packet, the division
 	 * only when an event is due. */
 	if (!s->ended && cfg->active_sec) {
-		__s64 age = now - s->first;
+		__s64 age = clk - (__s64)s->first;
 		if (age >= (__s64)(__u32)(s->interim_at + cfg->active_sec) * 1000000000LL) {
 			__u64 secs = (__u64)age / 1000000000ULL;
 			s->interim_at = secs > 0xffffffffULL ? 0xffffffff : secs;

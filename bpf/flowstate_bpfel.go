@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type flowstateClock struct {
+	_   structs.HostLayout
+	Now int64
+	Set uint64
+}
+
 type flowstateDedupBucket struct {
 	_      structs.HostLayout
 	Cell   [15]uint64
@@ -50,7 +56,7 @@ type flowstateFlowState struct {
 	InterimAt  uint32
 	First      uint64
 	Last       uint64
-	EndedAt    uint64
+	Since      uint64
 	Pkts       [2]uint64
 	FirstSeq   uint32
 	FirstAck   uint32
@@ -188,9 +194,9 @@ type flowstateStateCounters struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	flowstateMapCells                  = "cells"
+	flowstateMapClock                  = "clock"
 	flowstateMapConfig                 = "config"
 	flowstateMapDedup                  = "dedup"
-	flowstateMapDedupClock             = "dedup_clock"
 	flowstateMapEvents                 = "events"
 	flowstateMapFrameSettings          = "frame_settings"
 	flowstateMapFrameStats             = "frame_stats"
@@ -266,9 +272,9 @@ type flowstateProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowstateMapSpecs struct {
 	Cells         *ebpf.MapSpec `ebpf:"cells"`
+	Clock         *ebpf.MapSpec `ebpf:"clock"`
 	Config        *ebpf.MapSpec `ebpf:"config"`
 	Dedup         *ebpf.MapSpec `ebpf:"dedup"`
-	DedupClock    *ebpf.MapSpec `ebpf:"dedup_clock"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FrameSettings *ebpf.MapSpec `ebpf:"frame_settings"`
 	FrameStats    *ebpf.MapSpec `ebpf:"frame_stats"`
@@ -314,9 +320,9 @@ func (o *flowstateObjects) Close() error {
 // It can be passed to loadFlowstateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowstateMaps struct {
 	Cells         *ebpf.Map `ebpf:"cells"`
+	Clock         *ebpf.Map `ebpf:"clock"`
 	Config        *ebpf.Map `ebpf:"config"`
 	Dedup         *ebpf.Map `ebpf:"dedup"`
-	DedupClock    *ebpf.Map `ebpf:"dedup_clock"`
 	Events        *ebpf.Map `ebpf:"events"`
 	FrameSettings *ebpf.Map `ebpf:"frame_settings"`
 	FrameStats    *ebpf.Map `ebpf:"frame_stats"`
@@ -332,9 +338,9 @@ type flowstateMaps struct {
 func (m *flowstateMaps) Close() error {
 	return _FlowstateClose(
 		m.Cells,
+		m.Clock,
 		m.Config,
 		m.Dedup,
-		m.DedupClock,
 		m.Events,
 		m.FrameSettings,
 		m.FrameStats,

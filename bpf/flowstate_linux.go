@@ -175,7 +175,7 @@ type Cell struct {
 	// Value is the machine's value for the flow's record: after the end,
 	// the one it ended at (stragglers do not change it).
 	Value uint16
-	// Ended says the flow ended at EndedAt (its END event was sent); its
+	// Ended says the flow ended (its END event was sent), at Since; its
 	// record is due after the linger, with the stragglers counted.
 	Ended bool
 	// Answered says the flow's value left S0 (its ANSWERED event was
@@ -183,9 +183,14 @@ type Cell struct {
 	Answered bool
 	// Attempt says the flow began with a pure SYN and is still at S0: it
 	// ends StateOptions.AttemptDelay after First.
-	Attempt              bool
-	First, Last, EndedAt int64 // packet times, nanoseconds
-	Pkts                 [2]uint64
+	Attempt     bool
+	First, Last int64 // packet times, nanoseconds
+	// Since is the time on the program's clock (the latest packet time
+	// it has seen) that the flow's timeout counts from: its end's when
+	// Ended (the linger), its SYN's for an Attempt (the attempt delay),
+	// else its last packet's (the idle timeouts).
+	Since int64
+	Pkts  [2]uint64
 	// Conn is the flow's conn.log fields, in flowtable.Conn's memory
 	// layout (flowtable.ConnFromBytes reads it).
 	Conn [ConnBytes]byte
@@ -470,9 +475,12 @@ const (
 	maxRunFrags  = 17
 )
 
-// ClearCells empties the cell map (between two replays of one loaded
-// program).
+// ClearCells empties the cell map and sets the clock back to unset
+// (between two replays of one loaded program).
 func (s *State) ClearCells() error {
+	if err := s.objs.Clock.Put(uint32(0), flowstateClock{}); err != nil {
+		return fmt.Errorf("clear the eBPF flow state's clock: %w", err)
+	}
 	var key [40]byte
 	var keys [][40]byte
 	var c flowstateFlowCell
@@ -491,13 +499,10 @@ func (s *State) ClearCells() error {
 	return nil
 }
 
-// ClearDedup empties the duplicate window and its clock (between two
+// ClearDedup empties the duplicate window (between two
 // replays of one loaded program: a capture replayed again would find
 // its own frames).
 func (s *State) ClearDedup() error {
-	if err := s.objs.DedupClock.Put(uint32(0), uint64(0)); err != nil {
-		return fmt.Errorf("clear the eBPF duplicate window: %w", err)
-	}
 	if s.dedupBuckets == 0 {
 		return nil
 	}
@@ -555,7 +560,7 @@ func (b *cellBytes) cell() *flowstateFlowCell { return (*flowstateFlowCell)(unsa
 
 func cellOf(st *flowstateFlowState) Cell {
 	c := Cell{Value: st.Value, Ended: st.Ended != 0, Answered: st.Answered != 0, Attempt: st.Attempt != 0, First: int64(st.First), Last: int64(st.Last),
-		EndedAt: int64(st.EndedAt), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
+		Since: int64(st.Since), Pkts: st.Pkts, FirstSeq: st.FirstSeq, FirstAck: st.FirstAck,
 		FirstIPID: st.FirstIpid, FirstFlags: st.FirstFlags, Anomalies: st.Anomalies, Starts: st.Starts,
 		InterimAt: st.InterimAt}
 	// struct conn_fields is Conn's layout in bytes (the generated type

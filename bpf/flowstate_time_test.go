@@ -80,11 +80,14 @@ type timedState struct {
 	s   *bpf.State
 	rd  *ringbuf.Reader
 	buf []byte
+	// base is added to each time run is given: a test's scenarios each
+	// start at 0 after the last, as the program's clock goes only on.
+	base time.Duration
 }
 
 func (ts *timedState) run(frame []byte, at time.Duration) {
 	ts.t.Helper()
-	v, err := ts.s.Run(frame, int64(time.Hour+at), &ts.buf)
+	v, err := ts.s.Run(frame, int64(time.Hour+ts.base+at), &ts.buf)
 	if err != nil {
 		ts.t.Fatal(err)
 	}
@@ -193,6 +196,7 @@ func TestStateTime(t *testing.T) {
 	ts.expect("past IdleNew, within IdleEstablished (and past the active timeout)", interim)
 
 	// Interim: the active timeout counts from the flow's first packet.
+	ts.base += 100 * sec
 	ts.run(udpDgram(2000, false), 0)
 	ts.run(udpDgram(2000, true), 9*sec)
 	ts.run(udpDgram(2000, false), 29*sec)
@@ -211,6 +215,7 @@ func TestStateTime(t *testing.T) {
 	}
 
 	// End, a straggler, the linger.
+	ts.base += 100 * sec
 	ts.run(tcpSeg(3000, false, tSYN, 100, 0, 0), 0)
 	ts.run(tcpSeg(3000, true, tSYN|tACK, 500, 101, 0), sec/10)
 	ts.run(tcpSeg(3000, false, tACK, 101, 501, 0), 2*sec/10)
@@ -229,7 +234,7 @@ func TestStateTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) == 2 && (c.Pkts != [2]uint64{3, 2} || !c.Ended || c.EndedAt != int64(time.Hour+3*sec/10) ||
+	if len(evs) == 2 && (c.Pkts != [2]uint64{3, 2} || !c.Ended || c.Since != int64(time.Hour+ts.base+3*sec/10) ||
 		c.Value != evs[1].Value || c.FirstSeq != 100 || c.FirstFlags != tSYN || c.FirstIPID != 7) {
 		t.Errorf("after a straggler: %+v (END: %+v)", c, evs[1].Cell)
 	}
@@ -240,6 +245,7 @@ func TestStateTime(t *testing.T) {
 	}
 
 	// Reuse: a SYN at a new sequence number after the client's FIN.
+	ts.base += 100 * sec
 	ts.run(tcpSeg(4000, false, tSYN, 100, 0, 0), 0)
 	ts.run(tcpSeg(4000, true, tSYN|tACK, 500, 101, 0), sec/10)
 	ts.run(tcpSeg(4000, false, tACK, 101, 501, 0), 2*sec/10)
@@ -249,6 +255,21 @@ func TestStateTime(t *testing.T) {
 	evs = ts.expect("a SYN after the FIN", reused, start)
 	if len(evs) == 2 && (evs[0].Pkts != [2]uint64{3, 1} || evs[1].Pkts != [2]uint64{1, 0} || evs[1].FirstSeq != 9000) {
 		t.Errorf("reuse: DONE %+v, START %+v", evs[0].Cell, evs[1].Cell)
+	}
+
+	// A packet whose time goes back is at the clock (the latest time
+	// seen) for the timeouts, at its own time in the flow's times: it
+	// neither times the flow out nor leaves it looking idle since then.
+	ts.base += 100 * sec
+	ts.run(udpDgram(7000, false), 0)
+	ts.run(udpDgram(7000, false), 9*sec)
+	ts.run(udpDgram(7000, false), -50*sec)
+	ts.run(udpDgram(7000, false), 15*sec)
+	ts.expect("times going back", start)
+	ts.run(udpDgram(7000, false), 26*sec)
+	evs = ts.expect("idle past IdleNew on the clock", idle, start)
+	if len(evs) == 2 && (evs[0].Pkts != [2]uint64{4, 0} || evs[0].Last != int64(time.Hour+ts.base+15*sec)) {
+		t.Errorf("times going back: DONE %+v", evs[0].Cell)
 	}
 
 	// Take: the cell once, then none.
@@ -279,14 +300,14 @@ func TestStateTime(t *testing.T) {
 	if err := s.Cells(func([40]byte, bpf.Cell) bool { left++; return true }); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 || len(taken) != n || left != 0 {
+	if n != 4 || len(taken) != n || left != 0 {
 		t.Errorf("Cells: %d cells, %d taken, %d left", n, len(taken), left)
 	}
 	sc, err := s.Counters()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.EventsLost != 0 || sc.RecordsLost != 0 || sc.Done != 3 || sc.Interims != 3 {
+	if sc.EventsLost != 0 || sc.RecordsLost != 0 || sc.Done != 4 || sc.Interims != 3 {
 		t.Errorf("counters %+v", sc)
 	}
 }
@@ -341,6 +362,7 @@ func TestStateAttempt(t *testing.T) {
 		t.Errorf("attempt: DONE %+v, START %+v", evs[0].Cell, evs[1].Cell)
 	}
 
+	ts.base += 100 * sec
 	ts.run(tcpSeg(6000, false, tSYN, 100, 0, 0), 0)
 	ts.run(tcpSeg(6000, true, tSYN|tACK, 500, 101, 0), 4*sec)
 	ts.run(tcpSeg(6000, false, tACK, 101, 501, 0), 9*sec)

@@ -188,8 +188,12 @@ func (t *Table) States() map[string]uint64 { return t.states }
 
 // Packet records one packet and the ACSM's event for it.
 func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
-	now := p.Timestamp.UnixNano()
-	t.Advance(now)
+	// The flow's times are its packets'; its deadlines count on the
+	// table's clock, the latest packet time, so that a packet whose time
+	// goes back neither times flows out nor puts off their deadlines by
+	// the jump, whichever slots the clock hand passes.
+	pt := p.Timestamp.UnixNano()
+	now := t.Advance(pt)
 	tag, k := slotTag(p.Hash), packKey(&p.Key)
 	i, found := t.lookup(tag, &k)
 	var idx uint32
@@ -209,7 +213,7 @@ func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 			t.timeOut(t.victim(tag), record.EndLackOfResources)
 			i = t.freeSlot(tag)
 		}
-		idx, e = t.start(i, tag, &k, p, now)
+		idx, e = t.start(i, tag, &k, p, pt)
 	case ev.Reused || e.ended && ev.New:
 		// The 5-tuple is reused after its flow ended or a side closed: a
 		// new flow. The old one's record goes out now; an ended flow's
@@ -218,12 +222,12 @@ func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 			t.byState[e.state]++
 		}
 		t.writeOnce(idx, record.EndOfFlow)
-		idx, e = t.start(i, tag, &k, p, now)
+		idx, e = t.start(i, tag, &k, p, pt)
 	case now >= t.meta[i].deadline:
 		// Idle past its timeout before the clock came by: the flow is
 		// over and this packet starts another in its slot.
 		t.expire(idx, record.EndIdle)
-		idx, e = t.start(i, tag, &k, p, now)
+		idx, e = t.start(i, tag, &k, p, pt)
 	}
 	origIsDst := e.origIsDst
 	t.lastUID = e.uid
@@ -241,7 +245,7 @@ func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 			origIsDst = p.Reversed
 		}
 		r.conn.Observe(p, origIsDst, first)
-		r.last = now
+		r.last = pt
 		r.pkts[b2i(p.Reversed)]++
 		if ev.Result == acsm.Unknown {
 			r.unknown++
@@ -378,13 +382,16 @@ func (t *Table) expire(idx uint32, why record.EndReason) {
 	t.writeOnce(idx, why)
 }
 
-// Advance moves the table's clock to now (packet time, UnixNano): the
-// records of flows whose linger is over are written, and the clock hand
+// Advance moves the table's clock to now (packet time, UnixNano), if now
+// is past it, and returns the clock: the records of flows whose linger is
+// over are written, and the clock hand
 // times out the idle flows it passes. Packet does it at each packet; a
 // live shard whose source is quiet, with the wall clock.
-func (t *Table) Advance(now int64) {
+func (t *Table) Advance(now int64) int64 {
+	now = max(now, t.lastNow)
 	t.flushEnded(now)
 	t.tick(now)
+	return now
 }
 
 // tick moves the clock hand: sweepStep slots, and more as packet time

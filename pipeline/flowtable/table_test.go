@@ -282,3 +282,35 @@ func TestFlowSlotLayout(t *testing.T) {
 		t.Errorf("recordFields is %d bytes, want 192", n)
 	}
 }
+
+// TestFlowTableClock: a packet whose time goes back is at the table's
+// clock (the latest packet time) for the deadlines and at its own time
+// in the record: a flow idle 9 s, then a packet 59 s in the past, then
+// one 6 s later than the latest stays one flow under a 10 s timeout, and
+// times out 10 s after its latest packet on the clock.
+func TestFlowTableClock(t *testing.T) {
+	var sink recordSink
+	tab := newFlowTable(sink.out(), nil, 100, 10*time.Second, 10*time.Second)
+	p := benchPackets(1, 3)[0]
+	p.Key.Src = netip.MustParseAddr("172.16.0.1")
+	p.Key, p.Reversed = p.Key.Canonical()
+	p.Hash = p.Key.Hash()
+	t0 := time.Unix(1700000000, 0)
+	for _, at := range []time.Duration{0, 9 * time.Second, -50 * time.Second, 15 * time.Second, 26 * time.Second} {
+		p.Timestamp = t0.Add(at)
+		ev := acsm.Event{Result: acsm.Found, State: acsm.S1}
+		tab.Packet(&p, &ev)
+	}
+	tab.Finish()
+	sink.sync()
+	if len(sink.keep) != 2 {
+		t.Fatalf("%d records, want 2: %+v", len(sink.keep), sink.keep)
+	}
+	a, b := sink.keep[0], sink.keep[1]
+	if a.OrigPkts+a.RespPkts != 4 || b.OrigPkts+b.RespPkts != 1 {
+		t.Errorf("packets %d and %d, want 4 and 1", a.OrigPkts+a.RespPkts, b.OrigPkts+b.RespPkts)
+	}
+	if d := a.Duration; d < 14.999 || d > 15.001 {
+		t.Errorf("first flow's duration %v, want 15 s (its first packet's time to its last's)", d)
+	}
+}

@@ -64,8 +64,9 @@ type Table struct {
 	counter    *flowcount.Counter
 	winCounted map[[capture.KeySize]byte]winCount
 	// due is the sweep's keys, kept from one sweep to the next.
-	due [][capture.KeySize]byte
-	now int64
+	due    [][capture.KeySize]byte
+	now    int64 // the clock: the latest packet time, once nowSet
+	nowSet bool
 
 	byState [256]uint64
 	states  map[string]uint64
@@ -314,7 +315,7 @@ func (t *Table) event(e *bpf.Event) {
 	case bpf.EventStart:
 		t.started(&e.Key, &e.Cell)
 	case bpf.EventEnd:
-		t.ended = append(t.ended, endedFlow{key: e.Key, starts: e.Starts, at: e.EndedAt})
+		t.ended = append(t.ended, endedFlow{key: e.Key, starts: e.Starts, at: e.Since})
 	case bpf.EventDone:
 		why := record.EndOfFlow
 		if e.Reason == bpf.ReasonIdle {
@@ -332,7 +333,12 @@ func (t *Table) event(e *bpf.Event) {
 // flows whose linger is over get their records, and every sweepEvery the
 // cells are swept for flows idle past their timeout.
 func (t *Table) advance(now int64) error {
-	t.now = max(t.now, now)
+	// The table ages by the latest packet time, as the program and the
+	// user-space table do: a packet whose time goes back is at it.
+	if !t.nowSet || now > t.now {
+		t.now, t.nowSet = now, true
+	}
+	now = t.now
 	for t.endedHead < len(t.ended) && now-t.ended[t.endedHead].at >= t.linger {
 		if err := t.flushEnded(&t.ended[t.endedHead]); err != nil {
 			return err
@@ -497,16 +503,16 @@ func (t *Table) sweep(now int64, final bool) error {
 // linger.
 func (t *Table) idle(c *bpf.Cell, now int64) bool {
 	if c.Ended {
-		return now-c.EndedAt >= t.linger+sweepEvery // its end event was lost
-	}
-	if c.Attempt && t.attempt > 0 {
-		return now >= c.First+t.attempt
+		return now-c.Since >= t.linger+sweepEvery // its end event was lost
 	}
 	to := t.idleEst
-	if flowtable.IdleNew(t.tables.Conn[c.Value]) {
+	switch {
+	case c.Attempt && t.attempt > 0:
+		to = t.attempt
+	case flowtable.IdleNew(t.tables.Conn[c.Value]):
 		to = t.idleNew
 	}
-	return now >= c.Last+to
+	return now >= c.Since+to
 }
 
 // Finish writes the records of every flow the cells hold: the ended ones
