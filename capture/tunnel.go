@@ -14,6 +14,7 @@ const (
 	TunnelGTP               // GTPv1-U over UDP
 	TunnelTeredo            // Teredo over UDP
 	TunnelAYIYA             // AYIYA over UDP
+	TunnelVXLANGPE          // VXLAN-GPE over UDP (draft-ietf-nvo3-vxlan-gpe), with or without NSH inside
 	numTunnelKinds
 
 	// tunnelGREOverUDP is how a port list names GRE in UDP; the packet's
@@ -21,7 +22,7 @@ const (
 	tunnelGREOverUDP = numTunnelKinds
 )
 
-var tunnelNames = [numTunnelKinds]string{"none", "ip", "gre", "vxlan", "geneve", "gtpv1", "teredo", "ayiya"}
+var tunnelNames = [numTunnelKinds]string{"none", "ip", "gre", "vxlan", "geneve", "gtpv1", "teredo", "ayiya", "vxlan-gpe"}
 
 // String returns the kind's name, a metric label value.
 func (k TunnelKind) String() string {
