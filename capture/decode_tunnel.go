@@ -217,21 +217,19 @@ func vxlanHeader(b []byte) (int, innerKind, Reason) {
 	return 8, innerEthernet, ReasonNone
 }
 
-// vxlanGPEHeader: 8 bytes (flags with a 2-bit version, 0, and the P bit
-// that says the next protocol is there; the next protocol; the VNI),
-// then what the next protocol names, NSH's numbers: IPv4, IPv6,
-// Ethernet, NSH, MPLS. Without the P bit the payload is Ethernet, as in
-// VXLAN. Another version, or a next protocol carrying no packet, is no
-// packet: the datagram is its UDP flow.
+// vxlanGPEHeader: 8 bytes (flags with a 2-bit version, 0; the next
+// protocol; the VNI), then what the next protocol names, in NSH's
+// numbers: IPv4, IPv6, Ethernet, NSH. The next protocol is read whatever
+// the P bit says (the current draft wants it set; the early ones took a
+// clear P for Ethernet), as tshark reads it. Another version, or a next
+// protocol carrying no packet flowmon reads, is no packet: the datagram
+// is its UDP flow.
 func vxlanGPEHeader(b []byte) (int, innerKind, Reason) {
 	if len(b) < 8 {
 		return 0, innerNone, ReasonTunnelTruncated
 	}
 	if b[0]&0x30 != 0 {
 		return 0, innerNone, ReasonNone
-	}
-	if b[0]&0x04 == 0 {
-		return 8, innerEthernet, ReasonNone
 	}
 	switch b[3] {
 	case nshNextIPv4:
