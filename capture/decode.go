@@ -15,6 +15,7 @@ const (
 	LinkSLL      uint16 = 113 // Linux cooked capture v1
 	LinkIPv4     uint16 = 228
 	LinkIPv6     uint16 = 229
+	LinkNFLOG    uint16 = 239 // Linux NFLOG: a 4-byte header, then attributes (TLVs), the packet among them
 	LinkSLL2     uint16 = 276 // Linux cooked capture v2
 	linkRawAlt   uint16 = 12  // DLT_RAW as some systems number it
 	linkRawAlt14 uint16 = 14
@@ -34,6 +35,7 @@ const (
 	etherTypePBB    = 0x88E7 // 802.1ah: I-TAG, then the customer's Ethernet header
 	etherTypeVNTag  = 0x8926
 	etherTypeCFP    = 0x8903 // Cisco FabricPath: FTag/TTL, then the inner Ethernet header
+	etherTypeNSH    = 0x894F // RFC 8300 network service header
 )
 
 // maxLinkHops bounds the VLAN/MPLS tags walked, so a crafted frame of
@@ -75,8 +77,60 @@ func (o *DecodeOptions) decodeOtherLink(p *Packet, link uint16, data []byte) Rea
 			return o.decodeIPv6(p, data[4:])
 		}
 		return ReasonNotIP
+	case LinkNFLOG:
+		return o.decodeNFLOG(p, data)
 	}
 	return ReasonLinkUnsupported
+}
+
+// NFLOG attribute types (linux/netfilter/nfnetlink_log.h).
+const (
+	nflogPayload  = 9      // NFULA_PAYLOAD: the packet, from its network header
+	nflogTypeMask = 0x3FFF // without netlink's nested and byte order flags
+)
+
+// decodeNFLOG decodes a Linux NFLOG record: the address family (AF_INET
+// 2, AF_INET6 10), a version (0) and a resource id, then attributes of a
+// 16-bit length (the 4-byte attribute header included) and a 16-bit
+// type, each padded to 4 bytes. Length and type are in the byte order of
+// the host that logged, which the record does not say: an attribute
+// header that does not fit read little-endian is read big-endian, as
+// Wireshark guesses, and the order of the first attribute holds for the
+// rest. The packet is the payload attribute's value.
+func (o *DecodeOptions) decodeNFLOG(p *Packet, b []byte) Reason {
+	if len(b) < 4 {
+		return ReasonLinkTruncated
+	}
+	fam := b[0]
+	if b[1] != 0 {
+		return ReasonNFLOGHeader
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if len(b) >= 8 {
+		if n := int(order.Uint16(b[4:])); n < 4 || n > len(b)-4 {
+			order = binary.BigEndian
+		}
+	}
+	for b = b[4:]; len(b) > 0; {
+		if len(b) < 4 {
+			return ReasonNFLOGHeader
+		}
+		n, typ := int(order.Uint16(b)), order.Uint16(b[2:])&nflogTypeMask
+		if n < 4 || n > len(b) {
+			return ReasonNFLOGHeader
+		}
+		if typ == nflogPayload {
+			switch fam {
+			case 2:
+				return o.decodeIPv4(p, b[4:n])
+			case 10:
+				return o.decodeIPv6(p, b[4:n])
+			}
+			return ReasonNotIP
+		}
+		b = b[min(len(b), (n+3)&^3):]
+	}
+	return ReasonNFLOGHeader
 }
 
 func (o *DecodeOptions) decodeEthernet(p *Packet, b []byte) Reason {
@@ -140,12 +194,62 @@ func (o *DecodeOptions) decodeEtherType(p *Packet, et uint16, b []byte) Reason {
 				return ReasonLinkTruncated
 			}
 			et, b = binary.BigEndian.Uint16(b[14:]), b[16:]
+		case etherTypeNSH:
+			var r Reason
+			if et, b, r = nshHeader(b); r != ReasonNone {
+				p.EtherType = etherTypeNSH
+				return r
+			}
 		default:
 			p.EtherType = et
 			return ReasonNotIP
 		}
 	}
 	return ReasonLinkTruncated
+}
+
+// NSH next protocols (RFC 8300 section 2.2; VXLAN-GPE's are the same).
+const (
+	nshNextIPv4     = 1
+	nshNextIPv6     = 2
+	nshNextEthernet = 3
+	nshNextNSH      = 4
+	nshNextMPLS     = 5
+)
+
+// nshHeader reads an RFC 8300 network service header at b: version (2
+// bits, 0), the length of the base, service path and context headers in
+// 4-byte words (6 bits of the second byte; at least 2), the next
+// protocol (the fourth byte). It returns what follows as an EtherType
+// and its bytes for decodeEtherType's walk (an inner Ethernet frame's
+// own EtherType, so that the walk goes on without a call deeper), or
+// ReasonNotIP for a next protocol that carries no packet flowmon reads.
+func nshHeader(b []byte) (uint16, []byte, Reason) {
+	if len(b) < 8 || b[0]>>6 != 0 {
+		return 0, nil, ReasonNSHHeader
+	}
+	hl := int(b[1]&0x3F) * 4
+	if hl < 8 || len(b) < hl {
+		return 0, nil, ReasonNSHHeader
+	}
+	next := b[3]
+	b = b[hl:]
+	switch next {
+	case nshNextIPv4:
+		return EtherTypeIPv4, b, ReasonNone
+	case nshNextIPv6:
+		return EtherTypeIPv6, b, ReasonNone
+	case nshNextNSH:
+		return etherTypeNSH, b, ReasonNone
+	case nshNextMPLS:
+		return etherTypeMPLS, b, ReasonNone
+	case nshNextEthernet:
+		if len(b) < 14 {
+			return 0, nil, ReasonLinkTruncated
+		}
+		return binary.BigEndian.Uint16(b[12:]), b[14:], ReasonNone
+	}
+	return 0, nil, ReasonNotIP
 }
 
 func (o *DecodeOptions) decodeIPByVersion(p *Packet, b []byte) Reason {
@@ -205,7 +309,40 @@ func (o *DecodeOptions) decodeIPv4(p *Packet, b []byte) Reason {
 		p.Fragment = FirstFragment
 		p.markFragment(b, hl)
 	}
+	if proto == protoAH {
+		var r Reason
+		if proto, payload, payloadLen, r = skipAH(payload, payloadLen); r != ReasonNone {
+			return r
+		}
+	}
 	return o.decodeTransport(p, src, dst, proto, payload, payloadLen, false)
+}
+
+// protoAH is IPsec's authentication header (RFC 4302), in IPv4 as in
+// IPv6 (ipv6AH, where the extension header walk passes it).
+const protoAH = 51
+
+// skipAH passes the authentication headers at the start of an IPv4
+// payload b (payloadLen long by the IP header), as the IPv6 walk does:
+// the flow is the protocol after them, whose ports AH leaves in the
+// clear (ESP, which hides them, is a flow of protocol 50 without ports).
+// An AH's length is its payload length field plus 2, in 4-byte words.
+func skipAH(b []byte, payloadLen int) (uint8, []byte, int, Reason) {
+	proto := uint8(protoAH)
+	for range maxIPv6Header {
+		if proto != protoAH {
+			return proto, b, payloadLen, ReasonNone
+		}
+		if len(b) < 2 {
+			return 0, nil, 0, ReasonAHTruncated
+		}
+		hl := (int(b[1]) + 2) * 4
+		if len(b) < hl {
+			return 0, nil, 0, ReasonAHTruncated
+		}
+		proto, b, payloadLen = b[0], b[hl:], payloadLen-hl
+	}
+	return 0, nil, 0, ReasonAHTruncated
 }
 
 // IPv6 extension headers the decoder walks.
@@ -213,7 +350,7 @@ const (
 	ipv6HopByHop  = 0
 	ipv6Routing   = 43
 	ipv6Fragment  = 44
-	ipv6AH        = 51
+	ipv6AH        = protoAH
 	ipv6DestOpts  = 60
 	ipv6Mobility  = 135
 	ipv6HIP       = 139

@@ -18,6 +18,7 @@ const (
 	innerIPv4
 	innerIPv6
 	innerGRE
+	innerNSH // a network service header (RFC 8300)
 )
 
 // tunnelSave is what entering a UDP tunnel changes in a Packet, kept so
@@ -161,6 +162,8 @@ func (o *DecodeOptions) decodeUDPTunnel(p *Packet, kind TunnelKind, src, dst []b
 	switch kind {
 	case TunnelVXLAN:
 		off, inner, r = vxlanHeader(b)
+	case TunnelVXLANGPE:
+		off, inner, r = vxlanGPEHeader(b)
 	case TunnelGeneve:
 		off, inner, r = geneveHeader(b)
 	case TunnelGTP:
@@ -194,6 +197,8 @@ func (o *DecodeOptions) decodeUDPTunnel(p *Packet, kind TunnelKind, src, dst []b
 		r = o.decodeIPv4(p, b)
 	case innerIPv6:
 		r = o.decodeIPv6(p, b)
+	case innerNSH:
+		r = o.decodeEtherType(p, etherTypeNSH, b)
 	default:
 		r = o.decodeGRE(p, b)
 	}
@@ -210,6 +215,33 @@ func vxlanHeader(b []byte) (int, innerKind, Reason) {
 		return 0, innerNone, ReasonTunnelTruncated
 	}
 	return 8, innerEthernet, ReasonNone
+}
+
+// vxlanGPEHeader: 8 bytes (flags with a 2-bit version, 0; the next
+// protocol; the VNI), then what the next protocol names, in NSH's
+// numbers: IPv4, IPv6, Ethernet, NSH. The next protocol is read whatever
+// the P bit says (the current draft wants it set; the early ones took a
+// clear P for Ethernet), as tshark reads it. Another version, or a next
+// protocol carrying no packet flowmon reads, is no packet: the datagram
+// is its UDP flow.
+func vxlanGPEHeader(b []byte) (int, innerKind, Reason) {
+	if len(b) < 8 {
+		return 0, innerNone, ReasonTunnelTruncated
+	}
+	if b[0]&0x30 != 0 {
+		return 0, innerNone, ReasonNone
+	}
+	switch b[3] {
+	case nshNextIPv4:
+		return 8, innerIPv4, ReasonNone
+	case nshNextIPv6:
+		return 8, innerIPv6, ReasonNone
+	case nshNextEthernet:
+		return 8, innerEthernet, ReasonNone
+	case nshNextNSH:
+		return 8, innerNSH, ReasonNone
+	}
+	return 0, innerNone, ReasonNone
 }
 
 // geneveHeader: 8 bytes and the options the header's length counts in

@@ -14,6 +14,7 @@ type DecodeOptions struct {
 	// UDP ports of each tunnel. A UDP packet to one of them (or, failing
 	// that, from one) is decapsulated; an empty list turns that tunnel off.
 	VXLANPorts      []uint16
+	VXLANGPEPorts   []uint16 // VXLAN-GPE, which Zeek does not decode
 	GenevePorts     []uint16
 	GTPPorts        []uint16 // GTPv1; only G-PDUs (type 255) carry a packet
 	TeredoPorts     []uint16
@@ -101,6 +102,7 @@ const MaxMaxTunnelDepth = 8
 // gtpv1_ports, teredo_ports, ayiya_ports and gre_ports).
 const (
 	PortVXLAN      = 4789
+	PortVXLANGPE   = 4790 // IANA's; Zeek has no VXLAN-GPE analyzer
 	PortGeneve     = 6081
 	PortGTPU       = 2152
 	PortGTPC       = 2123
@@ -110,10 +112,13 @@ const (
 )
 
 // DefaultDecodeOptions are Zeek's: every tunnel on its registered ports,
-// Teredo and AYIYA detected on any port, four tunnels deep at most.
+// Teredo and AYIYA detected on any port, four tunnels deep at most; and
+// VXLAN-GPE on its registered port, which Zeek does not decapsulate (a
+// datagram to it is a UDP flow in Zeek's conn.log), as tshark does.
 func DefaultDecodeOptions() DecodeOptions {
 	return DecodeOptions{
 		VXLANPorts:      []uint16{PortVXLAN},
+		VXLANGPEPorts:   []uint16{PortVXLANGPE},
 		GenevePorts:     []uint16{PortGeneve},
 		GTPPorts:        []uint16{PortGTPU, PortGTPC},
 		TeredoPorts:     []uint16{PortTeredo},
@@ -169,9 +174,10 @@ type namedPorts struct {
 	ports []uint16
 }
 
-func (o *DecodeOptions) portLists() [6]namedPorts {
-	return [6]namedPorts{
+func (o *DecodeOptions) portLists() [7]namedPorts {
+	return [7]namedPorts{
 		{"vxlan", TunnelVXLAN, o.VXLANPorts},
+		{"vxlan-gpe", TunnelVXLANGPE, o.VXLANGPEPorts},
 		{"geneve", TunnelGeneve, o.GenevePorts},
 		{"gtp", TunnelGTP, o.GTPPorts},
 		{"teredo", TunnelTeredo, o.TeredoPorts},

@@ -33,10 +33,11 @@
 //     damage, then a *ReadError naming the byte offset; a record cut short
 //     is damage, not a packet (capinfos and tcpdump count the same).
 //   - Decode (decode.go) fills a Packet from one frame of a link type
-//     (Ethernet with VLAN, QinQ, MPLS, PPPoE, PBB (802.1ah), VN-tag and
-//     Cisco FabricPath; raw IP, IPv4 and IPv6; Linux SLL and SLL2; BSD
-//     null, OpenBSD loop) without allocating and never panics: it
-//     returns ReasonNone for a flow packet, or the Reason it is not one.
+//     (Ethernet with VLAN, QinQ, MPLS, PPPoE, PBB (802.1ah), VN-tag,
+//     Cisco FabricPath and NSH; raw IP, IPv4 and IPv6; Linux SLL and
+//     SLL2; BSD null, OpenBSD loop; Linux NFLOG) without allocating and
+//     never panics: it returns ReasonNone for a flow packet, or the
+//     Reason it is not one. See "Headers on the way" below.
 //     DecodeOptions.Decode is the same with the options a source was
 //     given (decodeopts.go: the tunnels' UDP ports and depth bound).
 //   - Tunnels (decode_tunnel.go) are taken off as Zeek takes them off, and
@@ -77,7 +78,9 @@
 //   - IP in IP (protocols 4 and 41 in IPv4 or IPv6: 4in4, 6in4, 4in6,
 //     6in6).
 //   - UDP tunnels on their ports (DecodeOptions; Zeek's defaults): GRE in
-//     UDP (4754), VXLAN (4789; Ethernet), Geneve (6081; its options
+//     UDP (4754), VXLAN (4789; Ethernet), VXLAN-GPE (4790, which Zeek
+//     does not decode, tshark does; draft-ietf-nvo3-vxlan-gpe: IPv4,
+//     IPv6, Ethernet or NSH by its next protocol), Geneve (6081; its options
 //     skipped; Ethernet, IPv4 or IPv6 by its protocol type), GTPv1 (2152
 //     and 2123; the optional sequence, N-PDU and next-type fields and the
 //     extension header chain; only a G-PDU, type 255, carries a packet),
@@ -96,6 +99,32 @@
 // tunnels outside it, as Zeek logs it. A tunnel header cut short is
 // ReasonTunnelTruncated.
 //
+// # Headers on the way
+//
+// Some headers are neither a link nor a tunnel: the decoder passes them
+// and the flow is the packet after them, with no carrier.
+//
+//   - IPsec AH (RFC 4302; IP protocol 51): its length is its payload
+//     length field plus 2, in 4-byte words, and its next header names
+//     what follows, as the IPv6 extension header walk reads it; in IPv4
+//     too, so that AH then TCP is the TCP flow (Arkime does the same;
+//     Zeek and tshark's Community ID key an IPv4 packet with AH on
+//     protocol 51) and AH then IP in IP is a tunnel. A header running
+//     past the packet is ReasonAHTruncated.
+//   - IPsec ESP (protocol 50) hides its ports: it is a flow of protocol
+//     50 without ports, Zeek's unknown_transport, whose Community ID
+//     has no ports, as the spec has it for protocols without them.
+//   - NSH (RFC 8300; EtherType 0x894F, or VXLAN-GPE's next protocol 4):
+//     the base, service path and context headers, as long as its length
+//     field (4-byte words) says, then IPv4, IPv6, Ethernet, NSH or MPLS
+//     by its next protocol. Another version, a length below 2 words or a
+//     header cut short is ReasonNSHHeader.
+//   - Linux NFLOG (link type 239): the family, version and resource id,
+//     then attributes (a length and a type in the logging host's byte
+//     order, padded to 4 bytes); the packet is the payload attribute's,
+//     IPv4 or IPv6 by the family. An attribute cut short or shorter than
+//     its header, or no payload, is ReasonNFLOGHeader.
+//
 // # What Zeek logs for the outer side
 //
 // Packet.Tunnels counts the tunnels passed, Packet.Tunnel is the
@@ -110,7 +139,8 @@
 // the next, so they are valid until the Packet is decoded into again.
 // Zeek's conn.log, whose baselines the tests compare with, has:
 //
-//   - for a UDP tunnel (VXLAN, Geneve, GTP, Teredo, AYIYA, GRE in UDP)
+//   - for a UDP tunnel (VXLAN, VXLAN-GPE, Geneve, GTP, Teredo, AYIYA,
+//     GRE in UDP)
 //     the carrying UDP flow as a connection of its own, counting every
 //     packet of the tunnel (Carriers.Outer, and Carriers.Outermost when
 //     nested);

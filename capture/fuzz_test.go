@@ -23,6 +23,7 @@ var fuzzLinks = []struct {
 	{LinkRaw, 0}, // by version nibble
 	{LinkSLL, layers.LayerTypeLinuxSLL},
 	{LinkNull, layers.LayerTypeLoopback},
+	{LinkNFLOG, 0}, // gopacket has no NFLOG: checked for panics, allocations and bounds only
 }
 
 func addSeeds(f *testing.F) {
@@ -35,7 +36,9 @@ func addSeeds(f *testing.F) {
 	names := []string{"zeek/wikipedia.pcap", "zeek/tcp/truncated-header.pcap", "tcpreplay/test.pcap", "zeek/mixed-vlan-mpls.pcap",
 		"zeek/tunnels/Teredo.pcap", "zeek/tunnels/gre-sample.pcap", "zeek/tunnels/gre-pptp.pcap", "zeek/tunnels/gre-within-gre.pcap",
 		"zeek/tunnels/vxlan.pcap", "zeek/tunnels/geneve.pcap", "zeek/tunnels/gtp/gtp1_gn_normal_incl_fragmentation.pcap",
-		"zeek/pbb.pcap", "zeek/vntag.pcap", "zeek/vntag_vlan_sandwich_clean.pcap", "zeek/cisco-fabric-path.pcap"}
+		"zeek/pbb.pcap", "zeek/vntag.pcap", "zeek/vntag_vlan_sandwich_clean.pcap", "zeek/cisco-fabric-path.pcap",
+		"tcpdump/nsh.pcap", "tcpdump/nsh-over-vxlan-gpe.pcap", "suricata-verify/decode-nsh-type2/input.pcap", "arkime/ah-esp.pcap",
+		"tcpdump/nflog.pcap", "zeek/nflog-http.pcap"}
 	names = append(names, zeekTunnelTraces...)
 	for _, name := range names {
 		r, err := Open(filepath.Join(dir, name))
@@ -48,8 +51,11 @@ func addSeeds(f *testing.F) {
 				break
 			}
 			idx := uint8(0)
-			if r.link == LinkRaw {
+			switch r.link {
+			case LinkRaw:
 				idx = 1
+			case LinkNFLOG:
+				idx = 4
 			}
 			f.Add(idx, append([]byte(nil), data...))
 		}
@@ -79,6 +85,9 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("outer key %v hash %x", c.Outer.Key, c.Outer.Hash)
 		}
 		first := l.first
+		if l.link == LinkNFLOG {
+			return
+		}
 		if first == 0 {
 			if len(data) == 0 {
 				return

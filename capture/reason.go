@@ -23,13 +23,16 @@ const (
 	ReasonTransportTruncated        // transport header cut before its ports (or TCP before its flags)
 	ReasonTCPDataOffset             // TCP data offset below 5 words
 	ReasonNotIP                     // well-formed frame with no IP payload
-	ReasonTunnelTruncated           // a tunnel header (GRE, ERSPAN, VXLAN, Geneve, GTP, Teredo, AYIYA, 802.11, PPP) cut short
+	ReasonTunnelTruncated           // a tunnel header (GRE, ERSPAN, VXLAN, VXLAN-GPE, Geneve, GTP, Teredo, AYIYA, 802.11, PPP) cut short
 	ReasonGREHeader                 // a GRE version other than 0 and 1, routing or reserved flags, enhanced GRE not carrying PPP
 	ReasonTunnelDepth               // more tunnels nested than DecodeOptions.MaxTunnelDepth
 	ReasonBadIPChecksum             // IPv4 header checksum wrong (DecodeOptions.VerifyChecksums)
 	ReasonBadTCPChecksum            // TCP checksum wrong (DecodeOptions.VerifyChecksums)
 	ReasonBadUDPChecksum            // UDP checksum wrong (DecodeOptions.VerifyChecksums)
 	ReasonBadICMPChecksum           // ICMP or ICMPv6 checksum wrong (DecodeOptions.VerifyChecksums)
+	ReasonAHTruncated               // an IPv4 packet's IPsec authentication header runs past the packet
+	ReasonNSHHeader                 // a network service header of a version other than 0, shorter than its base and service path headers, or cut short
+	ReasonNFLOGHeader               // an NFLOG header or attribute cut short or of a length below 4, or no payload attribute
 	numReasons
 )
 
@@ -56,6 +59,9 @@ var reasonNames = [numReasons]string{
 	ReasonBadTCPChecksum:     "bad_tcp_checksum",
 	ReasonBadUDPChecksum:     "bad_udp_checksum",
 	ReasonBadICMPChecksum:    "bad_icmp_checksum",
+	ReasonAHTruncated:        "ah_truncated",
+	ReasonNSHHeader:          "nsh_header",
+	ReasonNFLOGHeader:        "nflog_header",
 }
 
 // String returns the reason's metric label value.

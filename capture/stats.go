@@ -115,11 +115,12 @@ const (
 	LinkClassSLL2
 	LinkClassNull
 	LinkClassLoop
+	LinkClassNFLOG
 	LinkClassOther
 	numLinkClasses
 )
 
-var linkClassNames = [numLinkClasses]string{"ethernet", "raw", "ipv4", "ipv6", "linux_sll", "linux_sll2", "null", "loop", "other"}
+var linkClassNames = [numLinkClasses]string{"ethernet", "raw", "ipv4", "ipv6", "linux_sll", "linux_sll2", "null", "loop", "nflog", "other"}
 
 func (c LinkClass) String() string { return linkClassNames[c] }
 
@@ -141,6 +142,8 @@ func linkClassOf(l uint16) LinkClass {
 		return LinkClassNull
 	case LinkLoop:
 		return LinkClassLoop
+	case LinkNFLOG:
+		return LinkClassNFLOG
 	}
 	return LinkClassOther
 }

@@ -344,8 +344,9 @@ type namedFrame struct {
 	data []byte
 }
 
-// tunnelBenchFrames is one frame of each tunnel kind, for the
-// benchmarks and the allocation test.
+// tunnelBenchFrames is one frame of each tunnel kind, and of the link
+// headers passed on the way (PBB, NSH), for the benchmarks and the
+// allocation test.
 func tunnelBenchFrames(t testing.TB) []namedFrame {
 	f := newTunnelFrames(t)
 	pay := gopacket.Payload(make([]byte, 64))
@@ -367,6 +368,10 @@ func tunnelBenchFrames(t testing.TB) []namedFrame {
 		{"pbb", cat(frame(t, eth(0))[:12], []byte{0x88, 0xE7, 0, 0, 0, 1}, macB, macA, []byte{0x08, 0x00}, in4)},
 		{"gre-in-gre", f.overIP(layers.IPProtocolGRE, cat([]byte{0, 0, 8, 0}, frame(t, ip4("198.51.100.1", "198.51.100.2", layers.IPProtocolGRE), gopacket.Payload(cat([]byte{0, 0, 8, 0}, in4)))))},
 		{"udp-dns", f.overUDP(40000, 53, make([]byte, 40))},
+		{"vxlan-gpe", f.overUDP(40000, PortVXLANGPE, cat(vxlanGPE(nshNextIPv4), in4))},
+		{"vxlan-gpe-nsh", f.overUDP(40000, PortVXLANGPE, cat(vxlanGPE(nshNextNSH), nshMD1(nshNextIPv4), in4))},
+		{"ah-ipip", f.overIP(protoAH, cat(ahHeader(protoIPIP), in4))},
+		{"nsh", cat(frame(t, eth(0))[:12], []byte{0x89, 0x4F}, nshMD1(nshNextIPv4), in4)},
 	}
 }
 
@@ -381,7 +386,7 @@ func BenchmarkDecodeTunnel(b *testing.B) {
 			for b.Loop() {
 				Decode(&p, LinkEthernet, fr.data, len(fr.data), ts0)
 			}
-			if r := Decode(&p, LinkEthernet, fr.data, len(fr.data), ts0); r != ReasonNone || (fr.name != "udp-dns" && fr.name != "pbb" && p.Tunnels == 0) {
+			if r := Decode(&p, LinkEthernet, fr.data, len(fr.data), ts0); r != ReasonNone || (fr.name != "udp-dns" && fr.name != "pbb" && fr.name != "nsh" && p.Tunnels == 0) {
 				b.Fatalf("%v, %d tunnels", r, p.Tunnels)
 			}
 		})

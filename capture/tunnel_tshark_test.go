@@ -19,6 +19,9 @@ var tsharkTunnelTraces = []string{
 	"zeek/tunnels/vxlan.pcap", "zeek/tunnels/geneve.pcap", "zeek/pbb.pcap", "zeek/vntag.pcap",
 	"zeek/vntag_vlan_sandwich_clean.pcap", "zeek/cisco-fabric-path.pcap", "arkime/gre-erspan-vxlan.pcap",
 	"tcpdump/erspan-type-i-4.pcap", "tcpdump/erspan-type-ii-3.pcap", "tcpdump/erspan-type-iii-ft-7.pcap",
+	"tcpdump/nsh.pcap", "tcpdump/nsh-over-vxlan-gpe.pcap", "suricata-verify/decode-nsh-type1/input.pcap",
+	"suricata-verify/decode-nsh-type2/input.pcap", "tcpdump/nflog.pcap", "zeek/nflog-http.pcap", "arkime/nflog.pcap",
+	"arkime/ah-esp.pcap", "tcpdump/OSPFv3_with_AH.pcap",
 }
 
 // tsharkInner is the innermost IP header tshark finds in each frame: its

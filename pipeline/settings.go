@@ -56,6 +56,7 @@ type Settings struct {
 	// Teredo and AYIYA on other ports too, and how deep tunnels may nest:
 	// Zeek's settings, with its defaults (capture.DecodeOptions).
 	VXLANPorts      string `yaml:"vxlan-ports"`
+	VXLANGPEPorts   string `yaml:"vxlan-gpe-ports"`
 	GenevePorts     string `yaml:"geneve-ports"`
 	GTPPorts        string `yaml:"gtp-ports"`
 	TeredoPorts     string `yaml:"teredo-ports"`
@@ -107,6 +108,7 @@ func DefaultSettings() Settings {
 		Workers:     c.Workers,
 
 		VXLANPorts:         ports(d.VXLANPorts),
+		VXLANGPEPorts:      ports(d.VXLANGPEPorts),
 		GenevePorts:        ports(d.GenevePorts),
 		GTPPorts:           ports(d.GTPPorts),
 		TeredoPorts:        ports(d.TeredoPorts),
@@ -170,7 +172,7 @@ func (s *Settings) decodeOptions() (capture.DecodeOptions, []error) {
 		name string
 		val  string
 		dst  *[]uint16
-	}{{"vxlan-ports", s.VXLANPorts, &o.VXLANPorts}, {"geneve-ports", s.GenevePorts, &o.GenevePorts},
+	}{{"vxlan-ports", s.VXLANPorts, &o.VXLANPorts}, {"vxlan-gpe-ports", s.VXLANGPEPorts, &o.VXLANGPEPorts}, {"geneve-ports", s.GenevePorts, &o.GenevePorts},
 		{"gtp-ports", s.GTPPorts, &o.GTPPorts}, {"teredo-ports", s.TeredoPorts, &o.TeredoPorts},
 		{"ayiya-ports", s.AYIYAPorts, &o.AYIYAPorts}, {"gre-over-udp-ports", s.GREOverUDPPorts, &o.GREOverUDPPorts}} {
 		var err error

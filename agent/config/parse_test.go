@@ -88,7 +88,7 @@ func TestFull(t *testing.T) {
 		Pipeline: pipeline.Settings{Backend: "kbf", KBFEncoder: "greedy", KBFLayout: "blocked", Machine: "flags",
 			Capacity: 1000000, P: 0.0001, DedupWindow: 100 * time.Millisecond, Dedup: "fbf", RetransWindow: 2 * time.Second,
 			MaxFlows: 500000, FlowState: pipeline.FlowStateUser, Workers: 3, CommunityIDSeed: 1, ActiveTimeout: 30 * time.Second,
-			VXLANPorts: "4789,8472", GenevePorts: "none", GTPPorts: "2152", TeredoPorts: "3544,3545", AYIYAPorts: "none",
+			VXLANPorts: "4789,8472", VXLANGPEPorts: "4790,4791", GenevePorts: "none", GTPPorts: "2152", TeredoPorts: "3544,3545", AYIYAPorts: "none",
 			GREOverUDPPorts: "4754,4755", NoTunnelDetect: true, MaxTunnelDepth: 2, VerifyChecksums: true,
 			Defrag: true, DefragMaxDatagrams: 2048, DefragMaxBytes: 8 << 20, DefragTimeout: time.Minute, DefragPolicy: "last"},
 		Rules:    abs(t, "testdata/ref/rules.yaml"),

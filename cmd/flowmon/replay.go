@@ -90,6 +90,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.StringVar(&s.DefragPolicy, "defrag-policy", s.DefragPolicy, "whose bytes overlapping fragments keep: "+defrag.PolicyNames+" (first: Zeek's, Windows'; last: Cisco IOS's)")
 	fs.BoolVar(&s.DecodeOnly, "decode-only", false, "only read, decode and count packets by type (no flows, no stages)")
 	fs.StringVar(&s.VXLANPorts, "vxlan-ports", s.VXLANPorts, "UDP `PORTS` whose VXLAN tunnels are taken off (comma-separated; none: off)")
+	fs.StringVar(&s.VXLANGPEPorts, "vxlan-gpe-ports", s.VXLANGPEPorts, "UDP `PORTS` whose VXLAN-GPE tunnels are taken off (none: off, as Zeek, which does not decode VXLAN-GPE)")
 	fs.StringVar(&s.GenevePorts, "geneve-ports", s.GenevePorts, "UDP `PORTS` whose Geneve tunnels are taken off (none: off)")
 	fs.StringVar(&s.GTPPorts, "gtp-ports", s.GTPPorts, "UDP `PORTS` whose GTPv1 tunnels are taken off (none: off)")
 	fs.StringVar(&s.TeredoPorts, "teredo-ports", s.TeredoPorts, "UDP `PORTS` whose Teredo tunnels are taken off (none: off)")
