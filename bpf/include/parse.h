@@ -348,6 +348,12 @@ static __always_inline int ipv4(struct pkt *k, struct parsed *p, __u32 off)
 	}
 	if (frag & 0x2000)
 		p->fragment = FIRST_FRAGMENT;
+	if (p->proto == 51) {
+		/* IPsec AH: the Go decoder skips it and takes what follows
+		 * (a transport, or IP in IP); the frame goes up whole. */
+		p->encap = 1;
+		return key_only(p, off + hl, end, total - hl);
+	}
 	return transport(k, p, off + hl, end, total - hl);
 }
 
@@ -517,6 +523,32 @@ static __always_inline int parse(struct pkt *k, struct parsed *p)
 			et = be16(b + 14);
 			off += 16;
 			continue;
+		case 0x894f: /* NSH (RFC 8300), capture.nshHeader: base, service path and context headers */
+			b = at(k, off, 8);
+			if (!b || b[0] >> 6 != 0 || (b[1] & 0x3f) < 2)
+				return R_LINK_TRUNCATED;
+			off += (__u32)(b[1] & 0x3f) * 4;
+			switch (b[3]) {
+			case 1:
+				version = 4;
+				goto ip;
+			case 2:
+				version = 6;
+				goto ip;
+			case 3: /* Ethernet */
+				b = at(k, off, 14);
+				if (!b)
+					return R_LINK_TRUNCATED;
+				et = be16(b + 12);
+				off += 14;
+				continue;
+			case 4:
+				continue; /* NSH again: et stays */
+			case 5:
+				et = 0x8847;
+				continue;
+			}
+			return R_NOT_IP;
 		default:
 			p->ether_type = et;
 			return R_NOT_IP;
