@@ -59,14 +59,17 @@ type Exporter struct {
 	health *health.Component
 	stop   chan struct{}
 	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
+	// abandon tells the sender to drop the batch it retries: a flush
+	// gave up waiting for it.
+	abandon chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
 
 	// reported is the losses WriteFlows and Flush have reported (the
 	// pipeline's goroutine's alone).
 	reported uint64
 
-	sent, batches, retries, bytes                 atomic.Uint64
+	sent, batches, retries, bytes                atomic.Uint64
 	droppedQueue, droppedRejected, droppedUnsent atomic.Uint64
 }
 
@@ -92,7 +95,7 @@ func New(o Options, reg prometheus.Registerer) (*Exporter, error) {
 	}
 	x := &Exporter{opt: o, name: "otlp:" + o.Endpoint, q: queue.New[record.Flow](o.Queue),
 		enc:  newEncoder(resource(o.HostName, o.Interface, o.Version), o.Version, o.Body == BodyConnLog),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), abandon: make(chan struct{}, 1)}
 	x.health = health.New(x.name, o.Logger)
 	switch o.Protocol {
 	case ProtocolGRPC:
@@ -184,7 +187,9 @@ func (x *Exporter) Flush() error {
 }
 
 // drain waits until the records queued so far are sent, or wait passes;
-// then it drops, counted, what is left.
+// then it drops, counted, what is left: the batch being retried too,
+// waiting for the request in flight (up to Options.Timeout), so that
+// the counts after it add up.
 func (x *Exporter) drain(wait time.Duration) error {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -192,6 +197,13 @@ func (x *Exporter) drain(wait time.Duration) error {
 		return nil
 	}
 	x.droppedUnsent.Add(uint64(x.q.Discard()))
+	select {
+	case x.abandon <- struct{}{}:
+	default:
+	}
+	inFlight := time.NewTimer(x.opt.Timeout + time.Second)
+	defer inFlight.Stop()
+	x.q.Drained(inFlight.C)
 	return fmt.Errorf("%w (%v)", ErrFlushTimeout, wait.Round(time.Millisecond))
 }
 
@@ -226,6 +238,10 @@ func (x *Exporter) run() {
 		if flows == nil {
 			return
 		}
+		select {
+		case <-x.abandon: // for a batch sent since
+		default:
+		}
 		req := x.enc.build(flows, uint64(time.Now().UnixNano()))
 		for {
 			rejected, err := x.export(req)
@@ -256,9 +272,12 @@ func (x *Exporter) run() {
 			if se.After > wait {
 				wait = min(se.After, maxRetryAfter)
 			}
-			if !x.sleep(wait) {
+			if stopped, abandoned := x.sleep(wait); stopped {
 				x.q.Release(0) // the batch stays queued, for Close to count
 				return
+			} else if abandoned {
+				x.droppedUnsent.Add(uint64(len(flows)))
+				break
 			}
 		}
 		x.q.Release(len(flows))
@@ -284,15 +303,18 @@ func (x *Exporter) failed(err error) {
 	}
 }
 
-// sleep waits d, and reports false when stopped meanwhile.
-func (x *Exporter) sleep(d time.Duration) bool {
+// sleep waits d, and says whether the exporter stopped or a flush
+// abandoned the batch meanwhile.
+func (x *Exporter) sleep(d time.Duration) (stopped, abandoned bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return false, false
 	case <-x.stop:
-		return false
+		return true, false
+	case <-x.abandon:
+		return false, true
 	}
 }
 
