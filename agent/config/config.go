@@ -244,7 +244,8 @@ type OTLP struct {
 	CAFile             string        // ca-file: the CAs (PEM) an https endpoint's certificate is checked against
 	CertFile, KeyFile  string        // cert-file, key-file: a client certificate (PEM)
 	InsecureSkipVerify bool          // insecure-skip-verify: check no certificate (tests only)
-	Body               string        // body: connlog (the conn.log line) or none
+	Body               string        // body: none or connlog (the conn.log line)
+	Compression        string        // compression: gzip or none
 	BatchSize          int           // batch-size: records a request
 	BatchTimeout       time.Duration // batch-timeout: how long a batch waits to fill
 	Queue              int           // queue: records waiting for the collector, past which they drop
@@ -254,7 +255,7 @@ type OTLP struct {
 // Options are the exporter's options for these settings.
 func (x OTLP) Options() otlp.Options {
 	return otlp.Options{Endpoint: x.Endpoint, Protocol: x.Protocol, HeadersFile: x.HeadersFile, CAFile: x.CAFile,
-		CertFile: x.CertFile, KeyFile: x.KeyFile, InsecureSkipVerify: x.InsecureSkipVerify, Body: x.Body,
+		CertFile: x.CertFile, KeyFile: x.KeyFile, InsecureSkipVerify: x.InsecureSkipVerify, Body: x.Body, Compression: x.Compression,
 		BatchSize: x.BatchSize, BatchTimeout: x.BatchTimeout, Queue: x.Queue, Timeout: x.Timeout}
 }
 
@@ -371,7 +372,7 @@ func Default() Config {
 		FlowLogRotation: Rotation{MaxSize: DefaultRotateSize, MaxFiles: DefaultRotateFiles},
 		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
 			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue, Rate: ipfix.DefaultRate},
-			OTLP: OTLP{Protocol: otlp.ProtocolHTTP, Body: otlp.BodyConnLog, BatchSize: otlp.DefaultBatchSize,
+			OTLP: OTLP{Protocol: otlp.ProtocolHTTP, Body: otlp.BodyNone, Compression: otlp.CompressionGzip, BatchSize: otlp.DefaultBatchSize,
 				BatchTimeout: otlp.DefaultBatchTimeout, Queue: otlp.DefaultQueue, Timeout: otlp.DefaultTimeout}},
 		StopTimeout: 10 * time.Second,
 		Health:      Health{MaxDropShare: 0.25},

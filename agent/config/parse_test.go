@@ -105,7 +105,7 @@ func TestFull(t *testing.T) {
 			Mode: "compat", MTU: 9000, TemplateRefresh: 30 * time.Second, EnterpriseNumber: 32473, ObservationDomain: 7, Queue: 64, Rate: 30000},
 			OTLP: OTLP{Endpoint: "https://otel.example.org:4317", Protocol: "grpc", HeadersFile: abs(t, "testdata/ref/otlp-headers"),
 				CAFile: abs(t, "testdata/ref/ca.pem"), CertFile: abs(t, "testdata/ref/client.pem"), KeyFile: abs(t, "testdata/ref/client.key"),
-				InsecureSkipVerify: true, Body: "none", BatchSize: 512, BatchTimeout: 200 * time.Millisecond, Queue: 1000, Timeout: 30 * time.Second}},
+				InsecureSkipVerify: true, Body: "connlog", Compression: "none", BatchSize: 512, BatchTimeout: 200 * time.Millisecond, Queue: 1000, Timeout: 30 * time.Second}},
 		User:        "flowmon",
 		StopTimeout: 30 * time.Second,
 		Health:      Health{MaxDropShare: 0.5},

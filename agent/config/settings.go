@@ -106,6 +106,7 @@ func init() {
 	add(setting{key: "export.otlp.key-file", field: ptr(func(c *Config) any { return &c.Export.OTLP.KeyFile }), path: true})
 	add(setting{key: "export.otlp.insecure-skip-verify", field: ptr(func(c *Config) any { return &c.Export.OTLP.InsecureSkipVerify })})
 	add(setting{key: "export.otlp.body", field: ptr(func(c *Config) any { return &c.Export.OTLP.Body })})
+	add(setting{key: "export.otlp.compression", field: ptr(func(c *Config) any { return &c.Export.OTLP.Compression })})
 	add(setting{key: "export.otlp.batch-size", field: ptr(func(c *Config) any { return &c.Export.OTLP.BatchSize })})
 	add(setting{key: "export.otlp.batch-timeout", field: ptr(func(c *Config) any { return &c.Export.OTLP.BatchTimeout })})
 	add(setting{key: "export.otlp.queue", field: ptr(func(c *Config) any { return &c.Export.OTLP.Queue })})

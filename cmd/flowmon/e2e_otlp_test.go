@@ -185,7 +185,10 @@ func TestE2EOTLPCollector(t *testing.T) {
 				url = c.rpc
 			}
 			flows := filepath.Join(dir, "flows.jsonl")
-			out, err := exec.Command(bin, "replay", "--json", "--rules", "none", "--flows-out", flows, "--otlp", url, "--otlp-protocol", proto, trace).Output()
+			// HTTP with the conn.log lines as bodies, gRPC uncompressed.
+			extra := map[string][]string{"http": {"--otlp-body", "connlog"}, "grpc": {"--otlp-compression", "none"}}[proto]
+			args := append([]string{"replay", "--json", "--rules", "none", "--flows-out", flows, "--otlp", url, "--otlp-protocol", proto}, extra...)
+			out, err := exec.Command(bin, append(args, trace)...).Output()
 			if err != nil {
 				t.Fatalf("replay: %v\n%s", err, out)
 			}

@@ -1,6 +1,6 @@
 // Package otlp exports flow records to an OpenTelemetry collector as
 // OTLP logs (the logs signal), over OTLP/HTTP (binary protobuf, gzip)
-// or OTLP/gRPC (gzip). The wire format is the collector's own generated
+// or OTLP/gRPC (gzip), compression optional. The wire format is the collector's own generated
 // code (go.opentelemetry.io/proto/otlp), marshalled by
 // google.golang.org/protobuf and sent by google.golang.org/grpc, so what
 // flowmon sends is what a collector decodes.
@@ -9,9 +9,10 @@
 //
 // Each record.Flow becomes one LogRecord: its time is the flow's last
 // packet (conn.log's ts + duration), its observed time the export, its
-// event name "flowmon.flow", its severity INFO, and its body the flow's
-// conn.log line (record/connlog) as a string, or none
-// (Options.Body). Its attributes are OpenTelemetry's semantic
+// event name "flowmon.flow", its severity INFO, and its body empty, or
+// the flow's conn.log line (record/connlog) as a string
+// (Options.Body: the attributes hold the same fields, and the line
+// doubles the bytes to send). Its attributes are OpenTelemetry's semantic
 // conventions where they have a name for the field, and flowmon.<the
 // conn.log field's name> where they do not:
 //
