@@ -320,7 +320,7 @@ func TestE2EOTLPLiveOutage(t *testing.T) {
 	if err := agent.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err = agent.Wait()
+	_ = agent.Wait() // the exit status is checked below
 	code := agent.ProcessState.ExitCode()
 	c2.stop(t)
 	var s liveSummary

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -26,30 +25,6 @@ func genTrace(t *testing.T, flows string) string {
 		t.Fatalf("flowmon gen: exit %d: %s", code, errb.String())
 	}
 	return trace
-}
-
-// readConnLog reads a flow log's records.
-func readConnLog(t *testing.T, path string) []connlog.Record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []connlog.Record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r connlog.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // otlpKey names a record: its uid and whether it is an interim one.
