@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -211,7 +212,13 @@ type grpcClient struct {
 	opts []grpc.CallOption
 }
 
+// grpcGzipLevel sets grpc's gzip compressor to the level OTLP/HTTP's
+// uses, once: the setting is the process's, and flowmon's only gRPC
+// client is this one.
+var grpcGzipLevel sync.Once
+
 func newGRPCClient(host string, o Options, tc *tls.Config) (*grpcClient, error) {
+	grpcGzipLevel.Do(func() { _ = grpcgzip.SetLevel(gzip.BestSpeed) })
 	creds := insecure.NewCredentials()
 	if tc != nil {
 		creds = credentials.NewTLS(tc)
