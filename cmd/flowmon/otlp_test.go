@@ -153,7 +153,7 @@ func TestReplayOTLPFlags(t *testing.T) {
 		{[]string{"--otlp-protocol", "grpc"}, "--otlp-protocol does nothing without --otlp"},
 		{[]string{"--otlp", "127.0.0.1:4318"}, "--otlp: \"127.0.0.1:4318\" must be a URL"},
 		{[]string{"--otlp", "http://h:4318", "--otlp-batch-size", "0"}, "--otlp-batch-size: 0 must be between"},
-		{[]string{"--otlp", "http://h:4318", "--otlp-header", "x"}, "--otlp-header: [0]: header \"x\" must be"},
+		{[]string{"--otlp", "http://h:4318", "--otlp-header", "x"}, "--otlp-header: [0]: a header must be \"Name: value\""},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(append(append([]string{"replay"}, c.args...), "../../pcaps/sample.pcap"), &out, &errb); code != 2 || !bytes.Contains(errb.Bytes(), []byte(c.want)) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -324,6 +326,74 @@ func TestCloseCountsUnsent(t *testing.T) {
 	}
 }
 
+// TestTLS: an https endpoint is checked against the CA file given, or
+// not at all with InsecureSkipVerify; against the system's CAs a test
+// server's certificate fails, and the component says why.
+func TestTLS(t *testing.T) {
+	r, ca := otlprecv.HTTPS(t, nil)
+	for _, o := range []Options{{CAFile: ca}, {InsecureSkipVerify: true}} {
+		o.Endpoint, o.BatchTimeout, o.FlushWait = r.URL, time.Millisecond, 10*time.Second
+		x, err := New(o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.WriteFlows(flows(10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Flush(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+		x.Close()
+	}
+	if n := len(r.Records()); n != 20 {
+		t.Errorf("%d records over TLS, want 20", n)
+	}
+	hr := health.NewRegistry()
+	x, err := New(Options{Endpoint: r.URL, BatchTimeout: time.Millisecond, Health: hr, minBackoff: time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.WriteFlows(flows(1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the component failing", func() bool { return len(hr.Failing()) == 1 })
+	if err := hr.Failing()[0].Err; !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("failing with %v, want a certificate's error", err)
+	}
+	if _, err := New(Options{Endpoint: r.URL, CAFile: "/nonexistent/ca.pem"}, nil); err == nil {
+		t.Error("New with a CA file that is not there: no error")
+	}
+}
+
+// TestHeadersFile: the headers file's lines are sent beside the headers
+// given; a bad line is New's error, naming the file and line.
+func TestHeadersFile(t *testing.T) {
+	r := otlprecv.HTTP(t, nil)
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	os.WriteFile(good, []byte("# the collector's token\n\nAuthorization: Bearer s3cret\n"), 0o600)
+	os.WriteFile(bad, []byte("X-Ok: 1\nno colon here\n"), 0o600)
+	if _, err := New(Options{Endpoint: r.URL, HeadersFile: bad}, nil); err == nil || !strings.Contains(err.Error(), bad+":2:") || strings.Contains(err.Error(), "colon here") {
+		t.Errorf("bad headers file: %v, want its line named and its text not", err)
+	}
+	x, err := New(Options{Endpoint: r.URL, Headers: []string{"X-Tenant: a"}, HeadersFile: good, BatchTimeout: time.Millisecond, FlushWait: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.WriteFlows(flows(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header(r.Headers()[0])
+	if h.Get("Authorization") != "Bearer s3cret" || h.Get("X-Tenant") != "a" {
+		t.Errorf("headers %v", h)
+	}
+}
+
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, c := range []struct {
@@ -349,7 +419,7 @@ func TestValidate(t *testing.T) {
 		{Options{Endpoint: "http://u:p@otel:4318"}, "credentials go in a header"},
 		{Options{Endpoint: "http://otel:4317/x", Protocol: ProtocolGRPC}, "no path"},
 		{Options{Endpoint: "http://otel:4318", InsecureSkipVerify: true}, "need an https:// endpoint"},
-		{Options{Endpoint: "http://otel:4318", Headers: []string{"NoColon"}}, `must be "Name: value"`},
+		{Options{Endpoint: "http://otel:4318", Headers: []string{"NoColon"}}, `must be "Name: value": this one has no colon`},
 		{Options{Endpoint: "http://otel:4318", Headers: []string{"Bad Name: x"}}, "not allowed in a name"},
 		{Options{Endpoint: "http://otel:4318", BatchSize: 5000}, "batch-size: 5000"},
 		{Options{Endpoint: "http://otel:4318", Protocol: "thrift"}, "protocol"},

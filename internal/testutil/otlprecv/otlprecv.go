@@ -8,10 +8,13 @@ package otlprecv
 import (
 	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -103,8 +106,28 @@ func (r *Receiver) take(req *collogspb.ExportLogsServiceRequest) {
 // not) answering as answer says (nil: takes everything), closed at the
 // test's end.
 func HTTP(t testing.TB, answer func(n int) *Answer) *Receiver {
+	srv := httptest.NewServer(nil)
+	return serveHTTP(t, srv, answer)
+}
+
+// HTTPS is HTTP over TLS: the URL is https://, and CAFile the PEM file of
+// the server's certificate, which a client checks it with.
+func HTTPS(t testing.TB, answer func(n int) *Answer) (r *Receiver, caFile string) {
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS()
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return serveHTTP(t, srv, answer), caFile
+}
+
+// serveHTTP serves the receiver on srv, started, closed at the test's
+// end.
+func serveHTTP(t testing.TB, srv *httptest.Server, answer func(n int) *Answer) *Receiver {
 	r := &Receiver{answer: answer}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
 		if hr.URL.Path != "/v1/logs" || hr.Method != http.MethodPost || hr.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "want POST /v1/logs of application/x-protobuf", http.StatusBadRequest)
 			return
@@ -144,7 +167,7 @@ func HTTP(t testing.TB, answer func(n int) *Answer) *Receiver {
 		out, _ := proto.Marshal(resp)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(out)
-	}))
+	})
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
 	return r
