@@ -2,9 +2,14 @@ package otlp
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/connlog"
 )
 
@@ -28,4 +33,28 @@ func TestEncodeAllocs(t *testing.T) {
 	if perRecord := allocs / float64(len(in)); perRecord > 7 {
 		t.Errorf("%.1f allocations a record, want at most 7", perRecord)
 	}
+}
+
+// FuzzDecode: any log record, as protobuf bytes (seeded with records
+// this package made), decodes or errs (wrapping ErrNotFlow) without a
+// panic.
+func FuzzDecode(f *testing.F) {
+	e := newEncoder(resource("", "", ""), "", false)
+	for _, fl := range flows(3) {
+		req := e.build([]record.Flow{fl}, 1)
+		b, err := proto.Marshal(req.ResourceLogs[0].ScopeLogs[0].LogRecords[0])
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var lr logspb.LogRecord
+		if proto.Unmarshal(b, &lr) != nil {
+			return
+		}
+		if _, err := Decode(&lr); err != nil && !errors.Is(err, ErrNotFlow) {
+			t.Fatalf("error %v does not wrap ErrNotFlow", err)
+		}
+	})
 }
