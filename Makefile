@@ -83,7 +83,7 @@ generate:
 # End-to-end tests that need real services or the kernel: long tests
 # (FLOWMON_LONG=1) named E2E.
 e2e:
-	@scripts/install-deps.sh e2e || echo "warning: could not install prometheus, alertmanager or nfdump; the e2e tests will skip, saying so"
+	@scripts/install-deps.sh e2e || echo "warning: could not install prometheus, alertmanager or nfdump, or build the OpenTelemetry Collector; the e2e tests will skip, saying so"
 	FLOWMON_LONG=1 $(GO) test -count 1 -timeout 20m -run E2E $(PKGS)
 
 # Reproduce the papers' tables under docs/results/.

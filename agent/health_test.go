@@ -49,6 +49,7 @@ func TestHealthzNamesEachFailingPart(t *testing.T) {
 		{"ipfix tcp refusing from the start", ipfixTCPRefusingCase},
 		{"ipfix tcp", ipfixTCPCase},
 		{"ipfix udp", ipfixUDPCase},
+		{"otlp", otlpCase},
 		{"alert sink", alertSinkCase},
 		{"snapshot", snapshotCase},
 		{"source", sourceCase},

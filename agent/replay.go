@@ -13,6 +13,7 @@ import (
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/ipfix"
+	"github.com/flowmon/flowmon/record/otlp"
 )
 
 // replayFlushWait bounds how long the end of a replay waits for the IPFIX
@@ -33,6 +34,11 @@ type ReplayOptions struct {
 	// them to be sent (FlushWait, by default 30 s, plus the queue's time
 	// at the rate).
 	IPFIX *ipfix.Options
+	// OTLP, when not nil, exports the records to its collector, at its
+	// pace (otlp.Options.WaitForRoom); the replay's end waits up to its
+	// FlushWait (by default 30 s) for them to be sent, and the summary
+	// says what was (Summary.OTLP).
+	OTLP *otlp.Options
 	// Rules is the rules file: "" for the embedded rules, "none" for
 	// none. A file is reloaded on SIGHUP, when it changes and on
 	// POST /-/reload.
@@ -81,10 +87,11 @@ type Replayer struct {
 	cfg     pipeline.Config
 	al      *alerting // nil without rules
 	pl      *pipeline.Pipeline
+	otlp    *otlp.Exporter // nil without OTLP export
 	closers closer
 }
 
-// OpenReplay opens what opt names: the flow log, the IPFIX exporter, the
+// OpenReplay opens what opt names: the flow log, the IPFIX and OTLP exporters, the
 // rules and their sinks, the watchlists, the flow history, and with
 // Listen the pipeline and its metrics server.
 func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
@@ -116,6 +123,19 @@ func OpenReplay(opt ReplayOptions) (_ *Replayer, rerr error) {
 			return nil, err
 		}
 		r.closers.add(undelivered(closeIPFIX))
+	}
+	if opt.OTLP != nil {
+		o := *opt.OTLP
+		if o.FlushWait == 0 {
+			o.FlushWait = replayFlushWait
+		}
+		o.WaitForRoom = true // as IPFIX's: the collector's pace, rather than drop
+		x, closeOTLP, err := openOTLP(&o, reg, &r.cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.otlp = x
+		r.closers.add(undelivered(closeOTLP))
 	}
 	al, err := newAlerting(opt.Rules, opt.AlertsOut, opt.Alerting, opt.Stdout, opt.Stderr, log, opt.Observers.AlertSinks...)
 	if err != nil {
@@ -160,6 +180,9 @@ func (r *Replayer) Run(ctx context.Context, files []string, prog *pipeline.Progr
 	s, err := pipeline.Replay(ctx, files, pipeline.ReplayOptions{Config: r.cfg, Pipeline: r.pl, Progress: prog, Filter: r.opt.Filter})
 	if s != nil && r.al != nil {
 		r.al.count(s)
+	}
+	if s != nil && r.otlp != nil {
+		s.OTLP = otlpSummary(r.otlp) // the pipeline's end flushed it
 	}
 	return s, err
 }

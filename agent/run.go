@@ -57,7 +57,7 @@ type Agent struct {
 	flowLog *liveLog
 }
 
-// Open opens what cfg names: the flow log, the IPFIX exporter, the capture sources (one per
+// Open opens what cfg names: the flow log, the IPFIX and OTLP exporters, the capture sources (one per
 // worker), the rules and their sinks, the watchlists and the flow
 // history; builds the live pipeline, restores its snapshot and serves
 // its metrics; then drops the capabilities it no longer needs, and
@@ -105,6 +105,18 @@ func Open(cfg config.Config, opt Options) (_ *Agent, rerr error) {
 			return nil, err
 		}
 		a.closers.add(undelivered(closeIPFIX))
+	}
+	if x := cfg.Export.OTLP; x.Endpoint != "" {
+		o := x.Options()
+		o.Interface = cfg.Interface
+		// As IPFIX's: no wait at quiet times, a part of the stop timeout
+		// at the stop.
+		o.CloseWait = sinkGrace(cfg.StopTimeout)
+		_, closeOTLP, err := openOTLP(&o, reg, &ecfg)
+		if err != nil {
+			return nil, err
+		}
+		a.closers.add(undelivered(closeOTLP))
 	}
 	if a.srcs, err = openSources(&cfg, &ecfg); err != nil {
 		return nil, err
@@ -263,7 +275,7 @@ func (a *Agent) lockState() error {
 	return nil
 }
 
-// sinkGrace is what a stop gives the alert sinks, and the IPFIX
+// sinkGrace is what a stop gives the alert sinks, and the IPFIX and OTLP
 // collectors, to deliver what they hold: a quarter of the stop timeout
 // each, so that with the draining and the snapshot the stop ends within
 // it, saying what was left undelivered, before the watchdog ends the

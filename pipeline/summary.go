@@ -90,6 +90,9 @@ type Summary struct {
 	// Records are what each flow record sink took in this run (the flow
 	// log: "connlog"), and what it failed to take; absent without sinks.
 	Records map[string]SinkRecords `json:"records,omitempty"`
+	// OTLP is the OTLP exporter's delivery (record/otlp), absent without
+	// one: filled by the caller that opened it, not by the pipeline.
+	OTLP *ExportSummary `json:"otlp,omitempty"`
 	// Warnings say what makes a result less than it seems (an ACSM over
 	// its error target); the command prints them on stderr.
 	Warnings []string `json:"warnings,omitempty"`
@@ -102,6 +105,17 @@ type SinkRecords struct {
 	// Dropped are records it took and lost later (an IPFIX collector's
 	// queue full, a send failed, the queue unsent at the end).
 	Dropped uint64 `json:"dropped"`
+}
+
+// ExportSummary is a network exporter's delivery at the end of a run.
+type ExportSummary struct {
+	Sent    uint64 `json:"sent"`    // records the destination took
+	Dropped uint64 `json:"dropped"` // records lost, all reasons
+	// DroppedBy splits Dropped by reason (the exporter's metric's
+	// reason label).
+	DroppedBy map[string]uint64 `json:"dropped_by"`
+	Batches   uint64            `json:"batches"` // requests taken
+	Retries   uint64            `json:"retries"` // requests sent again after a failure
 }
 
 // EBPFSummary is the eBPF capture program's part of a live run's summary:

@@ -4,7 +4,9 @@
 #   install-deps.sh lint    golangci-lint for make lint, built from the Go module proxy into
 #                           $(go env GOPATH)/bin; needs no root
 #   install-deps.sh bench   tcpdump, for scripts/bench-replay.sh
-#   install-deps.sh e2e     prometheus, promtool, alertmanager and nfdump (nfcapd), for make e2e
+#   install-deps.sh e2e     prometheus, promtool, alertmanager and nfdump (nfcapd), for make e2e,
+#                           and the OpenTelemetry Collector of scripts/otelcol, built from the Go
+#                           module proxy into the user's cache, where the OTLP tests rebuild it
 set -euo pipefail
 # The golangci-lint make lint runs: its one pin (the Makefile reads it here).
 golangci_lint=v2.15.0
@@ -42,6 +44,14 @@ if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if [ "${1:-test}" = e2e ]; then
+	# The collector the OTLP export's tests send to (its version is
+	# scripts/otelcol/go.mod's; cmd/flowmon/e2e_otlp_test.go builds the
+	# same path, relinking only).
+	go=$(command -v go || echo /usr/local/go/bin/go)
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/flowmon
+	(cd "$(dirname "$0")/otelcol" && CGO_ENABLED=0 "$go" build -o "$cache/otelcol-v0.161.0" .)
 fi
 if [ -n "$lint" ]; then
 	go=$(command -v go || echo /usr/local/go/bin/go)

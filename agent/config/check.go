@@ -124,6 +124,10 @@ func (c *Config) check(given func(key string) bool) []problem {
 		add("log-format", "%q must be %s or %s", f, LogText, LogJSON)
 	}
 	ps = append(ps, checkIPFIX(&c.Export.IPFIX)...)
+	for _, p := range c.Export.OTLP.Options().Problems() {
+		// Checked with no endpoint too, as export.ipfix's keys are.
+		ps = append(ps, problem{key: "export.otlp." + p.Key, msg: p.Msg})
+	}
 	return ps
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/flowmon/flowmon/internal/rotfile"
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record/ipfix"
+	"github.com/flowmon/flowmon/record/otlp"
 )
 
 // Config is the agent's configuration: plain data, from Parse, Load or
@@ -231,6 +232,31 @@ func (r Rotation) Options() rotfile.Options {
 // Export is where the flow records go besides the flow log.
 type Export struct {
 	IPFIX IPFIX // ipfix: IPFIX collectors (record/ipfix)
+	OTLP  OTLP  // otlp: an OpenTelemetry collector (record/otlp)
+}
+
+// OTLP is the OTLP exporter's settings (otlp.Options); no endpoint is no
+// export.
+type OTLP struct {
+	Endpoint           string        // endpoint: the collector's URL, http(s)://HOST:PORT
+	Protocol           string        // protocol: http or grpc
+	HeadersFile        string        // headers-file: "Name: value" lines sent with every request (a token)
+	CAFile             string        // ca-file: the CAs (PEM) an https endpoint's certificate is checked against
+	CertFile, KeyFile  string        // cert-file, key-file: a client certificate (PEM)
+	InsecureSkipVerify bool          // insecure-skip-verify: check no certificate (tests only)
+	Body               string        // body: none or connlog (the conn.log line)
+	Compression        string        // compression: gzip or none
+	BatchSize          int           // batch-size: records a request
+	BatchTimeout       time.Duration // batch-timeout: how long a batch waits to fill
+	Queue              int           // queue: records waiting for the collector, past which they drop
+	Timeout            time.Duration // timeout: a request's
+}
+
+// Options are the exporter's options for these settings.
+func (x OTLP) Options() otlp.Options {
+	return otlp.Options{Endpoint: x.Endpoint, Protocol: x.Protocol, HeadersFile: x.HeadersFile, CAFile: x.CAFile,
+		CertFile: x.CertFile, KeyFile: x.KeyFile, InsecureSkipVerify: x.InsecureSkipVerify, Body: x.Body, Compression: x.Compression,
+		BatchSize: x.BatchSize, BatchTimeout: x.BatchTimeout, Queue: x.Queue, Timeout: x.Timeout}
 }
 
 // IPFIX is the IPFIX exporter's settings (ipfix.Options); no collector
@@ -345,7 +371,9 @@ func Default() Config {
 		Snapshot:        Snapshot{MaxAge: 10 * time.Minute, Interval: time.Minute},
 		FlowLogRotation: Rotation{MaxSize: DefaultRotateSize, MaxFiles: DefaultRotateFiles},
 		Export: Export{IPFIX: IPFIX{Transport: ipfix.TransportUDP, Mode: ipfix.ModeBiflow, MTU: ipfix.DefaultMTU,
-			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue, Rate: ipfix.DefaultRate}},
+			TemplateRefresh: ipfix.DefaultTemplateRefresh, Queue: ipfix.DefaultQueue, Rate: ipfix.DefaultRate},
+			OTLP: OTLP{Protocol: otlp.ProtocolHTTP, Body: otlp.BodyNone, Compression: otlp.CompressionGzip, BatchSize: otlp.DefaultBatchSize,
+				BatchTimeout: otlp.DefaultBatchTimeout, Queue: otlp.DefaultQueue, Timeout: otlp.DefaultTimeout}},
 		StopTimeout: 10 * time.Second,
 		Health:      Health{MaxDropShare: 0.25},
 		LogFormat:   LogText,

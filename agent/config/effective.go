@@ -153,6 +153,12 @@ func note(key string, v reflect.Value) string {
 		return "none: no IPFIX export"
 	case "export.ipfix.enterprise-number":
 		return "none: no enterprise elements"
+	case "export.otlp.endpoint":
+		return "none: no OTLP export"
+	case "export.otlp.headers-file":
+		return "none: no headers"
+	case "export.otlp.ca-file":
+		return "the system's CAs"
 	case "user":
 		return "stays the user it starts as"
 	}

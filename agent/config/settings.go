@@ -38,7 +38,7 @@ var (
 		"snapshot-interval": "snapshot.interval",
 		"watchlist":         "watchlists.lists", "watchlist-dir": "watchlists.dir",
 		"history-dir": "history.dir", "history-horizon": "history.horizon", "history-ram": "history.ram",
-		"ipfix": "export.ipfix.collectors", "web.config.file": "web.config-file"}
+		"ipfix": "export.ipfix.collectors", "otlp": "export.otlp.endpoint", "web.config.file": "web.config-file"}
 )
 
 func init() {
@@ -98,6 +98,19 @@ func init() {
 	add(setting{key: "export.ipfix.observation-domain", field: ptr(func(c *Config) any { return &c.Export.IPFIX.ObservationDomain })})
 	add(setting{key: "export.ipfix.queue", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Queue })})
 	add(setting{key: "export.ipfix.rate", field: ptr(func(c *Config) any { return &c.Export.IPFIX.Rate })})
+	add(setting{key: "export.otlp.endpoint", field: ptr(func(c *Config) any { return &c.Export.OTLP.Endpoint })})
+	add(setting{key: "export.otlp.protocol", field: ptr(func(c *Config) any { return &c.Export.OTLP.Protocol })})
+	add(setting{key: "export.otlp.headers-file", field: ptr(func(c *Config) any { return &c.Export.OTLP.HeadersFile }), path: true})
+	add(setting{key: "export.otlp.ca-file", field: ptr(func(c *Config) any { return &c.Export.OTLP.CAFile }), path: true})
+	add(setting{key: "export.otlp.cert-file", field: ptr(func(c *Config) any { return &c.Export.OTLP.CertFile }), path: true})
+	add(setting{key: "export.otlp.key-file", field: ptr(func(c *Config) any { return &c.Export.OTLP.KeyFile }), path: true})
+	add(setting{key: "export.otlp.insecure-skip-verify", field: ptr(func(c *Config) any { return &c.Export.OTLP.InsecureSkipVerify })})
+	add(setting{key: "export.otlp.body", field: ptr(func(c *Config) any { return &c.Export.OTLP.Body })})
+	add(setting{key: "export.otlp.compression", field: ptr(func(c *Config) any { return &c.Export.OTLP.Compression })})
+	add(setting{key: "export.otlp.batch-size", field: ptr(func(c *Config) any { return &c.Export.OTLP.BatchSize })})
+	add(setting{key: "export.otlp.batch-timeout", field: ptr(func(c *Config) any { return &c.Export.OTLP.BatchTimeout })})
+	add(setting{key: "export.otlp.queue", field: ptr(func(c *Config) any { return &c.Export.OTLP.Queue })})
+	add(setting{key: "export.otlp.timeout", field: ptr(func(c *Config) any { return &c.Export.OTLP.Timeout })})
 	add(setting{key: "user", field: ptr(func(c *Config) any { return &c.User })})
 	add(setting{key: "stop-timeout", field: ptr(func(c *Config) any { return &c.StopTimeout })})
 	add(setting{key: "health.max-drop-share", field: ptr(func(c *Config) any { return &c.Health.MaxDropShare })})

@@ -23,6 +23,7 @@ import (
 	"github.com/flowmon/flowmon/pipeline"
 	"github.com/flowmon/flowmon/record"
 	"github.com/flowmon/flowmon/record/ipfix"
+	"github.com/flowmon/flowmon/record/otlp"
 	"github.com/flowmon/flowmon/report"
 )
 
@@ -52,6 +53,7 @@ type replayFlags struct {
 	watchlists watchlistFlags
 	history    config.History
 	ipfix      ipfix.Options
+	otlp       otlp.Options
 	report     string
 	top        int
 	logFormat  string
@@ -63,7 +65,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	s := &f.settings
 	fs := newFlagSet("replay", "[flags] FILE...", stderr,
 		"\nReplays the files in order through the pipeline (dedup, ACSM, flow counts) and prints a summary.",
-		"Exit status 3: the replay ended, but an output (the flow log, a record sink such as an IPFIX collector) lost what the log names.")
+		"Exit status 3: the replay ended, but an output (the flow log, a record sink such as an IPFIX or OTLP collector) lost what the log names.")
 	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
 	fs.StringVar(&f.logFormat, "log-format", config.LogText, logFormatUsage)
@@ -113,6 +115,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.Var(&f.watchlists, "watchlist", watchlistUsage)
 	historyFlags(fs, &f.history)
 	ipfixFlags(fs, &f.ipfix)
+	otlpFlags(fs, &f.otlp)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -148,8 +151,13 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 		return nil, usageError(fs, "--top prints tables beside the text summary, not the JSON one; the report (--report) holds them too")
 	case s.DecodeOnly && len(f.ipfix.Collectors) > 0:
 		return nil, usageError(fs, "--ipfix does nothing with --decode-only (no flows are tracked)")
+	case s.DecodeOnly && f.otlp.Endpoint != "":
+		return nil, usageError(fs, "--otlp does nothing with --decode-only (no flows are tracked)")
 	}
 	if err := checkIPFIXFlags(fs, &f.ipfix, given); err != nil {
+		return nil, err
+	}
+	if err := checkOTLPFlags(fs, &f.otlp, given); err != nil {
 		return nil, err
 	}
 	if f.report != "" {
@@ -232,6 +240,10 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 	if len(f.ipfix.Collectors) > 0 {
 		ipfixOpt = &f.ipfix
 	}
+	var otlpOpt *otlp.Options
+	if f.otlp.Endpoint != "" {
+		otlpOpt = &f.otlp
+	}
 	var col *report.Collector
 	var obs agent.Observers
 	if f.report != "" || f.top > 0 {
@@ -239,7 +251,7 @@ func runReplay(args []string, stdout, stderr io.Writer) (rerr error) {
 		obs = agent.Observers{Consumers: []pipeline.NewConsumer{col.Consumer()}, Sinks: []record.Named{col.Sink()},
 			AlertSinks: []alerts.Sink{col.AlertSink()}}
 	}
-	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt,
+	r, err := agent.OpenReplay(agent.ReplayOptions{Pipeline: cfg, FlowsOut: f.flowsOut, IPFIX: ipfixOpt, OTLP: otlpOpt,
 		Rules: f.rules, AlertsOut: f.alertsOut, Alerting: f.alerting,
 		Watchlists: f.watchlists.lists(), History: f.history, Listen: f.listen, Web: f.web, Filter: f.filter,
 		Observers: obs, Stdout: stdout, Stderr: alertsErr, Logger: log})

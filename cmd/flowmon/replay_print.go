@@ -58,6 +58,9 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 		}
 		fmt.Fprintln(w)
 	}
+	if o := s.OTLP; o != nil {
+		fmt.Fprintf(w, "otlp             %d sent in %d requests, %d dropped, %d retries\n", o.Sent, o.Batches, o.Dropped, o.Retries)
+	}
 	printCounts(w, "anomalies", s.Anomalies)
 	if a := s.ACSM; a != nil {
 		fmt.Fprintf(w, "acsm             %s/%s, %.1f MB, %d flows started, %d unknown answers\n",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowmon/flowmon/internal/health"
+	"github.com/flowmon/flowmon/internal/queue"
 	"github.com/flowmon/flowmon/record"
 )
 
@@ -37,7 +38,7 @@ var errStopped = errors.New("ipfix: exporter closed")
 type collector struct {
 	addr string
 	opt  Options
-	q    *ring
+	q    *queue.Ring[record.Flow]
 	pace *pacer // nil: not paced (TCP)
 	stop chan struct{}
 	done chan struct{}
@@ -71,7 +72,7 @@ type collector struct {
 }
 
 func newCollector(addr string, o Options) *collector {
-	c := &collector{addr: addr, opt: o, q: newRing(o.Queue),
+	c := &collector{addr: addr, opt: o, q: queue.New[record.Flow](o.Queue),
 		stop: make(chan struct{}), done: make(chan struct{}), backoff: health.Backoff{Min: o.minBackoff, Max: maxBackoff},
 		health: health.New("ipfix:"+addr, o.Logger)}
 	if o.Transport == TransportUDP {
@@ -89,7 +90,7 @@ func (c *collector) queue(flows []record.Flow) int {
 	if c.opt.WaitForRoom {
 		wait = func() bool { return !c.health.Failing() }
 	}
-	n := c.q.put(flows, wait)
+	n := c.q.Put(flows, wait)
 	c.droppedQueue.Add(uint64(n))
 	return n
 }
@@ -100,11 +101,11 @@ func (c *collector) run() {
 		if !c.connected() && !c.connect() {
 			return // stopped
 		}
-		flows := c.q.take(batchLen, c.stop)
+		flows := c.q.Take(batchLen, 0, c.stop)
 		if flows == nil {
 			return
 		}
-		c.q.release(c.send(flows))
+		c.q.Release(c.send(flows))
 	}
 }
 
@@ -223,7 +224,7 @@ func (c *collector) failed(err error) {
 	c.health.Fail(err)
 	if starts {
 		c.backoff.Reset()
-		c.q.signal(false) // a WriteFlows waiting for room drops instead
+		c.q.Signal(false) // a WriteFlows waiting for room drops instead
 	}
 }
 

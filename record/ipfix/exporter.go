@@ -164,7 +164,7 @@ func (x *Exporter) FlushWait() time.Duration {
 	}
 	longest := 0
 	for _, c := range x.cols {
-		longest = max(longest, c.q.len())
+		longest = max(longest, c.q.Len())
 	}
 	return w + time.Duration(float64(longest)/float64(x.opt.Rate)*float64(time.Second))
 }
@@ -176,8 +176,8 @@ func (x *Exporter) drain(wait time.Duration) error {
 	defer deadline.Stop()
 	var errs []error
 	for _, c := range x.cols {
-		if !c.q.drained(deadline.C) {
-			c.droppedUnsent.Add(uint64(c.q.discard()))
+		if !c.q.Drained(deadline.C) {
+			c.droppedUnsent.Add(uint64(c.q.Discard()))
 			errs = append(errs, fmt.Errorf("collector %s: %w (%v)", c.addr, ErrFlushTimeout, wait.Round(time.Millisecond)))
 		}
 	}
@@ -194,12 +194,12 @@ func (x *Exporter) Close() error {
 	}
 	for _, c := range x.cols {
 		close(c.stop)
-		c.q.signal(true)
+		c.q.Signal(true)
 	}
 	for _, c := range x.cols {
 		c.closeConn()
 		<-c.done
-		if n := c.q.discard(); n > 0 {
+		if n := c.q.Discard(); n > 0 {
 			c.droppedUnsent.Add(uint64(n))
 			errs = append(errs, fmt.Errorf("collector %s: %d records unsent at close: %w", c.addr, n, ErrFlushTimeout))
 		}
@@ -228,7 +228,7 @@ func (x *Exporter) Stats() []CollectorStats {
 		out[i] = CollectorStats{Addr: c.addr, Up: !c.health.Failing(), Records: c.records.Load(),
 			DroppedQueue: c.droppedQueue.Load(), DroppedSend: c.droppedSend.Load(), DroppedRefused: c.droppedRefused.Load(), DroppedUnsent: c.droppedUnsent.Load(),
 			Messages: c.messages.Load(), Bytes: c.bytes.Load(),
-			DialErrors: c.dialErrors.Load(), SendErrors: c.sendErrors.Load(), QueuedRecords: c.q.len()}
+			DialErrors: c.dialErrors.Load(), SendErrors: c.sendErrors.Load(), QueuedRecords: c.q.Len()}
 	}
 	return out
 }
