@@ -158,11 +158,6 @@ var kernelStateDiffers = map[string]string{
 	// Both ports 47808 (BACnet): the user-space ACSM's orientation of the
 	// flow's first packet differs from the program's.
 	"arkime/bacnet-stack-services.pcap": "orientation with equal ports",
-	// IPv4 with an IPsec AH: the decoder keys the protocol after AH (ESP,
-	// or ICMP in IP in IP), bpf/include/parse.h the AH header's (51), as
-	// it has yet to pass AH in IPv4 as it does in IPv6.
-	"arkime/ah-esp.pcap": "IPv4 AH passed in user space only", "arkime/arkime_synthetic.pcap": "IPv4 AH passed in user space only",
-	"tcpdump/heapoverflow-ip_demux_print.pcap": "IPv4 AH passed in user space only",
 	// With dedup: the user-space duplicate window takes one of the PIM
 	// hellos, the same frame every second, for a duplicate.
 	"arkime/ospf.pcap": "a hello taken for a duplicate in user space",
