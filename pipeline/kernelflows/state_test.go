@@ -75,10 +75,7 @@ func TestStateMatchesUserSpace(t *testing.T) {
 	bpftest.Require(t)
 	tables := acsm.MachineTables(acsm.MachineZeek)
 	opts := capture.DefaultDecodeOptions()
-	var ports []uint16
-	for _, l := range [][]uint16{opts.VXLANPorts, opts.GenevePorts, opts.GTPPorts, opts.TeredoPorts, opts.AYIYAPorts, opts.GREOverUDPPorts} {
-		ports = append(ports, l...)
-	}
+	ports := opts.UDPTunnelPorts()
 	s, err := bpf.LoadState(bpf.StateOptions{Cells: 1 << 16, EventRing: 1 << 20, Machine: kernelflows.Machine(acsm.MachineZeek),
 		Linger: never})
 	if err != nil {
