@@ -443,6 +443,16 @@ func (t *Table) tick(now int64) {
 	}
 }
 
+// FlushEnded writes the records of flows that ended more than linger
+// before now (packet time, UnixNano) and has the ACSM forget them: a
+// caller that runs the ACSM on a packet before Packet calls it first, so
+// that a packet of a flow whose linger is over is new to the ACSM too.
+func (t *Table) FlushEnded(now int64) {
+	if t.nEnded > 0 && now-t.ended[t.head].at >= t.linger {
+		t.flushEnded(now)
+	}
+}
+
 // flushEnded writes the records of flows that ended more than linger
 // before now.
 func (t *Table) flushEnded(now int64) {
