@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -34,6 +34,32 @@ var zeekTCPDiffCauses = map[string]string{
 	// each; the first it sees is the responder's, so it also flips.
 	"zeek/tunnels/gre-aruba-amsdu.pcap * *":                                                        "an A-MSDU's subframes after the first are not decoded (one frame, one packet)",
 	"zeek/tunnels/gtp/gtp2_different_udp_port.pcap 10.131.17.170:51803>173.199.115.168:80 history": "Zeek's HTTP analyzer adds its own letter (X) to the history",
+	// Four outer GTP datagrams lack their second fragment in the capture:
+	// Zeek never reassembles them, so never sees the TCP segments inside
+	// (41 packets, and a content gap, g); the decoder reads the inner
+	// packet from the first fragment (45).
+	"zeek/tunnels/gtp/gtp1_gn_normal_incl_fragmentation.pcap 10.131.47.185:1923>79.101.110.141:80 *": "Zeek drops outer datagrams whose fragments are not all captured; the decoder reads the inner packet from the first fragment",
+	// The client sends FIN, then RST, the server its FIN, the client RST
+	// again. Zeek's UpdateEstablishedState turns a peer that sent a FIN
+	// and then a RST back to CLOSED when the other side's FIN comes
+	// (normal termination: SF); the ACSM keeps no previous state and
+	// ends the flow at the RST (RSTO).
+	"zeek/tls/irc-starttls.pcap 203.143.168.47:55123>185.18.76.170:6667 conn_state": "a RST after a side's own FIN, then the peer's FIN: Zeek calls the close normal (SF), the ACSM ends the flow at the RST (RSTO)",
+	// A lone SYN-ACK from port 80 (443): Zeek flips a connection whose
+	// first packet is a SYN-ACK only when its source port is in
+	// likely_server_ports, which holds the ports of the analyzers loaded;
+	// these tests run Zeek bare (-b) without HTTP or SSL, so it keeps the
+	// sender as originator (H). flowmon's likely server ports are those
+	// of Zeek's default scripts (acsm.flipNew): it flips (^h).
+	"zeek/wikipedia.pcap 173.192.163.128:80>141.142.220.235:6705 history":           "Zeek's likely_server_ports depend on the scripts it loaded: bare mode (-b) does not flip a SYN-ACK from port 80",
+	"zeek/vntag_vlan_sandwich_clean.pcap 10.10.10.1:443>10.10.10.2:56960 history":   "Zeek's likely_server_ports depend on the scripts it loaded; its row also counts no packet of the lone SYN-ACK (0/0, no history), for a reason the baseline does not show",
+	"zeek/vntag_vlan_sandwich_clean.pcap 10.10.10.1:443>10.10.10.2:56960 orig_pkts": "Zeek's row counts no packet of the lone SYN-ACK (0/0, no history), for a reason the baseline does not show",
+	// With the defaults, dedup drops copies Zeek counts (the profile has
+	// none): each SYN of cisco-fabric-path.pcap with and without its
+	// FabricPath header, the retransmissions of pppoe-over-qinq.pcap
+	// seen again within the dedup window.
+	"default zeek/cisco-fabric-path.pcap * orig_pkts":                       "dedup drops a copy Zeek counts (the same SYN with and without its FabricPath header)",
+	"default zeek/pppoe-over-qinq.pcap 1.1.1.1:20394>2.2.2.2:443 orig_pkts": "dedup drops copies Zeek counts (retransmissions within the dedup window)",
 }
 
 // zeekCauseOf returns the cause of a difference in run ("profile" or
@@ -157,8 +183,8 @@ func TestConnStateMatchesZeek(t *testing.T) {
 	floors := map[string]map[string]float64{
 		// At the agreement flowmon reaches, so that a change that loses
 		// some fails; docs/results/zeek-agreement.md has the figures.
-		"profile": {"conn_state": 0.99, "history": 0.97, "orig_pkts": 0.99, "resp_pkts": 0.99},
-		"default": {"conn_state": 0.96, "history": 0.94, "orig_pkts": 0.96, "resp_pkts": 0.96},
+		"profile": {"conn_state": 0.99, "history": 0.95, "orig_pkts": 0.98, "resp_pkts": 0.99},
+		"default": {"conn_state": 0.99, "history": 0.95, "orig_pkts": 0.92, "resp_pkts": 0.99},
 	}
 	fields := []string{"conn_state", "history", "orig_pkts", "resp_pkts"}
 	for _, run := range []string{"profile", "default"} {
