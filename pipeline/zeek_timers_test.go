@@ -22,6 +22,8 @@ import (
 //     FIN while the peer had not spoken is removed 5 s after it, even if
 //     the peer spoke since, and the next packet, a FIN here, opens a new
 //     one (tunnels/Teredo.pcap).
+//   - TCPAnalyzer::WantConnection: a lone packet of a responder is a
+//     connection (OTH).
 func TestZeekTimers(t *testing.T) {
 	ms := time.Millisecond
 	cases := []struct {
@@ -48,6 +50,11 @@ func TestZeekTimers(t *testing.T) {
 			{0, true, "FA", 900, 101, 0}, {ms, false, "A", 101, 901, 0},
 			{7 * time.Second, false, "FA", 101, 901, 0}, {7*time.Second + 80*ms, true, "A", 901, 102, 0}},
 			[]string{"SHR ^fA", "SH Fa"}},
+		// WantConnection takes any first packet (partial_connection_ok,
+		// tcp_SYN_ack_ok) and flips one from a likely server port: a
+		// lone packet of the responder is a connection of its own.
+		{"a lone SYN-ACK", []pkt{{0, true, "SA", 900, 101, 0}}, []string{"OTH ^h"}},
+		{"a lone segment of the responder", []pkt{{0, true, "PA", 900, 101, 5}}, []string{"OTH ^d"}},
 	}
 	for _, backend := range []string{"dleft", "exact", "kbf", "sbf", "fcf"} {
 		for _, c := range cases {
