@@ -147,12 +147,6 @@ var kernelStateDiffers = map[string]string{
 	// and forget flows that the kernel's cells keep.
 	"tcpdump/babel_update_oobr.pcap": "times going backwards", "tcpdump/kday3.pcap": "times going backwards",
 	"tcpdump/olsr-oobr-1.pcap": "times going backwards",
-	// Two TCP flows beside the Teredo tunnel, each with a FIN, then an
-	// RST more than 10 s later.
-	"zeek/tunnels/Teredo.pcap": "closed tier forgot the flow", "suricata-verify/decode-teredo-01/input.pcap": "closed tier forgot the flow",
-	// A FIN sent again after the flow's linger: the two split the flow at
-	// different packets.
-	"suricata-verify/bug-2646-01/input.pcap": "a FIN after the linger",
 	// A TCP flow that began with a pure SYN and had no answer ends 5 s
 	// after it in user space (flowtable.AttemptDelay, Zeek's
 	// tcp_attempt_delay), the originator's later packets a new flow; the
