@@ -10,8 +10,8 @@ import (
 // Timeouts are the per-tier idle timeouts, after Suricata's flow timeouts.
 type Timeouts struct {
 	New         time.Duration // handshake open or one side only (default 60 s)
-	Established time.Duration // both sides seen (default 3600 s)
-	Closed      time.Duration // a FIN or RST seen (default 120 s)
+	Established time.Duration // both sides seen, or half-closed (default 3600 s)
+	Closed      time.Duration // ended: both FINs, a RST, or a FIN the peer never answered (default 120 s)
 }
 
 // DefaultTimeouts are Suricata's defaults.

@@ -12,7 +12,7 @@ import (
 )
 
 // TestDLeftTierTimeouts: with the dleft backend each flow ages by its own
-// tier's timeout, kept in its cell: found when idle for the timeout,
+// tier's timeout (a half-closed flow by the established one: zstate.tier), kept in its cell: found when idle for the timeout,
 // absent when idle for 9/8 of it.
 func TestDLeftTierTimeouts(t *testing.T) {
 	to := DefaultTimeouts
@@ -23,9 +23,12 @@ func TestDLeftTierTimeouts(t *testing.T) {
 	}{
 		{"new", []step{{true, syn, 0}}, to.New},
 		{"established", []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0}}, to.Established},
-		{"closed", []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0}, {true, finack, 0}}, to.Closed},
+		// One side's FIN leaves the flow established, as Zeek keeps a
+		// half-closed connection; both FINs end it.
+		{"half-closed", []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0}, {true, finack, 0}}, to.Established},
+		{"closed", []step{{true, syn, 0}, {false, synack, 0}, {true, ack, 0}, {true, finack, 0}, {false, finack, 0}}, to.Closed},
 	} {
-		tr, err := New(Config{Backend: BackendDLeft, Capacity: 1000, FPRate: 0.01, ShadowRate: -1})
+		tr, err := New(Config{Backend: BackendDLeft, Capacity: 1000, FPRate: 0.01, ShadowRate: -1, KeepEnded: true})
 		if err != nil {
 			t.Fatal(err)
 		}

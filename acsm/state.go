@@ -132,8 +132,8 @@ type Tier uint8
 // Aging tiers, after Suricata's flow timeouts.
 const (
 	TierNew         Tier = iota // handshake not complete, one side only
-	TierEstablished             // both sides seen
-	TierClosed                  // a FIN or RST seen
+	TierEstablished             // both sides seen, or half-closed
+	TierClosed                  // ended: both FINs, a RST, or a FIN the peer never answered
 	numTiers
 )
 

@@ -350,11 +350,15 @@ func (t *Tracker) step(st *store, p *capture.Packet, flags capture.TCPFlags, dat
 	st.put(h, l, 0, uint32(tr.next))
 }
 
-// ForgetEnded deletes the flow with hash h if the backend holds it in a
-// state that ended it, so that its next packet starts a new flow: Zeek
+// ForgetEnded deletes the flow with hash h if the backend holds it with a
+// side closed or reset, so that its next packet starts a new flow: Zeek
 // removes a closed connection tcp_close_delay after its close, and any
 // packet after that opens a new one. The caller (the flow table, which
-// keeps the time a flow ended) calls it then. It allocates nothing.
+// keeps the time a flow ended) calls it then. A side closed, not the
+// ended state itself, is asked: a flow that ended by one side's FIN
+// while the other had not spoken leaves that state when the other's
+// stragglers come (Zeek's connection has ended all the same). It
+// allocates nothing.
 func (t *Tracker) ForgetEnded(h uint64) {
 	t.forgetEnded(t.st, h)
 	if t.shadow != nil {
@@ -363,7 +367,7 @@ func (t *Tracker) ForgetEnded(h uint64) {
 }
 
 func (t *Tracker) forgetEnded(st *store, h uint64) {
-	if v, res, l := st.lookup(h); res == Found && t.m.terminal[v] {
+	if v, res, l := st.lookup(h); res == Found && t.m.closed[v] {
 		st.remove(h, l, v)
 	}
 }

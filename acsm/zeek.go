@@ -325,7 +325,11 @@ func (s zstate) terminal() bool {
 		(os == Closed && rs == Inactive) || (rs == Closed && os == Inactive)
 }
 
-// tier is the aging class of s.
+// tier is the aging class of s. A flow that has ended is closed; one
+// side's FIN alone does not end it: Zeek keeps a half-closed connection
+// (ExpireTimer removes it only once both sides closed, a side reset or
+// the other never spoke) until tcp_inactivity_timeout, so the peer's data
+// and FIN minutes later still belong to it.
 func (s zstate) tier() Tier {
 	if s.kind != kindTCP {
 		if s.orig == Active && s.resp == Active {
@@ -334,9 +338,10 @@ func (s zstate) tier() Tier {
 		return TierNew
 	}
 	switch {
-	case s.orig == Closed || s.resp == Closed || s.orig == Reset || s.resp == Reset:
+	case s.terminal():
 		return TierClosed
-	case s.orig == Established || s.resp == Established || (s.orig == Partial && s.resp == Partial):
+	case s.orig == Established || s.resp == Established || s.orig == Closed || s.resp == Closed ||
+		(s.orig == Partial && s.resp == Partial):
 		return TierEstablished
 	}
 	return TierNew

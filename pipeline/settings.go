@@ -22,6 +22,9 @@ import (
 // file, under the name in its tag. Validate checks them, once for both;
 // Config turns valid settings into the stages' configuration.
 type Settings struct {
+	// Profile names a set of defaults (profile.go: "zeek"), applied by
+	// ApplyProfile to the settings not given; "" is none.
+	Profile       string        `yaml:"profile"`
 	Backend       string        `yaml:"backend"`
 	KBFEncoder    string        `yaml:"kbf-encoder"`
 	KBFLayout     string        `yaml:"kbf-layout"`
@@ -224,6 +227,9 @@ func (e *SettingError) Spell(prefix string) string {
 // does nothing with the others is an error, not silently ignored.
 func (s *Settings) Validate(given func(name string) bool) error {
 	var errs []error
+	if _, ok := profileSettings[s.Profile]; !ok && s.Profile != "" {
+		errs = append(errs, &SettingError{"profile", q(s.Profile), "must be " + ProfileNames + " (Zeek's defaults) or empty (none)"})
+	}
 	if _, err := acsm.ParseBackend(s.Backend); err != nil || s.Backend == "" {
 		errs = append(errs, &SettingError{"backend", q(s.Backend), "must be " + acsm.BackendNames()})
 	}
@@ -385,6 +391,7 @@ func (s *Settings) Config() (Config, error) {
 	}
 	dec.VerifyChecksums = s.VerifyChecksums
 	cfg.Decode = &dec
+	s.profileConfig(&cfg)
 	if s.FlowState == FlowStateKernel {
 		cfg.KernelState = &kernelflows.Config{Cells: s.MaxFlows}
 	}

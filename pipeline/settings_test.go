@@ -117,3 +117,30 @@ func unjoinAll(err error) []error {
 	}
 	return []error{err}
 }
+
+// TestProfile: the zeek profile sets its settings where none was given
+// and leaves a given one (`--profile zeek --verify-checksums=false` is
+// Zeek's -C); its timeouts reach the ACSM; an unknown profile is an error
+// naming the setting.
+func TestProfile(t *testing.T) {
+	s := DefaultSettings()
+	s.Profile = ProfileZeek
+	s.ApplyProfile(func(n string) bool { return n == "verify-checksums" })
+	if !s.NoDedup || s.VerifyChecksums {
+		t.Errorf("zeek profile, verify-checksums given false: no-dedup %v, verify-checksums %v", s.NoDedup, s.VerifyChecksums)
+	}
+	s.ApplyProfile(nil)
+	cfg, err := s.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.NoDedup || !cfg.Decode.VerifyChecksums || cfg.ACSM.Timeouts.Established != zeekIdleEstablished || cfg.ACSM.Timeouts.New != zeekIdleNew {
+		t.Errorf("zeek profile gives no-dedup %v, verify-checksums %v, timeouts %+v", cfg.NoDedup, cfg.Decode.VerifyChecksums, cfg.ACSM.Timeouts)
+	}
+	s = DefaultSettings()
+	s.Profile = "suricata"
+	var se *SettingError
+	if err := s.Validate(nil); !errors.As(err, &se) || se.Name != "profile" {
+		t.Errorf("profile suricata: %v, want a *SettingError for profile", err)
+	}
+}

@@ -286,6 +286,10 @@ func (s *shard) packet(p *capture.Packet) {
 		s.carriers(p)
 	}
 	ev := &s.ev
+	// Flows whose linger is over leave the ACSM before it sees the
+	// packet, as Zeek's timers run before it: the packet of a removed
+	// connection starts a new one.
+	s.flows.FlushEnded(p.Timestamp.UnixNano())
 	s.tracker.ObserveInto(p, ev)
 	s.rotate(p.Timestamp)
 	s.flows.Packet(p, ev) // counts the packet in its flow's slot
@@ -344,6 +348,7 @@ func (s *shard) carrier(p *capture.Packet, cr *capture.Carrier) uint64 {
 	}
 	c.PayloadLen, c.IPLen = n, uint16(min(n+8+ipHeader, 0xffff))
 	c.HasTCP, c.Flags, c.Fragment, c.Tunnels = false, 0, capture.NotFragment, 0
+	s.flows.FlushEnded(c.Timestamp.UnixNano())
 	s.tracker.ObserveInto(c, &s.cev)
 	s.flows.Packet(c, &s.cev)
 	return s.flows.LastUID()

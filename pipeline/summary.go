@@ -36,7 +36,10 @@ type Summary struct {
 	Defrag *DefragSummary `json:"defrag,omitempty"`
 
 	// Stage keys.
-	UniquePackets    uint64            `json:"unique_packets"` // decoded packets less duplicates
+	UniquePackets uint64 `json:"unique_packets"` // decoded packets less duplicates
+	// Duplicates is the packets dedup dropped as copies of one seen within
+	// its window (0 with no-dedup): packets Zeek counts in its conn.log,
+	// as --no-dedup (the zeek profile) does.
 	Duplicates       uint64            `json:"duplicates"`
 	Retransmissions  uint64            `json:"retransmissions"`
 	DedupMemoryBytes uint64            `json:"dedup_memory_bytes"`

@@ -79,7 +79,7 @@ func TestTunnelledCountsMatchTsharkArkime(t *testing.T) {
 		var tuples, matched, noRecord int
 		for _, capture := range captures {
 			got := map[string]int64{}
-			for _, r := range replayTCP(t, filepath.Join(dir, capture), false, false) {
+			for _, r := range replayTCP(t, filepath.Join(dir, capture), DefaultSettings()) {
 				if r.Proto == "tcp" {
 					got[tupleKey(r.OrigH.String(), fmt.Sprint(r.OrigP), r.RespH.String(), fmt.Sprint(r.RespP))] += int64(r.OrigPkts + r.RespPkts)
 				}

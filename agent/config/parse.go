@@ -65,6 +65,7 @@ func Parse(name string, data []byte) (Config, error) {
 	p.root = root
 	p.mapping(root, "", &c)
 	given := func(key string) bool { return p.at[key] != nil }
+	c.Pipeline.ApplyProfile(func(name string) bool { return given("pipeline." + name) })
 	for _, pr := range c.check(given) {
 		if p.bad[pr.key] {
 			continue // its value was malformed, and said so

@@ -114,11 +114,12 @@ func TestFull(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, want)
 	}
-	// All but the four that exclude the others (no-dedup, decode-only,
-	// defrag, whose other keys do nothing when it is false, and
-	// flow-state, whose kernel needs source xdp or tc and every flow).
-	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-4 {
-		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-4, changed)
+	// All but the five that exclude the others (no-dedup, decode-only,
+	// defrag, whose other keys do nothing when it is false, flow-state,
+	// whose kernel needs source xdp or tc and every flow, and profile,
+	// which turns no-dedup on: TestProfile).
+	if changed, _ := c.Reloadable(Default()); len(changed) != len(settings)-5 {
+		t.Errorf("%d keys differ from the defaults, want %d: %v", len(changed), len(settings)-5, changed)
 	}
 }
 
@@ -205,4 +206,24 @@ func FuzzParse(f *testing.F) {
 		}
 		roundTrip(t, "fuzz", c)
 	})
+}
+
+// TestProfile: pipeline.profile sets the profile's settings that the file
+// does not give; those it gives keep their values (profile.good.yaml is
+// Zeek's defaults with its -C).
+func TestProfile(t *testing.T) {
+	c, err := Load("testdata/profile.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Pipeline; p.Profile != pipeline.ProfileZeek || !p.NoDedup || p.VerifyChecksums {
+		t.Errorf("profile zeek with verify-checksums false: no-dedup %v, verify-checksums %v", p.NoDedup, p.VerifyChecksums)
+	}
+	d := Default()
+	if err := d.Set("profile", "zeek"); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Pipeline.NoDedup || !d.Pipeline.VerifyChecksums {
+		t.Errorf("--profile zeek: no-dedup %v, verify-checksums %v", d.Pipeline.NoDedup, d.Pipeline.VerifyChecksums)
+	}
 }

@@ -208,6 +208,15 @@ func (c *Config) Set(name, value string) error {
 	if msg := s.setFlag(&next, value); msg != "" {
 		return invalid(flag, msg)
 	}
+	if key == "pipeline.profile" {
+		// A flag's profile goes under what the file or an earlier flag
+		// set: it changes only the settings still at their defaults.
+		def := runSettings()
+		dv, nv := reflect.ValueOf(&def).Elem(), reflect.ValueOf(&next.Pipeline).Elem()
+		next.Pipeline.ApplyProfile(func(name string) bool {
+			return !reflect.DeepEqual(yamlnode.FieldByKey(dv, name).Interface(), yamlnode.FieldByKey(nv, name).Interface())
+		})
+	}
 	var errs []error
 	for _, p := range next.check(func(k string) bool { return k == key }) {
 		k := p.key

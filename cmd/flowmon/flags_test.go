@@ -135,6 +135,26 @@ func TestSettingsAreReplayFlags(t *testing.T) {
 	}
 }
 
+// TestReplayProfile: --profile zeek sets its settings below the flags
+// given, in either order: --verify-checksums=false beside it is Zeek's -C.
+func TestReplayProfile(t *testing.T) {
+	for _, args := range [][]string{{"--profile", "zeek", "--verify-checksums=false", "x.pcap"},
+		{"--verify-checksums=false", "--profile", "zeek", "x.pcap"}} {
+		var errb bytes.Buffer
+		f, err := parseReplayFlags(args, &errb)
+		if err != nil {
+			t.Fatal(err, errb.String())
+		}
+		if s := f.settings; !s.NoDedup || s.VerifyChecksums || s.Profile != pipeline.ProfileZeek {
+			t.Errorf("%q: no-dedup %v, verify-checksums %v, profile %q", args, s.NoDedup, s.VerifyChecksums, s.Profile)
+		}
+	}
+	var errb bytes.Buffer
+	if _, err := parseReplayFlags([]string{"--profile", "suricata", "x.pcap"}, &errb); err == nil || !strings.Contains(errb.String(), `--profile "suricata": must be zeek`) {
+		t.Errorf("--profile suricata: %v, %s", err, errb.String())
+	}
+}
+
 // TestReplayWarnsOverCapacity: the text summary shows the ACSM's own
 // measured error, and a replay with --capacity far below the trace's
 // concurrent flows warns on stderr; one sized for it does not.

@@ -69,6 +69,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "never draw the progress bar")
 	fs.StringVar(&f.logFormat, "log-format", config.LogText, logFormatUsage)
+	fs.StringVar(&s.Profile, "profile", "", "defaults of another tool, below the flags given: "+pipeline.ProfileNames+" (Zeek's: --no-dedup, --verify-checksums, its timeouts; --verify-checksums=false is its -C)")
 	fs.StringVar(&s.Backend, "backend", s.Backend, "ACSM backend: "+acsm.BackendNames())
 	fs.StringVar(&s.KBFEncoder, "kbf-encoder", s.KBFEncoder, "kbf backend's value codes: sidon (fast decode) or greedy (the paper's Algorithm 1)")
 	fs.StringVar(&s.KBFLayout, "kbf-layout", s.KBFLayout, "kbf backend's cell placement: standard (the paper's) or blocked (a flow's cells in three cache lines; fewer cache misses, more errors when the ACSM is overloaded)")
@@ -125,6 +126,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	s.ApplyProfile(func(n string) bool { return given[n] })
 	if err := s.Validate(func(n string) bool { return given[n] }); err != nil {
 		return nil, settingsError(fs, err)
 	}

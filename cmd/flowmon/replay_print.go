@@ -44,7 +44,7 @@ func printSummary(w io.Writer, s *pipeline.Summary) {
 			d.Fragments, d.Datagrams, d.Held, d.Passed)
 		printCounts(w, "fragments lost", d.Dropped)
 	}
-	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, %d retransmissions marked)", s.UniquePackets, s.Duplicates, s.Retransmissions)
+	fmt.Fprintf(w, "unique packets   %d (%d duplicates dropped, which Zeek and --no-dedup count; %d retransmissions marked)", s.UniquePackets, s.Duplicates, s.Retransmissions)
 	if s.DedupWindow != "" {
 		fmt.Fprintf(w, ", dedup window: %s", s.DedupWindow)
 	}

@@ -57,6 +57,9 @@ type flowSlot struct {
 	ended     bool
 	written   bool
 	origIsDst bool
+	// attempt says the flow began with a pure SYN and has had no answer
+	// (acsm.S0) since: it ends AttemptDelay after that SYN (Table.Packet).
+	attempt bool
 	// win is the flow's packets in the flow counter's current window not
 	// yet added to it: the counter gets them in one insertion when the
 	// flow leaves the table or the window ends (flushCount), not one a

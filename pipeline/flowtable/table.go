@@ -104,6 +104,16 @@ type endedFlow struct {
 // starts a new flow, as Zeek's next connection.
 const Linger = 5 * time.Second
 
+// AttemptDelay is how long a TCP flow that began with a pure SYN may go
+// without an answer (acsm.S0) before it ends, its record written as an
+// attempt: Zeek's tcp_attempt_delay (TCPSessionAdapter::AttemptTimer
+// removes the connection then, if the originator is still in SYN_SENT
+// and the responder never spoke). The originator's packets after it,
+// whatever they are, start a new flow, as they start a new connection
+// in Zeek: a one-sided capture of a client that goes on sending has an
+// S0 attempt and then its packets after the delay.
+const AttemptDelay = 5 * time.Second
+
 // sweepEvery is the longest (packet time) the clock takes to pass every
 // slot; sweepStep how many slots it passes at every packet at least.
 const (
@@ -261,7 +271,18 @@ func (t *Table) Packet(p *capture.Packet, ev *acsm.Event) {
 		t.interim(idx, now)
 	}
 	if !ev.Ended {
-		t.meta[i].deadline = now + t.timeout(e.state)
+		switch {
+		case t.meta[i].deadline == maxTime && ev.State == acsm.S0 && OpensHandshake(p):
+			// An attempt's deadline is fixed at its SYN: the originator's
+			// later packets do not put it off, as they do not cancel
+			// Zeek's attempt timer.
+			e.attempt = true
+			t.meta[i].deadline = now + int64(AttemptDelay)
+		case e.attempt && ev.State == acsm.S0:
+		default:
+			e.attempt = false
+			t.meta[i].deadline = now + t.timeout(e.state)
+		}
 		return
 	}
 	e.ended = true
@@ -419,6 +440,16 @@ func (t *Table) tick(now int64) {
 			continue
 		}
 		t.hand = t.next(t.hand)
+	}
+}
+
+// FlushEnded writes the records of flows that ended more than linger
+// before now (packet time, UnixNano) and has the ACSM forget them: a
+// caller that runs the ACSM on a packet before Packet calls it first, so
+// that a packet of a flow whose linger is over is new to the ACSM too.
+func (t *Table) FlushEnded(now int64) {
+	if t.nEnded > 0 && max(now, t.lastNow)-t.ended[t.head].at >= t.linger {
+		t.flushEnded(max(now, t.lastNow)) // on the table's clock, as Advance
 	}
 }
 
