@@ -526,6 +526,11 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		why = RS_IDLE;
 	}
 	int first = s->starts == 0 || why;
+	/* An attempt past its delay: the flow table writes it and starts
+	 * another flow at this packet, while the ACSM goes on from the
+	 * machine's value (it forgets only ended flows), as here. */
+	int goes_on = why == RS_IDLE && s->attempt;
+	__u16 was = s->machine;
 	if (first) {
 		if (why) {
 			sb->old.reason = why;
@@ -541,7 +546,15 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		s->first_ipid = p.ip_id;
 		s->first_flags = flags;
 		int ends;
-		__u16 v = first_value(m, k, &p, rev, flags, data, &ends);
+		__u16 v;
+		if (goes_on) {
+			int is_orig = rev == !!(info & INFO_ORIG_IS_DST);
+			__u16 n = m->next[((__u32)was * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
+			v = n & ~TRANS_ENDS;
+			ends = !!(n & TRANS_ENDS);
+		} else {
+			v = first_value(m, k, &p, rev, flags, data, &ends);
+		}
 		s->value = s->machine = v;
 		sent |= SENT_START;
 		if (ends) {

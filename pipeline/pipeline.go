@@ -20,6 +20,7 @@ import (
 	"github.com/flowmon/flowmon/kbf"
 	"github.com/flowmon/flowmon/pipeline/dedup"
 	"github.com/flowmon/flowmon/pipeline/flowcount"
+	"github.com/flowmon/flowmon/pipeline/flowtable"
 	"github.com/flowmon/flowmon/pipeline/kernelflows"
 	"github.com/flowmon/flowmon/record"
 )
@@ -349,6 +350,7 @@ func KernelConfig(cfg Config) kernelflows.Config {
 	}
 	to := cfg.ACSM.Timeouts.WithDefaults()
 	kc.Machine, kc.IdleNew, kc.IdleEstablished, kc.ActiveTimeout = cfg.ACSM.Machine, to.New, to.Established, cfg.ActiveTimeout
+	kc.AttemptDelay = flowtable.AttemptDelay
 	dec := capture.DefaultDecodeOptions()
 	if cfg.Decode != nil {
 		dec = *cfg.Decode

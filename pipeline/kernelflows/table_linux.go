@@ -256,18 +256,22 @@ func (t *Table) TakeDatagram(ip []byte, ts time.Time) (bool, error) {
 	f = append(f, ip...)
 	t.dgram = f
 	if t.live {
-		// A run that fails leaves the datagram to user space, as the
-		// program leaves a frame it cannot keep: counted, not fatal.
-		v, err := t.st.Run(f, monoNow()-int64(time.Since(ts)), &t.dbuf)
-		if err != nil {
-			t.datagramErrs.Add(1)
-			return false, nil
-		}
-		t.datagrams.Add(1)
-		return v != bpf.Whole, nil
+		return t.kept(t.st.Run(f, monoNow()-int64(time.Since(ts)), &t.dbuf)), nil
 	}
 	t.datagrams.Add(1)
 	return t.take(f, ts.UnixNano())
+}
+
+// kept says whether a live table's datagram run kept the datagram. A
+// run that fails leaves the datagram to user space, as the program leaves
+// a frame it cannot keep: counted, not fatal to the source.
+func (t *Table) kept(v bpf.Verdict, err error) bool {
+	if err != nil {
+		t.datagramErrs.Add(1)
+		return false
+	}
+	t.datagrams.Add(1)
+	return v != bpf.Whole
 }
 
 // take runs frame through the program at packet time now.
