@@ -85,6 +85,24 @@ type timedState struct {
 	base time.Duration
 }
 
+// openTimed loads a flow state with opt and its event reader, both
+// closed when t ends.
+func openTimed(t *testing.T, opt bpf.StateOptions) *timedState {
+	t.Helper()
+	bpftest.Require(t)
+	s, err := bpf.LoadState(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rd, err := s.NewEventReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return &timedState{t: t, s: s, rd: rd}
+}
+
 func (ts *timedState) run(frame []byte, at time.Duration) {
 	ts.t.Helper()
 	v, err := ts.s.Run(frame, int64(time.Hour+ts.base+at), &ts.buf)
@@ -163,19 +181,9 @@ var (
 // an INTERIM event at each active timeout (30 s). Take removes a cell and
 // returns it whole.
 func TestStateTime(t *testing.T) {
-	bpftest.Require(t)
-	s, err := bpf.LoadState(bpf.StateOptions{Cells: 64, EventRing: 1 << 16, Machine: stateMachine(acsm.MachineZeek),
+	ts := openTimed(t, bpf.StateOptions{Cells: 64, EventRing: 1 << 16, Machine: stateMachine(acsm.MachineZeek),
 		IdleNew: 10 * time.Second, IdleEstablished: 60 * time.Second, ActiveTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rd, err := s.NewEventReader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	ts := &timedState{t: t, s: s, rd: rd}
+	s := ts.s
 	sec := time.Second
 
 	// Idle: a one-sided UDP flow times out after IdleNew, one both sides
@@ -225,7 +233,7 @@ func TestStateTime(t *testing.T) {
 	ts.run(tcpSeg(3000, true, tACK, 501, 101, 0), 4*sec)
 	ts.expect("a straggler")
 	var c bpf.Cell
-	err = s.Cells(func(key [40]byte, got bpf.Cell) bool {
+	err := s.Cells(func(key [40]byte, got bpf.Cell) bool {
 		if key == k {
 			c = got
 		}
@@ -339,18 +347,8 @@ func TestStateAttempt(t *testing.T) {
 	for v, c := range tab.Conn {
 		m.S0[v] = c == acsm.S0
 	}
-	s, err := bpf.LoadState(bpf.StateOptions{Cells: 64, EventRing: 1 << 16, Machine: m,
+	ts := openTimed(t, bpf.StateOptions{Cells: 64, EventRing: 1 << 16, Machine: m,
 		IdleNew: 60 * time.Second, IdleEstablished: 3600 * time.Second, AttemptDelay: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rd, err := s.NewEventReader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	ts := &timedState{t: t, s: s, rd: rd}
 	sec := time.Second
 
 	ts.run(tcpSeg(5000, false, tSYN, 100, 0, 0), 0)
