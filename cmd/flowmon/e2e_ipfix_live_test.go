@@ -13,13 +13,17 @@ import (
 	"time"
 )
 
+// unreadAtStop bounds the records a UDP collector stopped mid-stream may
+// leave unread in its socket buffer.
+const unreadAtStop = 10
+
 // TestE2EIPFIXLiveOutage: flowmon run exports to an nfcapd (its default
 // socket buffer) in the agent's own namespace while a trace is sent into
 // the interface; nfcapd stops for 20 s and starts again. While it is
 // down /healthz answers 503 naming the collector; after, 200. At the
 // stop, every record the summary does not count as dropped or failed
-// for ipfix is one nfdump reads, and the exit status says whether any
-// was lost.
+// for ipfix is one nfdump reads (but for a few the stopped nfcapd left
+// unread), and the exit status says whether any was lost.
 func TestE2EIPFIXLiveOutage(t *testing.T) {
 	e2e(t, "nfcapd", "nfdump", "tcpreplay")
 	n := liveNet(t)
@@ -89,8 +93,15 @@ func TestE2EIPFIXLiveOutage(t *testing.T) {
 	if c.Written == 0 || x.Written+x.Failed != c.Written {
 		t.Errorf("ipfix took %d and failed %d of the %d records written", x.Written, x.Failed, c.Written)
 	}
-	if uint64(read) != c.Written-lost {
-		t.Errorf("nfdump read %d records; the summary says %d were sent (%d written, %d lost)", read, c.Written-lost, c.Written, lost)
+	// A datagram in the stopped nfcapd's socket buffer, not yet read when
+	// it exited, is lost with no error for any UDP exporter to see: a
+	// message or two of the few records a message carries at this rate.
+	sent := c.Written - lost
+	switch short := int64(sent) - int64(read); {
+	case short < 0 || short > unreadAtStop:
+		t.Errorf("nfdump read %d records; the summary says %d were sent (%d written, %d lost)", read, sent, c.Written, lost)
+	case short > 0:
+		t.Logf("%d records sent were not read: in the stopped collector's socket buffer", short)
 	}
 	if want := map[bool]int{false: 0, true: 3}[lost > 0]; code != want {
 		t.Errorf("exit status %d with %d records lost, want %d", code, lost, want)
