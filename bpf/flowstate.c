@@ -292,6 +292,14 @@ static __always_inline int flip_new(const struct machine_tables *m, __u8 proto, 
 
 /* first_value is a new flow's value after its first packet, and sets
  * *ends when that packet ends the flow. */
+/* step is the machine's transition from value v on a packet from the
+ * originator (is_orig) or the responder, TRANS_ENDS set where it ends
+ * the flow. */
+static __always_inline __u16 step(const struct machine_tables *m, __u16 v, int is_orig, int data, __u16 flags)
+{
+	return m->next[((__u32)v * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
+}
+
 static __always_inline __u16 first_value(const struct machine_tables *m, struct pkt *k, const struct parsed *p, int rev,
 					 __u16 flags, int data, int *ends)
 {
@@ -308,7 +316,7 @@ static __always_inline __u16 first_value(const struct machine_tables *m, struct 
 	int kind = p->proto == 6 ? 0 : p->proto == 17 ? 1 : 2;
 	int rst = kind == 0 && !flip && (flags & (TCP_SYN | TCP_ACK | TCP_FIN | TCP_RST)) == TCP_SYN;
 	__u16 v0 = m->start[kind][orig_is_dst][rst];
-	__u16 n = m->next[((__u32)v0 * 256 + input_of(!flip, data, flags)) & (MAX_VALUES * 256 - 1)];
+	__u16 n = step(m, v0, !flip, data, flags);
 	__u16 v = n & ~TRANS_ENDS;
 	*ends = (n & TRANS_ENDS) || (m->info[v & (MAX_VALUES - 1)] & INFO_TERMINAL);
 	return v;
@@ -530,7 +538,8 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 	 * another flow at this packet, while the ACSM goes on from the
 	 * machine's value (it forgets only ended flows), as here. */
 	int goes_on = why == RS_IDLE && s->attempt;
-	__u16 was = s->machine;
+	int is_orig = rev == !!(info & INFO_ORIG_IS_DST);
+	__u16 n = step(m, s->machine, is_orig, data, flags);
 	if (first) {
 		if (why) {
 			sb->old.reason = why;
@@ -548,8 +557,6 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 		int ends;
 		__u16 v;
 		if (goes_on) {
-			int is_orig = rev == !!(info & INFO_ORIG_IS_DST);
-			__u16 n = m->next[((__u32)was * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
 			v = n & ~TRANS_ENDS;
 			ends = !!(n & TRANS_ENDS);
 		} else {
@@ -562,8 +569,6 @@ static __always_inline int state_packet(struct pkt *k, __u64 now)
 			sent |= SENT_END;
 		}
 	} else {
-		int is_orig = rev == !!(info & INFO_ORIG_IS_DST);
-		__u16 n = m->next[((__u32)s->machine * 256 + input_of(is_orig, data, flags)) & (MAX_VALUES * 256 - 1)];
 		s->machine = n & ~TRANS_ENDS;
 		if (!s->ended) {
 			/* The rules' half-open count learns here that the

@@ -132,16 +132,41 @@ type DefragSource interface {
 // first fragment too short for its transport header (a tiny fragment,
 // the header split over two) is still a piece of its datagram.
 func DefragFrame(p *Packet, frame []byte, reason Reason, st *Stats, d Defragmenter) bool {
+	_, ok := defragFrame(p, frame, reason, st, d)
+	return ok
+}
+
+// DefragTake is DefragFrame for a source whose frames a DatagramTaker
+// may take (dt; nil: none): a datagram reassembled from fragments that
+// came in no tunnel is offered to dt, and one dt takes is counted in
+// st.Taken and not handed on. An error of dt's ends the source's reading.
+func DefragTake(p *Packet, frame []byte, reason Reason, st *Stats, d Defragmenter, dt DatagramTaker) (bool, error) {
+	outer := p.Tunnels == 0
+	res, ok := defragFrame(p, frame, reason, st, d)
+	if !ok || res != FragDone || !outer || dt == nil {
+		return ok, nil
+	}
+	taken, err := dt.TakeDatagram(d.Datagram(), p.Timestamp)
+	if err != nil {
+		return false, err
+	}
+	if taken {
+		st.Taken++
+	}
+	return !taken, nil
+}
+
+func defragFrame(p *Packet, frame []byte, reason Reason, st *Stats, d Defragmenter) (FragResult, bool) {
 	st.countFrame(p)
 	res, r := d.Add(p, frame, &st.Defrag)
 	switch res {
 	case FragHeld:
-		return false
+		return res, false
 	case FragPass:
 		r = reason
 	}
 	st.countDecoded(p, r)
-	return r == ReasonNone
+	return res, r == ReasonNone
 }
 
 // Defragments reports whether Decode's answer for a fragment is one to

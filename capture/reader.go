@@ -189,22 +189,15 @@ func (r *Reader) Next(p *Packet) error {
 		}
 		reason := r.dec.Decode(p, link, data, wire, ts)
 		if p.Fragment != NotFragment && r.defrag != nil && Defragments(reason) {
-			outer := p.Tunnels == 0
-			if !DefragFrame(p, data, reason, &r.stats, r.defrag) {
-				continue
+			ok, err := DefragTake(p, data, reason, &r.stats, r.defrag, r.dtaker)
+			if err != nil {
+				r.done = err
+				break
 			}
-			if outer && r.dtaker != nil {
-				taken, err := r.dtaker.TakeDatagram(r.defrag.Datagram(), p.Timestamp)
-				if err != nil {
-					r.done = err
-					break
-				}
-				if taken {
-					r.stats.Taken++
-					continue
-				}
+			if ok {
+				return nil
 			}
-			return nil
+			continue
 		}
 		r.stats.Count(p, reason)
 		if reason == ReasonNone {

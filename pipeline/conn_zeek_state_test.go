@@ -36,8 +36,8 @@ var zeekTCPDiffCauses = map[string]string{
 	"zeek/tunnels/gtp/gtp2_different_udp_port.pcap 10.131.17.170:51803>173.199.115.168:80 history": "Zeek's HTTP analyzer adds its own letter (X) to the history",
 	// Four outer GTP datagrams lack their second fragment in the capture:
 	// Zeek never reassembles them, so never sees the TCP segments inside
-	// (41 packets, and a content gap, g); the decoder reads the inner
-	// packet from the first fragment (45).
+	// (fewer packets, and a content gap, g); the decoder reads the inner
+	// packet from the first fragment.
 	"zeek/tunnels/gtp/gtp1_gn_normal_incl_fragmentation.pcap 10.131.47.185:1923>79.101.110.141:80 *": "Zeek drops outer datagrams whose fragments are not all captured; the decoder reads the inner packet from the first fragment",
 	// The client sends FIN, then RST, the server its FIN, the client RST
 	// again. Zeek's UpdateEstablishedState turns a peer that sent a FIN

@@ -322,21 +322,14 @@ func (s *Ring) Next(p *capture.Packet) error {
 		}
 		if p.Fragment != capture.NotFragment && s.defrag != nil && capture.Defragments(reason) {
 			if frame := rawFrame(s.rec.RawSample); frame != nil {
-				outer := p.Tunnels == 0
-				if !capture.DefragFrame(p, frame, reason, &s.stats, s.defrag) {
-					continue
+				ok, err := capture.DefragTake(p, frame, reason, &s.stats, s.defrag, s.dtaker)
+				if err != nil {
+					return err
 				}
-				if outer && s.dtaker != nil {
-					taken, err := s.dtaker.TakeDatagram(s.defrag.Datagram(), p.Timestamp)
-					if err != nil {
-						return err
-					}
-					if taken {
-						s.stats.Taken++
-						continue
-					}
+				if ok {
+					return nil
 				}
-				return nil
+				continue
 			}
 		}
 		s.stats.Count(p, reason)

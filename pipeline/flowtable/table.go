@@ -448,9 +448,7 @@ func (t *Table) tick(now int64) {
 // caller that runs the ACSM on a packet before Packet calls it first, so
 // that a packet of a flow whose linger is over is new to the ACSM too.
 func (t *Table) FlushEnded(now int64) {
-	if t.nEnded > 0 && max(now, t.lastNow)-t.ended[t.head].at >= t.linger {
-		t.flushEnded(max(now, t.lastNow)) // on the table's clock, as Advance
-	}
+	t.flushEnded(max(now, t.lastNow)) // on the table's clock, as Advance
 }
 
 // flushEnded writes the records of flows that ended more than linger

@@ -135,15 +135,20 @@ type arena struct {
 }
 
 func (a *arena) value() *commonpb.AnyValue {
-	v := &a.e.vals[a.val]
-	a.val++
+	v := take(a.e.vals, &a.val)
 	v.Value = nil
 	return v
 }
 
+// take is the next of s, counted in *n.
+func take[T any](s []T, n *int) *T {
+	w := &s[*n]
+	*n++
+	return w
+}
+
 func (a *arena) str(s string) *commonpb.AnyValue {
-	w := &a.e.strs[a.nstr]
-	a.nstr++
+	w := take(a.e.strs, &a.nstr)
 	w.StringValue = s
 	v := a.value()
 	v.Value = w
@@ -151,8 +156,7 @@ func (a *arena) str(s string) *commonpb.AnyValue {
 }
 
 func (a *arena) int64(n int64) *commonpb.AnyValue {
-	w := &a.e.ints[a.nint]
-	a.nint++
+	w := take(a.e.ints, &a.nint)
 	w.IntValue = n
 	v := a.value()
 	v.Value = w
@@ -160,8 +164,7 @@ func (a *arena) int64(n int64) *commonpb.AnyValue {
 }
 
 func (a *arena) double(f float64) *commonpb.AnyValue {
-	w := &a.e.dbls[a.ndbl]
-	a.ndbl++
+	w := take(a.e.dbls, &a.ndbl)
 	w.DoubleValue = f
 	v := a.value()
 	v.Value = w
@@ -169,8 +172,7 @@ func (a *arena) double(f float64) *commonpb.AnyValue {
 }
 
 func (a *arena) boolean(b bool) *commonpb.AnyValue {
-	w := &a.e.bools[a.nb]
-	a.nb++
+	w := take(a.e.bools, &a.nb)
 	w.BoolValue = b
 	v := a.value()
 	v.Value = w
